@@ -1,0 +1,92 @@
+// Package apierr is the one error shape of every sensorgate HTTP response (API.md
+// "Errors"): {"error": "<message naming the culprit>", "code": "<code>"}.
+package apierr
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Codes of API.md.
+const (
+	InvalidParameter     = "invalid_parameter"
+	MissingAPIKey        = "missing_api_key"
+	InvalidAPIKey        = "invalid_api_key"
+	Forbidden            = "forbidden"
+	NotFound             = "not_found"
+	SensorNotFound       = "sensor_not_found"
+	NoFeed               = "no_feed"
+	NoReadings           = "no_readings"
+	MethodNotAllowed     = "method_not_allowed"
+	PayloadTooLarge      = "payload_too_large"
+	UnsupportedMediaType = "unsupported_media_type"
+	RateLimited          = "rate_limited"
+	UpstreamUnavailable  = "upstream_unavailable"
+	UpstreamTimeout      = "upstream_timeout"
+	Internal             = "internal"
+)
+
+var statusByCode = map[string]int{
+	InvalidParameter:     http.StatusBadRequest,
+	MissingAPIKey:        http.StatusUnauthorized,
+	InvalidAPIKey:        http.StatusUnauthorized,
+	Forbidden:            http.StatusForbidden,
+	NotFound:             http.StatusNotFound,
+	SensorNotFound:       http.StatusNotFound,
+	NoFeed:               http.StatusNotFound,
+	NoReadings:           http.StatusNotFound,
+	MethodNotAllowed:     http.StatusMethodNotAllowed,
+	PayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	RateLimited:          http.StatusTooManyRequests,
+	UpstreamUnavailable:  http.StatusBadGateway,
+	UpstreamTimeout:      http.StatusGatewayTimeout,
+	Internal:             http.StatusInternalServerError,
+}
+
+// Error is an error meant for the client: Message is safe to show, Code is stable.
+type Error struct {
+	Message string `json:"error"`
+	Code    string `json:"code"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Status is the HTTP status of the error's code (500 for an unknown code).
+func (e *Error) Status() int {
+	if s, ok := statusByCode[e.Code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// New returns an Error with a formatted message.
+func New(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid names a bad query parameter and the form it should take.
+func Invalid(param, format string, args ...any) *Error {
+	return &Error{Code: InvalidParameter, Message: fmt.Sprintf("invalid parameter %q: ", param) + fmt.Sprintf(format, args...)}
+}
+
+// From returns the client-facing form of err: the *Error inside it, or a generic internal
+// error whose message reveals nothing.
+func From(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: Internal, Message: "internal error"}
+}
+
+// Write renders err as JSON with its status. Internal details never reach the client.
+func Write(w http.ResponseWriter, err error) {
+	e := From(err)
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(e.Status())
+	_ = json.NewEncoder(w).Encode(e)
+}

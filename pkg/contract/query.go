@@ -1,0 +1,166 @@
+package contract
+
+import (
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/canon"
+)
+
+// Readings page sizes (SPEC.md 8, API.md "Lists and ordering").
+const (
+	DefaultReadingsLimit = 100
+	MaxReadingsLimit     = 500
+	MaxDays              = 3660
+)
+
+// Data formats.
+const (
+	FormatCleaned = "cleaned"
+	FormatRaw     = "raw"
+)
+
+// ReadingsQuery is the parsed query of the readings endpoints. Since is inclusive, Until
+// exclusive; zero values mean unbounded.
+type ReadingsQuery struct {
+	Since      time.Time
+	Until      time.Time
+	Limit      int
+	Page       int
+	Format     string
+	Parameters []string // empty: all
+	Ascending  bool
+}
+
+// Offset is the row offset of the page.
+func (q ReadingsQuery) Offset() int { return (q.Page - 1) * q.Limit }
+
+// ParseLatestQuery parses the query of GET .../readings/latest (data_format only, plus
+// parameter as for readings).
+func ParseLatestQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
+	q := ReadingsQuery{Limit: 1, Page: 1, Format: FormatCleaned}
+	var err error
+	if q.Format, err = parseFormat(v); err != nil {
+		return q, err
+	}
+	if q.Parameters, err = parseParameters(v); err != nil {
+		return q, err
+	}
+	return q, nil
+}
+
+// ParseReadingsQuery parses and validates the query of GET .../readings (SPEC.md 4.8 and
+// API.md "Times"). Every error is an *apierr.Error naming the parameter.
+func ParseReadingsQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
+	q := ReadingsQuery{Limit: DefaultReadingsLimit, Page: 1, Format: FormatCleaned}
+	var err error
+	if q.Format, err = parseFormat(v); err != nil {
+		return q, err
+	}
+	if q.Parameters, err = parseParameters(v); err != nil {
+		return q, err
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return q, apierr.Invalid("limit", "want a positive integer (maximum %d), got %q", MaxReadingsLimit, s)
+		}
+		q.Limit = min(n, MaxReadingsLimit)
+	}
+	if s := v.Get("page"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 10_000_000 {
+			return q, apierr.Invalid("page", "want a positive integer, got %q", s)
+		}
+		q.Page = n
+	}
+	switch s := v.Get("sort"); s {
+	case "", "desc":
+	case "asc":
+		q.Ascending = true
+	default:
+		return q, apierr.Invalid("sort", "want asc or desc, got %q", s)
+	}
+	days, since, until := v.Get("days"), v.Get("since"), v.Get("until")
+	if days != "" && (since != "" || until != "") {
+		name := "since"
+		if since == "" {
+			name = "until"
+		}
+		return q, apierr.Invalid("days", "cannot be combined with %s", name)
+	}
+	if days != "" {
+		d, err := strconv.ParseFloat(days, 64)
+		if err != nil || math.IsNaN(d) || d <= 0 || d > MaxDays {
+			return q, apierr.Invalid("days", "want a number of days greater than 0 and at most %d, got %q", MaxDays, days)
+		}
+		q.Until = time.Time{}
+		q.Since = now.Add(-time.Duration(d * float64(24*time.Hour))).UTC()
+		return q, nil
+	}
+	if since != "" {
+		if q.Since, err = ParseTime(since); err != nil {
+			return q, apierr.Invalid("since", "want an RFC 3339 time or a date YYYY-MM-DD, got %q", since)
+		}
+	}
+	if until != "" {
+		if q.Until, err = ParseTime(until); err != nil {
+			return q, apierr.Invalid("until", "want an RFC 3339 time or a date YYYY-MM-DD, got %q", until)
+		}
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Until.After(q.Since) {
+		return q, apierr.Invalid("until", "must be after since")
+	}
+	return q, nil
+}
+
+// ParseTime accepts RFC 3339 with or without fraction and offset (UTC assumed without
+// one), and plain dates meaning the start of that day in UTC.
+func ParseTime(s string) (time.Time, error) {
+	layouts := []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02"}
+	var err error
+	for _, l := range layouts {
+		var t time.Time
+		if t, err = time.Parse(l, s); err == nil {
+			if t.Year() < 1900 || t.Year() > 2200 {
+				break
+			}
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, &time.ParseError{Layout: time.RFC3339, Value: s, Message: ": not a supported time"}
+}
+
+func parseFormat(v url.Values) (string, error) {
+	switch s := v.Get("data_format"); s {
+	case "", FormatCleaned:
+		return FormatCleaned, nil
+	case FormatRaw:
+		return FormatRaw, nil
+	default:
+		return "", apierr.Invalid("data_format", "want cleaned or raw, got %q", s)
+	}
+}
+
+func parseParameters(v url.Values) ([]string, error) {
+	s := v.Get("parameter")
+	if s == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !canon.IsParameter(p) {
+			return nil, apierr.Invalid("parameter", "unknown parameter id %q (see the canonical parameters)", p)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
