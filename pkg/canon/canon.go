@@ -151,9 +151,12 @@ func unitKey(unit string) string {
 		u = u[i+1:]
 	}
 	u = strings.ToLower(u)
-	u = strings.NewReplacer("μ", "u", "µ", "u", "³", "3", " ", "", "°", "deg").Replace(u)
-	return u
+	return unitSpelling.Replace(u)
 }
+
+// unitSpelling is built once: a Replacer is safe for concurrent use and never changes, and
+// building one per call cost more than the rest of a text adapter's parse.
+var unitSpelling = strings.NewReplacer("μ", "u", "µ", "u", "³", "3", " ", "", "°", "deg")
 
 var unitAliases = map[string]string{
 	"degc": "c", "c": "c", "celsius": "c", "degcelsius": "c",

@@ -1,0 +1,138 @@
+// Package adaptertest holds what every adapter's tests need: finding the shared recorded
+// provider payloads (skipping clearly when they are absent) and checking the invariants
+// every batch must keep.
+package adaptertest
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/services/observation"
+)
+
+// EnvProviderData overrides where the recorded provider payloads are.
+const EnvProviderData = "SENSORGATE_PROVIDER_DATA"
+
+// ProviderDir returns the shared providers folder: $SENSORGATE_PROVIDER_DATA, or the first
+// shared/data/providers found walking up from the test's directory; "" when absent.
+func ProviderDir() string {
+	if d := os.Getenv(EnvProviderData); d != "" {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+		return ""
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		c := filepath.Join(dir, "shared", "data", "providers")
+		if fi, err := os.Stat(c); err == nil && fi.IsDir() {
+			return c
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// ProviderFile reads rel (e.g. "ndbc/41002.txt") from the shared providers folder, or
+// skips the test saying where it looked.
+func ProviderFile(tb testing.TB, rel string) []byte {
+	tb.Helper()
+	dir := ProviderDir()
+	if dir == "" {
+		tb.Skipf("recorded provider payloads not found (set %s or put shared/data/providers above the repo); skipping golden test of %s", EnvProviderData, rel)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, rel))
+	if err != nil {
+		tb.Skipf("recorded provider payload %s unavailable: %v", rel, err)
+	}
+	return b
+}
+
+// Testdata reads a fixture from the package's testdata folder; it must exist.
+func Testdata(tb testing.TB, name string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		tb.Fatalf("fixture: %v", err)
+	}
+	return b
+}
+
+// CheckBatch fails the test when b breaks an invariant: every measurement has a canonical
+// id and unit and a finite value inside canon's range, every observation has a station, a
+// time and a raw fragment that is a JSON object, every rejection a reason.
+func CheckBatch(tb testing.TB, b observation.Batch) {
+	tb.Helper()
+	for i, o := range b.Observations {
+		if o.StationID == "" || o.Time.IsZero() {
+			tb.Fatalf("observation %d has no station or time: %+v", i, o)
+		}
+		if len(o.Measurements) == 0 {
+			tb.Fatalf("observation %d of %s has no measurements", i, o.StationID)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(o.Raw, &obj); err != nil {
+			tb.Fatalf("observation %d of %s: raw is not a JSON object: %v (%q)", i, o.StationID, err, o.Raw)
+		}
+		if o.RawFormat == "" {
+			tb.Fatalf("observation %d of %s has no raw format", i, o.StationID)
+		}
+		if (o.Lat == nil) != (o.Lon == nil) {
+			tb.Fatalf("observation %d of %s has half a position", i, o.StationID)
+		}
+		if o.Lat != nil && (*o.Lat < -90 || *o.Lat > 90 || *o.Lon < -180 || *o.Lon > 180) {
+			tb.Fatalf("observation %d of %s has position %v,%v out of range", i, o.StationID, *o.Lat, *o.Lon)
+		}
+		for _, m := range o.Measurements {
+			p, ok := canon.Lookup(m.Parameter)
+			if !ok {
+				tb.Fatalf("observation %d of %s: unknown parameter %q", i, o.StationID, m.Parameter)
+			}
+			if m.Unit != p.Unit {
+				tb.Fatalf("observation %d of %s: %s unit %q, want %q", i, o.StationID, m.Parameter, m.Unit, p.Unit)
+			}
+			if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) || m.Value < p.Min || m.Value > p.Max {
+				tb.Fatalf("observation %d of %s: %s = %v outside %v..%v", i, o.StationID, m.Parameter, m.Value, p.Min, p.Max)
+			}
+		}
+	}
+	for i, r := range b.Rejections {
+		if r.Reason == "" {
+			tb.Fatalf("rejection %d has no reason: %+v", i, r)
+		}
+	}
+	for i, s := range b.Stations {
+		if s.ExternalID == "" || s.ProviderSlug == "" || s.FeedSlug == "" {
+			tb.Fatalf("station %d lacks id, provider or feed: %+v", i, s)
+		}
+	}
+}
+
+// Reasons counts rejections by reason.
+func Reasons(b observation.Batch) map[string]int {
+	out := map[string]int{}
+	for _, r := range b.Rejections {
+		out[r.Reason]++
+	}
+	return out
+}
+
+// Value returns the value of parameter in o, and whether o has it.
+func Value(o observation.Observation, parameter string) (float64, bool) {
+	for _, m := range o.Measurements {
+		if m.Parameter == parameter {
+			return m.Value, true
+		}
+	}
+	return 0, false
+}

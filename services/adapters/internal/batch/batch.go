@@ -1,0 +1,239 @@
+// Package batch assembles an observation.Batch while an adapter walks a payload: it runs
+// every value through canon.Normalize, turns failures into counted rejections, and keeps
+// per-station facts (data types seen, position) for the station records.
+package batch
+
+import (
+	"encoding/json"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/observation"
+)
+
+// Stable rejection reasons used by the adapters beside canon.Reason's.
+const (
+	ReasonMalformedRow       = "malformed_row"
+	ReasonBadTimestamp       = "bad_timestamp"
+	ReasonBadNumber          = "bad_number"
+	ReasonMissingSentinel    = "missing_sentinel"
+	ReasonNegative           = "negative_value"
+	ReasonUnsupportedParam   = "unsupported_parameter"
+	ReasonQualityControl     = "quality_control"
+	ReasonMissingStation     = "missing_station"
+	ReasonBadCoordinates     = "bad_coordinates"
+	ReasonDuplicate          = "duplicate"
+	ReasonNoMeasurements     = "no_measurements"
+	ReasonBadStationMetadata = "bad_station_metadata"
+)
+
+// Builder collects observations, rejections and station facts for one payload.
+type Builder struct {
+	provider string
+	batch    observation.Batch
+	stations map[string]*stationFacts
+	order    []string
+	emitted  map[obsKey]bool
+}
+
+type obsKey struct {
+	station string
+	t       int64
+}
+
+type stationFacts struct {
+	types    map[string]bool
+	lat, lon *float64
+	last     time.Time
+}
+
+// New starts a batch for provider (its slug).
+func New(provider string) *Builder {
+	return &Builder{provider: provider, batch: observation.Batch{Provider: provider}, stations: map[string]*stationFacts{}, emitted: map[obsKey]bool{}}
+}
+
+// Measurements accumulates the canonical values of one observation.
+type Measurements struct {
+	b       *Builder
+	station string
+	line    int
+	list    []canon.Measurement
+}
+
+// Start begins the measurements of station's row or record at line (1-based; 0 unknown).
+func (b *Builder) Start(station string, line int) *Measurements {
+	return &Measurements{b: b, station: station, line: line}
+}
+
+// Add normalizes value of source field (reported in unit) into parameter; a value that
+// cannot be normalized becomes a rejection naming the field, and the row goes on.
+func (m *Measurements) Add(field, parameter string, value float64, unit string) {
+	got, err := canon.Normalize(parameter, value, unit)
+	if err != nil {
+		m.b.Reject(m.station, m.line, field, canon.Reason(err), err.Error())
+		return
+	}
+	m.list = append(m.list, got)
+}
+
+// AddMeasurement appends an already normalized measurement (e.g. a computed AQI).
+func (m *Measurements) AddMeasurement(ms canon.Measurement) { m.list = append(m.list, ms) }
+
+// Len is the number of measurements so far.
+func (m *Measurements) Len() int { return len(m.list) }
+
+// List returns the measurements so far.
+func (m *Measurements) List() []canon.Measurement { return m.list }
+
+// Reject records a rejection.
+func (b *Builder) Reject(station string, line int, field, reason, detail string) {
+	b.batch.Rejections = append(b.batch.Rejections, observation.Rejection{
+		StationID: station, Line: line, Field: field, Reason: reason, Detail: detail,
+	})
+}
+
+// Emit stores the observation built in m at time t with its raw fragment. A row without
+// any canonical value is a no_measurements rejection rather than an empty reading, and a
+// second row of the same station and time is a duplicate rejection (the first one wins).
+func (m *Measurements) Emit(t time.Time, lat, lon *float64, raw json.RawMessage, rawFormat string) {
+	b := m.b
+	if len(m.list) == 0 {
+		b.Reject(m.station, m.line, "", ReasonNoMeasurements, "row has no usable canonical value")
+		return
+	}
+	k := obsKey{m.station, t.UnixNano()}
+	if b.emitted[k] {
+		b.Reject(m.station, m.line, "", ReasonDuplicate, "a reading of this station at "+t.UTC().Format(time.RFC3339)+" is already in the payload")
+		return
+	}
+	b.emitted[k] = true
+	b.batch.Observations = append(b.batch.Observations, observation.Observation{
+		StationID: m.station, Time: t.UTC(), Measurements: m.list, Lat: lat, Lon: lon,
+		Raw: raw, RawFormat: rawFormat,
+	})
+	f := b.facts(m.station)
+	for _, ms := range m.list {
+		f.types[ms.Parameter] = true
+	}
+	if lat != nil && lon != nil {
+		f.lat, f.lon = lat, lon
+	}
+	if t.After(f.last) {
+		f.last = t.UTC()
+	}
+}
+
+func (b *Builder) facts(station string) *stationFacts {
+	f, ok := b.stations[station]
+	if !ok {
+		f = &stationFacts{types: map[string]bool{}}
+		b.stations[station] = f
+		b.order = append(b.order, station)
+	}
+	return f
+}
+
+// Note records a station without an observation (so it still gets a station record).
+func (b *Builder) Note(station string, lat, lon *float64) {
+	f := b.facts(station)
+	if lat != nil && lon != nil {
+		f.lat, f.lon = lat, lon
+	}
+}
+
+// Seen lists the stations of the batch in first-seen order.
+func (b *Builder) Seen() []string { return append([]string(nil), b.order...) }
+
+// Rejections returns the rejections so far.
+func (b *Builder) Rejections() []observation.Rejection { return b.batch.Rejections }
+
+// Finish returns the batch. For every station seen, base(id) gives its record (name,
+// type, feed, ...), which Finish completes with the data types seen, the position when
+// base has none, and the last reading time.
+func (b *Builder) Finish(base func(id string) contract.Station) observation.Batch {
+	out := b.batch
+	for _, id := range b.order {
+		f := b.stations[id]
+		st := base(id)
+		if st.ExternalID == "" {
+			st.ExternalID = id
+		}
+		st.DataTypes = MergeTypes(st.DataTypes, keys(f.types))
+		if st.Latitude == nil && f.lat != nil {
+			st.Latitude, st.Longitude = f.lat, f.lon
+		}
+		if !f.last.IsZero() {
+			st.LastReadingAt = &contract.Time{Time: f.last}
+		}
+		if st.Status == "" {
+			st.Status = "active"
+		}
+		out.Stations = append(out.Stations, st)
+	}
+	return out
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// MergeTypes returns the union of a and b in the canonical table's order.
+func MergeTypes(a, b []string) []string {
+	set := map[string]bool{}
+	for _, s := range a {
+		set[s] = true
+	}
+	for _, s := range b {
+		set[s] = true
+	}
+	out := make([]string, 0, len(set))
+	for _, p := range canon.Parameters() {
+		if set[p.ID] {
+			out = append(out, p.ID)
+		}
+	}
+	return out
+}
+
+// Coord returns a pointer to a valid latitude/longitude pair, or nils when either is
+// missing, not finite or out of range (OpenAQ has a longitude of 185.2).
+func Coord(lat, lon float64) (*float64, *float64, bool) {
+	if math.IsNaN(lat) || math.IsNaN(lon) || math.IsInf(lat, 0) || math.IsInf(lon, 0) ||
+		lat < -90 || lat > 90 || lon < -180 || lon > 180 {
+		return nil, nil, false
+	}
+	return &lat, &lon, true
+}
+
+// Interval estimates a reporting interval in seconds from observation times: the median
+// spacing, rounded to a minute, or fallback when there are fewer than two times.
+func Interval(times []time.Time, fallback int) int {
+	if len(times) < 2 {
+		return fallback
+	}
+	ts := append([]time.Time(nil), times...)
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	var d []float64
+	for i := 1; i < len(ts); i++ {
+		if s := ts[i].Sub(ts[i-1]).Seconds(); s > 0 {
+			d = append(d, s)
+		}
+	}
+	if len(d) == 0 {
+		return fallback
+	}
+	sort.Float64s(d)
+	med := d[len(d)/2]
+	r := int(math.Round(med/60)) * 60
+	if r <= 0 {
+		return fallback
+	}
+	return r
+}

@@ -1,0 +1,65 @@
+package observation
+
+import (
+	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/contract"
+)
+
+// Payload is one native document as a provider serves it (fetched live, read from a
+// recorded file, or written by a simulator), with what the parser must know that the
+// document does not say itself.
+type Payload struct {
+	// Format names the document's format, one of the adapter's Formats(), e.g.
+	// "ndbc.stdmet" or "nws.observations".
+	Format string
+	// StationID is the provider's station id for formats that do not name their station
+	// inside the document (an NDBC realtime2 file is named by its URL, an Ambient device
+	// record by the device MAC of the request). Empty when the document names its stations.
+	StationID string
+	Body      []byte
+}
+
+// Adapter turns native payloads of one provider into canonical batches.
+type Adapter interface {
+	// Provider describes the organisation whose data this adapter reads.
+	Provider() contract.Provider
+	// Feeds are the feeds (projects) of this provider that the adapter serves.
+	Feeds() []contract.Feed
+	// Formats lists the Payload.Format values Parse accepts.
+	Formats() []string
+	// Parse reads one payload. A payload that is not of its format at all (not JSON, an
+	// error document, no header) is an error; bad rows and values inside a readable payload
+	// are Rejections in the Batch, and the rest still lands.
+	Parse(p Payload) (Batch, error)
+}
+
+// SimConfig configures a deterministic simulator. The same config and window always give
+// the same bytes, and overlapping windows give the same rows, so re-simulating a window on
+// every tick is idempotent downstream.
+type SimConfig struct {
+	// Seed selects the synthetic world: station positions, phases, noise.
+	Seed int64
+	// Stations is how many synthetic stations to generate (default 12 when zero).
+	Stations int
+	// QuietFraction of the stations go quiet: they report nothing at or after QuietAfter
+	// (or at all when QuietAfter is zero), so staleness and 404s can be exercised.
+	QuietFraction float64
+	QuietAfter    time.Time
+	// GapRate is the probability that a whole row/record is absent (default 0.02 when
+	// zero; negative means none).
+	GapRate float64
+	// MissingRate is the probability that one value is the provider's missing marker
+	// (NDBC MM, NWS null, ...; default 0.03 when zero; negative means none).
+	MissingRate float64
+}
+
+// Simulator writes a provider's native format for synthetic stations.
+type Simulator interface {
+	// SimStations returns the station metadata payload(s) of the synthetic stations in the
+	// provider's own metadata format (e.g. an activestations.xml), ready for Parse.
+	SimStations(cfg SimConfig) ([]Payload, error)
+	// Simulate returns the native payloads holding every synthetic reading with a
+	// timestamp in [from, to), at the provider's cadence.
+	Simulate(cfg SimConfig, from, to time.Time) ([]Payload, error)
+}
