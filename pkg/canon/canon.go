@@ -164,7 +164,7 @@ var unitAliases = map[string]string{
 	"k": "k", "kelvin": "k",
 	"ug/m3": "ug/m3", "ugm-3": "ug/m3", "ug_m-3": "ug/m3", "microgramspercubicmeter": "ug/m3",
 	"mg/m3": "mg/m3",
-	"ppb": "ppb", "ppm": "ppm",
+	"ppb":   "ppb", "ppm": "ppm",
 	"m/s": "m/s", "m_s-1": "m/s", "mps": "m/s", "ms-1": "m/s",
 	"km/h": "km/h", "km_h-1": "km/h", "kph": "km/h", "kmh": "km/h",
 	"mph": "mph", "mi/h": "mph",
