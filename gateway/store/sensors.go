@@ -1,0 +1,416 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+)
+
+// List sizes (API.md "Lists and ordering").
+const (
+	DefaultLimit = 20
+	MaxLimit     = 1000
+	// EarthRadiusKM is the mean earth radius (IUGG) of every great-circle distance.
+	EarthRadiusKM = 6371.0088
+	// searchSep joins the searchable fields in search_text; a search term cannot match
+	// across two fields unless it contains the separator itself.
+	searchSep = "\x1f"
+)
+
+// deferredJoinOffset is the offset from which a page is located with a narrow inner query
+// first (index-only on (name, id) when no filter needs other columns) and only then
+// fetched whole.
+const deferredJoinOffset = 200
+
+func (d dialect) sensorColumns(prefix string) string {
+	p := prefix
+	return strings.Join([]string{
+		p + "id", p + "service_id", p + "external_id", p + "name", p + "description", p + "sensor_type",
+		p + "status", d.arraySelect(p + "data_types"), d.dateSelect(p + "deployment_date"),
+		d.dateSelect(p + "decommissioned_date"), p + "latitude", p + "longitude", p + "provider_id",
+		p + "provider_name", p + "provider_slug", p + "feed_id", p + "feed_name", p + "feed_slug",
+		p + "reporting_interval_s", p + "last_reading_at", p + "missing_since", p + "updated_at",
+	}, ", ")
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanSensor(r rowScanner) (catalog.Sensor, error) {
+	var (
+		s                   catalog.Sensor
+		dataTypes           string
+		deploy, decom       sql.NullString
+		lat, lon            sql.NullFloat64
+		providerID, feedID  uuid.NullUUID
+		lastReading, missed sql.NullTime
+	)
+	err := r.Scan(&s.ID, &s.ServiceID, &s.ExternalID, &s.Name, &s.Description, &s.SensorType,
+		&s.Status, &dataTypes, &deploy, &decom, &lat, &lon, &providerID,
+		&s.ProviderName, &s.ProviderSlug, &feedID, &s.FeedName, &s.FeedSlug,
+		&s.ReportingIntervalS, &lastReading, &missed, &s.UpdatedAt)
+	if err != nil {
+		return s, fmt.Errorf("store: scan sensor: %w", err)
+	}
+	if err := json.Unmarshal([]byte(dataTypes), &s.DataTypes); err != nil {
+		return s, fmt.Errorf("store: sensor %s: data_types %q: %w", s.ID, dataTypes, err)
+	}
+	if s.DataTypes == nil {
+		s.DataTypes = []string{}
+	}
+	s.DeploymentDate = parseDate(deploy)
+	s.DecommissionedDate = parseDate(decom)
+	if lat.Valid && lon.Valid {
+		la, lo := lat.Float64, lon.Float64
+		s.Latitude, s.Longitude = &la, &lo
+	}
+	if providerID.Valid {
+		id := providerID.UUID
+		s.ProviderID = &id
+	}
+	if feedID.Valid {
+		id := feedID.UUID
+		s.FeedID = &id
+	}
+	s.LastReadingAt = nullTime(lastReading)
+	s.MissingSince = nullTime(missed)
+	s.UpdatedAt = s.UpdatedAt.UTC()
+	return s, nil
+}
+
+func parseDate(v sql.NullString) *time.Time {
+	if !v.Valid || len(v.String) < 10 {
+		return nil
+	}
+	t, err := time.Parse(time.DateOnly, v.String[:10])
+	if err != nil {
+		return nil
+	}
+	return &t
+}
+
+func nullTime(v sql.NullTime) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := v.Time.UTC()
+	return &t
+}
+
+// Sensor returns the sensor with the given id.
+func (s *Store) Sensor(ctx context.Context, id uuid.UUID) (catalog.Sensor, error) {
+	row := s.db.WithContext(ctx).Raw("SELECT "+s.d.sensorColumns("")+" FROM sensors WHERE id = ?", id).Row()
+	sn, err := scanSensor(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sn, fmt.Errorf("sensor %s: %w", id, catalog.ErrNotFound)
+	}
+	return sn, err
+}
+
+// SensorByExternalID resolves a provider's station id case-insensitively (as ids.Sensor
+// does); when several services know it, the first service by id wins.
+func (s *Store) SensorByExternalID(ctx context.Context, externalID string) (catalog.Sensor, error) {
+	row := s.db.WithContext(ctx).Raw("SELECT "+s.d.sensorColumns("")+
+		" FROM sensors WHERE ext_key = ? ORDER BY service_id LIMIT 1", strings.ToUpper(externalID)).Row()
+	sn, err := scanSensor(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sn, fmt.Errorf("sensor with external id %q: %w", externalID, catalog.ErrNotFound)
+	}
+	return sn, err
+}
+
+// SensorTypes lists the distinct sensor types, cached per catalog generation.
+func (s *Store) SensorTypes(ctx context.Context) ([]string, error) {
+	return s.distinct(ctx, "sensor_type")
+}
+
+// SensorStatuses lists the distinct sensor statuses, cached per catalog generation.
+func (s *Store) SensorStatuses(ctx context.Context) ([]string, error) {
+	return s.distinct(ctx, "status")
+}
+
+func (s *Store) distinct(ctx context.Context, col string) ([]string, error) {
+	db := s.db.WithContext(ctx)
+	gen, err := generation(db)
+	if err != nil {
+		return nil, err
+	}
+	key := "distinct:" + col
+	if v, ok := s.counts.getList(gen, key); ok {
+		return v, nil
+	}
+	var out []string
+	// A recursive walk of the (col, name, id) index: one probe per distinct value instead
+	// of a scan of every sensor.
+	q := "WITH RECURSIVE t(v) AS (SELECT min(" + col + ") FROM sensors UNION ALL " +
+		"SELECT (SELECT min(" + col + ") FROM sensors WHERE " + col + " > t.v) FROM t WHERE t.v IS NOT NULL) " +
+		"SELECT v FROM t WHERE v IS NOT NULL AND v <> '' ORDER BY v"
+	if err := db.Raw(q).Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("store: distinct %s: %w", col, err)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	s.counts.putList(gen, key, out)
+	return out, nil
+}
+
+// generation reads the catalog generation, bumped by every Sync that changes a sensor:
+// read from the database so that every replica invalidates its caches at once.
+func generation(db *gorm.DB) (int64, error) {
+	var g int64
+	if err := db.Raw("SELECT generation FROM catalog_state WHERE id = 1").Row().Scan(&g); err != nil {
+		return 0, fmt.Errorf("store: read catalog generation: %w", err)
+	}
+	return g, nil
+}
+
+// sensorQuery is the WHERE clause of a filter with its arguments.
+type sensorQuery struct {
+	where   []string
+	args    []any
+	distSQL string // great-circle distance expression when the filter has a radius
+}
+
+func (q *sensorQuery) add(cond string, args ...any) {
+	q.where = append(q.where, cond)
+	q.args = append(q.args, args...)
+}
+
+func (q *sensorQuery) whereSQL() string {
+	if len(q.where) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(q.where, " AND ")
+}
+
+func validCoord(name string, v, lo, hi float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {
+		return apierr.Invalid(name, "want a number between %g and %g, got %v", lo, hi, v)
+	}
+	return nil
+}
+
+// fnum renders a validated float for inlining into SQL; numbers carry no injection risk
+// and literal values let the planner estimate the geographic ranges.
+func fnum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// buildSensorQuery turns a filter into SQL. Bad values are *apierr.Error naming the field.
+func (d dialect) buildSensorQuery(f catalog.SensorFilter) (sensorQuery, error) {
+	var q sensorQuery
+	if f.Search != "" {
+		term := strings.ToLower(f.Search)
+		switch {
+		case strings.Contains(term, searchSep):
+			q.add("1 = 0") // no single field holds the separator
+		case d.postgres:
+			q.add(`search_text LIKE ? ESCAPE '\'`, "%"+escapeLike(term)+"%")
+		default:
+			q.add("instr(search_text, ?) > 0", term)
+		}
+	}
+	if f.SensorType != "" {
+		q.add("sensor_type = ?", f.SensorType)
+	}
+	if f.Status != "" {
+		q.add("status = ?", f.Status)
+	}
+	if f.Provider != "" {
+		q.add("provider_slug = ?", f.Provider)
+	}
+	if f.ServiceID != "" {
+		q.add("service_id = ?", f.ServiceID)
+	}
+	if f.FeedID != nil {
+		q.add("feed_id = ?", *f.FeedID)
+	}
+	if len(f.DataTypes) > 0 {
+		if d.postgres {
+			q.add("data_types && "+d.arrayParam(), d.arrayValue(f.DataTypes))
+		} else {
+			q.add("EXISTS (SELECT 1 FROM json_each(sensors.data_types) j WHERE j.value IN (SELECT value FROM json_each(?)))", jsonArray(f.DataTypes))
+		}
+	}
+	if f.BBox != nil || f.Near != nil {
+		q.add("latitude IS NOT NULL AND longitude IS NOT NULL")
+	}
+	if b := f.BBox; b != nil {
+		for _, c := range []struct {
+			name   string
+			v, lim float64
+		}{{"min_lat", b.MinLat, 90}, {"max_lat", b.MaxLat, 90}, {"min_lon", b.MinLon, 180}, {"max_lon", b.MaxLon, 180}} {
+			if err := validCoord(c.name, c.v, -c.lim, c.lim); err != nil {
+				return q, err
+			}
+		}
+		if b.MinLat > b.MaxLat {
+			return q, apierr.Invalid("min_lat", "must not be greater than max_lat (%g > %g)", b.MinLat, b.MaxLat)
+		}
+		q.add("latitude >= " + fnum(b.MinLat) + " AND latitude <= " + fnum(b.MaxLat))
+		if b.MinLon <= b.MaxLon {
+			q.add("longitude >= " + fnum(b.MinLon) + " AND longitude <= " + fnum(b.MaxLon))
+		} else { // crosses the antimeridian
+			q.add("(longitude >= " + fnum(b.MinLon) + " OR longitude <= " + fnum(b.MaxLon) + ")")
+		}
+	}
+	if n := f.Near; n != nil {
+		if err := validCoord("lat", n.Lat, -90, 90); err != nil {
+			return q, err
+		}
+		if err := validCoord("lon", n.Lon, -180, 180); err != nil {
+			return q, err
+		}
+		if math.IsNaN(n.RadiusKM) || math.IsInf(n.RadiusKM, 0) || n.RadiusKM <= 0 {
+			return q, apierr.Invalid("radius_km", "want a positive number of kilometres, got %v", n.RadiusKM)
+		}
+		// A bounding box of the circle first, so the (latitude, longitude) index does the
+		// coarse work; the haversine formula then decides exactly.
+		for _, c := range radiusBoxes(n.Lat, n.Lon, n.RadiusKM) {
+			q.add(c)
+		}
+		q.distSQL = d.haversineSQL(n.Lat, n.Lon)
+		q.add(q.distSQL + " <= " + fnum(n.RadiusKM))
+	}
+	return q, nil
+}
+
+// haversineSQL is the great-circle distance in km from (lat, lon) to each sensor.
+func (d dialect) haversineSQL(lat, lon float64) string {
+	return fmt.Sprintf("(2 * %s * asin(sqrt(%s(1.0, power(sin(radians(latitude - (%s)) / 2), 2) + "+
+		"cos(radians(%s)) * cos(radians(latitude)) * power(sin(radians(longitude - (%s)) / 2), 2)))))",
+		fnum(EarthRadiusKM), d.least(), fnum(lat), fnum(lat), fnum(lon))
+}
+
+// radiusBoxes bounds the circle of radius r km around (lat, lon) by latitude and, when no
+// pole lies inside it, by longitude (wrapping across the antimeridian).
+func radiusBoxes(lat, lon, r float64) []string {
+	ang := r / EarthRadiusKM // angular radius, radians
+	dLat := ang * 180 / math.Pi
+	minLat, maxLat := lat-dLat, lat+dLat
+	out := []string{"latitude >= " + fnum(math.Max(minLat, -90)) + " AND latitude <= " + fnum(math.Min(maxLat, 90))}
+	if minLat <= -90 || maxLat >= 90 || ang >= math.Pi/2 {
+		return out
+	}
+	s := math.Sin(ang) / math.Cos(lat*math.Pi/180)
+	if s >= 1 {
+		return out
+	}
+	dLon := math.Asin(s) * 180 / math.Pi
+	minLon, maxLon := lon-dLon, lon+dLon
+	switch {
+	case minLon < -180:
+		out = append(out, "(longitude >= "+fnum(minLon+360)+" OR longitude <= "+fnum(maxLon)+")")
+	case maxLon > 180:
+		out = append(out, "(longitude >= "+fnum(minLon)+" OR longitude <= "+fnum(maxLon-360)+")")
+	default:
+		out = append(out, "longitude >= "+fnum(minLon)+" AND longitude <= "+fnum(maxLon))
+	}
+	return out
+}
+
+// Haversine is the great-circle distance in km between two points given in degrees.
+func Haversine(lat1, lon1, lat2, lon2 float64) float64 {
+	rad := math.Pi / 180
+	dLat := (lat2 - lat1) * rad
+	dLon := (lon2 - lon1) * rad
+	a := math.Pow(math.Sin(dLat/2), 2) + math.Cos(lat1*rad)*math.Cos(lat2*rad)*math.Pow(math.Sin(dLon/2), 2)
+	return 2 * EarthRadiusKM * math.Asin(math.Sqrt(math.Min(1, a)))
+}
+
+// escapeLike makes a LIKE pattern match s literally (escape character backslash).
+func escapeLike(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}
+
+// ListSensors returns one page of the sensors matching f and their exact total. The total
+// is cached per replica, keyed by the filter and the catalog generation, so paging through
+// a large result counts once.
+func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalog.SensorPage, error) {
+	page := catalog.SensorPage{Sensors: []catalog.Sensor{}}
+	if f.Page < 1 {
+		f.Page = 1
+	}
+	if f.Limit <= 0 {
+		f.Limit = DefaultLimit
+	}
+	f.Limit = min(f.Limit, MaxLimit)
+	if f.Page > math.MaxInt32/f.Limit {
+		return page, apierr.Invalid("page", "page %d is beyond any catalog", f.Page)
+	}
+	q, err := s.d.buildSensorQuery(f)
+	if err != nil {
+		return page, err
+	}
+	db := s.db.WithContext(ctx)
+	total, err := s.countSensors(db, q)
+	if err != nil {
+		return page, err
+	}
+	page.Total = total
+	offset := (f.Page - 1) * f.Limit
+	if offset >= total {
+		return page, nil
+	}
+	order := " ORDER BY name, id"
+	if f.Near != nil && f.SortByDistance {
+		order = " ORDER BY " + q.distSQL + ", name, id"
+	}
+	var query string
+	args := append([]any{}, q.args...)
+	if offset >= deferredJoinOffset {
+		query = "SELECT " + s.d.sensorColumns("") + " FROM sensors WHERE id IN (SELECT id FROM sensors" +
+			q.whereSQL() + order + " LIMIT ? OFFSET ?)" + order
+	} else {
+		query = "SELECT " + s.d.sensorColumns("") + " FROM sensors" + q.whereSQL() + order + " LIMIT ? OFFSET ?"
+	}
+	args = append(args, f.Limit, offset)
+	rows, err := db.Raw(query, args...).Rows()
+	if err != nil {
+		return page, fmt.Errorf("store: list sensors: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		sn, err := scanSensor(rows)
+		if err != nil {
+			return page, err
+		}
+		if f.Near != nil && sn.Latitude != nil {
+			d := Haversine(f.Near.Lat, f.Near.Lon, *sn.Latitude, *sn.Longitude)
+			sn.DistanceKM = &d
+		}
+		page.Sensors = append(page.Sensors, sn)
+	}
+	if err := rows.Err(); err != nil {
+		return page, fmt.Errorf("store: list sensors: %w", err)
+	}
+	return page, nil
+}
+
+func (s *Store) countSensors(db *gorm.DB, q sensorQuery) (int, error) {
+	gen, err := generation(db)
+	if err != nil {
+		return 0, err
+	}
+	key := q.whereSQL() + "\x00" + fmt.Sprintf("%#v", q.args)
+	if n, ok := s.counts.get(gen, key); ok {
+		return n, nil
+	}
+	var n int64
+	if err := db.Raw("SELECT count(*) FROM sensors"+q.whereSQL(), q.args...).Row().Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: count sensors: %w", err)
+	}
+	s.counts.put(gen, key, int(n))
+	return int(n), nil
+}

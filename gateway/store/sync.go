@@ -1,0 +1,602 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/pkg/ids"
+)
+
+// SystemUserID owns the projects that catalog sync creates: a UUIDv5 in the ids namespace,
+// the same in every environment.
+var SystemUserID = uuid.NewSHA1(ids.Namespace, []byte("user:system"))
+
+// SystemUserName is the display name of SystemUserID.
+const SystemUserName = "sensorgate system"
+
+// sensorBatchRows bounds the rows of one multi-row INSERT (24 parameters a row stays under
+// both databases' parameter limits).
+const sensorBatchRows = 500
+
+// existingSensor is what Sync needs to know about a stored sensor to classify an incoming one.
+type existingSensor struct {
+	hash    string
+	missing bool
+}
+
+// Sync applies one round of a service's catalog in one transaction: the service record,
+// its providers and projects (owned by the system user, public), and its sensors, each
+// inserted, updated or left alone by comparing a hash of its content. With b.Full, the
+// service's sensors absent from the batch are marked missing (status inactive, never
+// deleted); a sensor that comes back is unmarked. Any change bumps the catalog generation,
+// which invalidates every replica's cached totals.
+func (s *Store) Sync(ctx context.Context, b catalog.SyncBatch) (catalog.SyncResult, error) {
+	var res catalog.SyncResult
+	if err := validateBatch(&b); err != nil {
+		return res, err
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res = catalog.SyncResult{}
+		if s.d.postgres {
+			// Two replicas syncing the same service take turns instead of racing.
+			h := fnv.New64a()
+			h.Write([]byte("sync:" + b.Service.ID))
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", int64(h.Sum64())).Error; err != nil {
+				return fmt.Errorf("store: sync %s: lock: %w", b.Service.ID, err)
+			}
+		}
+		if err := ensureSystemUser(tx, now); err != nil {
+			return err
+		}
+		if err := upsertService(tx, b.Service, now); err != nil {
+			return err
+		}
+		providers, changedProviders, err := s.syncProviders(tx, b.Providers, now)
+		if err != nil {
+			return err
+		}
+		projects, changedProjects, err := s.syncProjects(tx, b.Service.ID, b.Projects, providers, now)
+		if err != nil {
+			return err
+		}
+		changed := false
+		if len(changedProviders)+len(changedProjects) > 0 {
+			n, err := s.refreshDenormalized(tx, changedProviders, changedProjects, now)
+			if err != nil {
+				return err
+			}
+			changed = n > 0
+		}
+		if err := s.syncSensors(tx, b, providers, projects, now, &res); err != nil {
+			return err
+		}
+		if res.Inserted+res.Updated+res.MarkedMissing > 0 {
+			changed = true
+		}
+		if err := updateCounts(tx, b.Service.ID); err != nil {
+			return err
+		}
+		if changed {
+			if err := tx.Exec("UPDATE catalog_state SET generation = generation + 1 WHERE id = 1").Error; err != nil {
+				return fmt.Errorf("store: bump catalog generation: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return catalog.SyncResult{}, err
+	}
+	return res, nil
+}
+
+// validateBatch fills derivable ids and rejects what the database would reject later with
+// a less helpful message.
+func validateBatch(b *catalog.SyncBatch) error {
+	if b.Service.ID == "" {
+		return errors.New("store: sync: batch has no service id")
+	}
+	for i := range b.Providers {
+		p := &b.Providers[i]
+		if p.Slug == "" {
+			return fmt.Errorf("store: sync %s: provider #%d has no slug", b.Service.ID, i)
+		}
+		if p.ID == uuid.Nil {
+			p.ID = ids.Provider(p.Slug)
+		}
+	}
+	for i := range b.Projects {
+		p := &b.Projects[i]
+		if p.Slug == "" {
+			return fmt.Errorf("store: sync %s: project #%d has no slug", b.Service.ID, i)
+		}
+		if p.ID == uuid.Nil {
+			p.ID = ids.Feed(p.Slug)
+		}
+		if p.ProviderID == nil && p.ProviderSlug != "" {
+			id := ids.Provider(p.ProviderSlug)
+			p.ProviderID = &id
+		}
+	}
+	seen := make(map[uuid.UUID]string, len(b.Sensors))
+	for i := range b.Sensors {
+		sn := &b.Sensors[i]
+		if sn.ExternalID == "" {
+			return fmt.Errorf("store: sync %s: sensor #%d has no external id", b.Service.ID, i)
+		}
+		if sn.ServiceID == "" {
+			sn.ServiceID = b.Service.ID
+		}
+		if sn.ServiceID != b.Service.ID {
+			return fmt.Errorf("store: sync %s: sensor %q belongs to service %q", b.Service.ID, sn.ExternalID, sn.ServiceID)
+		}
+		if sn.ID == uuid.Nil {
+			sn.ID = ids.Sensor(b.Service.ID, sn.ExternalID)
+		}
+		if prev, dup := seen[sn.ID]; dup {
+			return fmt.Errorf("store: sync %s: sensor %q listed twice (also as %q)", b.Service.ID, sn.ExternalID, prev)
+		}
+		seen[sn.ID] = sn.ExternalID
+		if sn.ProviderID == nil && sn.ProviderSlug != "" {
+			id := ids.Provider(sn.ProviderSlug)
+			sn.ProviderID = &id
+		}
+		if sn.FeedID == nil && sn.FeedSlug != "" {
+			id := ids.Feed(sn.FeedSlug)
+			sn.FeedID = &id
+		}
+		if sn.Status == "" {
+			sn.Status = catalog.StatusActive
+		}
+		if (sn.Latitude == nil) != (sn.Longitude == nil) {
+			return fmt.Errorf("store: sync %s: sensor %q has only one of latitude and longitude", b.Service.ID, sn.ExternalID)
+		}
+	}
+	return nil
+}
+
+func ensureSystemUser(tx *gorm.DB, now time.Time) error {
+	err := tx.Exec("INSERT INTO users (id, name, email, created_at) VALUES (?, ?, '', ?) ON CONFLICT (id) DO NOTHING",
+		SystemUserID, SystemUserName, now).Error
+	if err != nil {
+		return fmt.Errorf("store: create system user: %w", err)
+	}
+	return nil
+}
+
+func upsertService(tx *gorm.DB, sv catalog.Service, now time.Time) error {
+	status := sv.Status
+	if status == "" {
+		status = catalog.StatusActive
+	}
+	err := tx.Exec(`INSERT INTO services (id, name, description, domain, temporal_pattern, port, status, url,
+		version, providers, feeds, tools, last_ingest_at, last_sync_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET name = excluded.name, description = excluded.description,
+		domain = excluded.domain, temporal_pattern = excluded.temporal_pattern, port = excluded.port,
+		status = excluded.status, url = CASE WHEN excluded.url = '' THEN services.url ELSE excluded.url END,
+		version = excluded.version, providers = excluded.providers, feeds = excluded.feeds, tools = excluded.tools,
+		last_ingest_at = excluded.last_ingest_at, last_sync_at = excluded.last_sync_at`,
+		sv.ID, sv.Name, sv.Description, sv.Domain, sv.TemporalPattern, sv.Port, status, sv.URL, sv.Version,
+		jsonArray(sv.Providers), jsonArray(sv.Feeds), jsonArray(sv.Tools), sv.LastIngestAt, now).Error
+	if err != nil {
+		return fmt.Errorf("store: sync service %s: %w", sv.ID, err)
+	}
+	return nil
+}
+
+// syncProviders upserts the batch's providers and returns every provider the sensors may
+// name (the batch's and the stored ones) and the ids of those whose name or slug changed.
+func (s *Store) syncProviders(tx *gorm.DB, in []catalog.Provider, now time.Time) (map[uuid.UUID]catalog.Provider, []uuid.UUID, error) {
+	all := map[uuid.UUID]catalog.Provider{}
+	rows, err := tx.Raw("SELECT id, slug, name, description, url, license FROM providers").Rows()
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: read providers: %w", err)
+	}
+	for rows.Next() {
+		var p catalog.Provider
+		if err := rows.Scan(&p.ID, &p.Slug, &p.Name, &p.Description, &p.URL, &p.License); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("store: read providers: %w", err)
+		}
+		all[p.ID] = p
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("store: read providers: %w", err)
+	}
+	var renamed []uuid.UUID
+	for _, p := range in {
+		old, ok := all[p.ID]
+		if ok && old == p {
+			continue
+		}
+		if ok && (old.Name != p.Name || old.Slug != p.Slug) {
+			renamed = append(renamed, p.ID)
+		}
+		err := tx.Exec(`INSERT INTO providers (id, slug, name, description, url, license, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET slug = excluded.slug, name = excluded.name,
+			description = excluded.description, url = excluded.url, license = excluded.license,
+			updated_at = excluded.updated_at`,
+			p.ID, p.Slug, p.Name, p.Description, p.URL, p.License, now).Error
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: sync provider %q: %w", p.Slug, err)
+		}
+		all[p.ID] = p
+	}
+	return all, renamed, nil
+}
+
+// syncProjects upserts the batch's projects (public, owned by the system user) and returns
+// every project the sensors may name and the ids of those whose name or slug changed.
+func (s *Store) syncProjects(tx *gorm.DB, serviceID string, in []catalog.Project, providers map[uuid.UUID]catalog.Provider, now time.Time) (map[uuid.UUID]catalog.Project, []uuid.UUID, error) {
+	all := map[uuid.UUID]catalog.Project{}
+	rows, err := tx.Raw("SELECT id, slug, name, description, provider_id, domain, temporal_pattern, feed_type, service_id, owner_id, visibility FROM projects").Rows()
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: read projects: %w", err)
+	}
+	for rows.Next() {
+		var (
+			p   catalog.Project
+			pid uuid.NullUUID
+		)
+		if err := rows.Scan(&p.ID, &p.Slug, &p.Name, &p.Description, &pid, &p.Domain, &p.TemporalPattern,
+			&p.FeedType, &p.ServiceID, &p.OwnerID, &p.Visibility); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("store: read projects: %w", err)
+		}
+		if pid.Valid {
+			p.ProviderID = &pid.UUID
+		}
+		all[p.ID] = p
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("store: read projects: %w", err)
+	}
+	var renamed []uuid.UUID
+	for _, p := range in {
+		if p.ProviderID != nil {
+			if _, ok := providers[*p.ProviderID]; !ok {
+				return nil, nil, fmt.Errorf("store: sync %s: project %q names unknown provider %s (%q)", serviceID, p.Slug, p.ProviderID, p.ProviderSlug)
+			}
+		}
+		p.ServiceID = serviceID
+		p.OwnerID = SystemUserID
+		p.Visibility = catalog.VisibilityPublic
+		old, ok := all[p.ID]
+		if ok && sameProject(old, p) {
+			continue
+		}
+		if ok && (old.Name != p.Name || old.Slug != p.Slug) {
+			renamed = append(renamed, p.ID)
+		}
+		err := tx.Exec(`INSERT INTO projects (id, slug, name, description, provider_id, domain, temporal_pattern,
+			feed_type, service_id, owner_id, visibility, search_text, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET slug = excluded.slug, name = excluded.name,
+			description = excluded.description, provider_id = excluded.provider_id, domain = excluded.domain,
+			temporal_pattern = excluded.temporal_pattern, feed_type = excluded.feed_type,
+			service_id = excluded.service_id, owner_id = excluded.owner_id, visibility = excluded.visibility,
+			search_text = excluded.search_text, updated_at = excluded.updated_at`,
+			p.ID, p.Slug, p.Name, p.Description, p.ProviderID, p.Domain, p.TemporalPattern, p.FeedType,
+			p.ServiceID, p.OwnerID, p.Visibility, projectSearchText(p), now, now).Error
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: sync project %q: %w", p.Slug, err)
+		}
+		all[p.ID] = p
+	}
+	return all, renamed, nil
+}
+
+func sameProject(a, b catalog.Project) bool {
+	return a.Slug == b.Slug && a.Name == b.Name && a.Description == b.Description &&
+		uuidPtrEq(a.ProviderID, b.ProviderID) && a.Domain == b.Domain &&
+		a.TemporalPattern == b.TemporalPattern && a.FeedType == b.FeedType &&
+		a.ServiceID == b.ServiceID && a.OwnerID == b.OwnerID && a.Visibility == b.Visibility
+}
+
+func uuidPtrEq(a, b *uuid.UUID) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func projectSearchText(p catalog.Project) string {
+	return strings.ToLower(p.Name + searchSep + p.Description + searchSep + p.Slug)
+}
+
+func sensorSearchText(sn catalog.Sensor) string {
+	return strings.ToLower(sn.Name + searchSep + sn.Description + searchSep + sn.ExternalID + searchSep + sn.ProviderName)
+}
+
+// refreshDenormalized rewrites the provider and feed names copied into sensors after a
+// provider or project was renamed, including sensors of other services.
+func (s *Store) refreshDenormalized(tx *gorm.DB, providerIDs, projectIDs []uuid.UUID, now time.Time) (int, error) {
+	type row struct {
+		id                 uuid.UUID
+		name, desc, extID  string
+		providerID, feedID uuid.NullUUID
+	}
+	var conds []string
+	var args []any
+	if len(providerIDs) > 0 {
+		conds = append(conds, "provider_id IN ?")
+		args = append(args, providerIDs)
+	}
+	if len(projectIDs) > 0 {
+		conds = append(conds, "feed_id IN ?")
+		args = append(args, projectIDs)
+	}
+	rows, err := tx.Raw("SELECT id, name, description, external_id, provider_id, feed_id FROM sensors WHERE "+
+		strings.Join(conds, " OR "), args...).Rows()
+	if err != nil {
+		return 0, fmt.Errorf("store: read renamed sensors: %w", err)
+	}
+	var rs []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.name, &r.desc, &r.extID, &r.providerID, &r.feedID); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("store: read renamed sensors: %w", err)
+		}
+		rs = append(rs, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("store: read renamed sensors: %w", err)
+	}
+	var provs map[uuid.UUID]catalog.Provider
+	var projs map[uuid.UUID]catalog.Project
+	if provs, err = loadProviders(tx); err != nil {
+		return 0, err
+	}
+	if projs, err = loadProjectNames(tx); err != nil {
+		return 0, err
+	}
+	for _, r := range rs {
+		sn := catalog.Sensor{Name: r.name, Description: r.desc, ExternalID: r.extID}
+		if r.providerID.Valid {
+			p := provs[r.providerID.UUID]
+			sn.ProviderName, sn.ProviderSlug = p.Name, p.Slug
+		}
+		if r.feedID.Valid {
+			p := projs[r.feedID.UUID]
+			sn.FeedName, sn.FeedSlug = p.Name, p.Slug
+		}
+		err := tx.Exec("UPDATE sensors SET provider_name = ?, provider_slug = ?, feed_name = ?, feed_slug = ?, search_text = ?, updated_at = ? WHERE id = ?",
+			sn.ProviderName, sn.ProviderSlug, sn.FeedName, sn.FeedSlug, sensorSearchText(sn), now, r.id).Error
+		if err != nil {
+			return 0, fmt.Errorf("store: refresh sensor %s: %w", r.id, err)
+		}
+	}
+	return len(rs), nil
+}
+
+func loadProviders(tx *gorm.DB) (map[uuid.UUID]catalog.Provider, error) {
+	out := map[uuid.UUID]catalog.Provider{}
+	rows, err := tx.Raw("SELECT id, slug, name FROM providers").Rows()
+	if err != nil {
+		return nil, fmt.Errorf("store: read providers: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p catalog.Provider
+		if err := rows.Scan(&p.ID, &p.Slug, &p.Name); err != nil {
+			return nil, fmt.Errorf("store: read providers: %w", err)
+		}
+		out[p.ID] = p
+	}
+	return out, rows.Err()
+}
+
+func loadProjectNames(tx *gorm.DB) (map[uuid.UUID]catalog.Project, error) {
+	out := map[uuid.UUID]catalog.Project{}
+	rows, err := tx.Raw("SELECT id, slug, name FROM projects").Rows()
+	if err != nil {
+		return nil, fmt.Errorf("store: read projects: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p catalog.Project
+		if err := rows.Scan(&p.ID, &p.Slug, &p.Name); err != nil {
+			return nil, fmt.Errorf("store: read projects: %w", err)
+		}
+		out[p.ID] = p
+	}
+	return out, rows.Err()
+}
+
+// sensorHash covers every field Sync writes from the batch; the denormalized names are
+// kept right by refreshDenormalized instead.
+func sensorHash(sn catalog.Sensor) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	_ = enc.Encode([]any{sn.ServiceID, sn.ExternalID, sn.Name, sn.Description, sn.SensorType, sn.Status,
+		sn.DataTypes, dateString(sn.DeploymentDate), dateString(sn.DecommissionedDate), sn.Latitude, sn.Longitude,
+		sn.ProviderID, sn.FeedID, sn.ReportingIntervalS, timeString(sn.LastReadingAt)})
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func dateString(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := t.UTC().Format(time.DateOnly)
+	return &s
+}
+
+func timeString(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func (s *Store) syncSensors(tx *gorm.DB, b catalog.SyncBatch, providers map[uuid.UUID]catalog.Provider, projects map[uuid.UUID]catalog.Project, now time.Time, res *catalog.SyncResult) error {
+	existing := map[uuid.UUID]existingSensor{}
+	rows, err := tx.Raw("SELECT id, content_hash, missing_since FROM sensors WHERE service_id = ?", b.Service.ID).Rows()
+	if err != nil {
+		return fmt.Errorf("store: read sensors of %s: %w", b.Service.ID, err)
+	}
+	for rows.Next() {
+		var (
+			id      uuid.UUID
+			h       string
+			missing sql.NullTime
+		)
+		if err := rows.Scan(&id, &h, &missing); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: read sensors of %s: %w", b.Service.ID, err)
+		}
+		existing[id] = existingSensor{hash: h, missing: missing.Valid}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: read sensors of %s: %w", b.Service.ID, err)
+	}
+
+	var write []catalog.Sensor
+	var hashes []string
+	seen := make(map[uuid.UUID]bool, len(b.Sensors))
+	for _, sn := range b.Sensors {
+		seen[sn.ID] = true
+		sn.ProviderName, sn.ProviderSlug, sn.FeedName, sn.FeedSlug = "", "", "", ""
+		if sn.ProviderID != nil {
+			p, ok := providers[*sn.ProviderID]
+			if !ok {
+				return fmt.Errorf("store: sync %s: sensor %q names unknown provider %s", b.Service.ID, sn.ExternalID, sn.ProviderID)
+			}
+			sn.ProviderName, sn.ProviderSlug = p.Name, p.Slug
+		}
+		if sn.FeedID != nil {
+			p, ok := projects[*sn.FeedID]
+			if !ok {
+				return fmt.Errorf("store: sync %s: sensor %q names unknown feed %s", b.Service.ID, sn.ExternalID, sn.FeedID)
+			}
+			sn.FeedName, sn.FeedSlug = p.Name, p.Slug
+		}
+		h := sensorHash(sn)
+		old, ok := existing[sn.ID]
+		switch {
+		case !ok:
+			res.Inserted++
+		case old.hash != h || old.missing:
+			res.Updated++
+		default:
+			res.Unchanged++
+			continue
+		}
+		write = append(write, sn)
+		hashes = append(hashes, h)
+	}
+	for i := 0; i < len(write); i += sensorBatchRows {
+		j := min(i+sensorBatchRows, len(write))
+		if err := s.upsertSensors(tx, write[i:j], hashes[i:j], now); err != nil {
+			return err
+		}
+	}
+	if !b.Full {
+		return nil
+	}
+	var gone []uuid.UUID
+	for id, e := range existing {
+		if !seen[id] && !e.missing {
+			gone = append(gone, id)
+		}
+	}
+	sort.Slice(gone, func(i, j int) bool { return gone[i].String() < gone[j].String() })
+	for i := 0; i < len(gone); i += 1000 {
+		j := min(i+1000, len(gone))
+		err := tx.Exec("UPDATE sensors SET missing_since = ?, status = ?, updated_at = ? WHERE id IN ?",
+			now, catalog.StatusInactive, now, gone[i:j]).Error
+		if err != nil {
+			return fmt.Errorf("store: mark missing sensors of %s: %w", b.Service.ID, err)
+		}
+	}
+	res.MarkedMissing = len(gone)
+	return nil
+}
+
+var sensorInsertColumns = []string{"id", "service_id", "external_id", "ext_key", "name", "description", "sensor_type",
+	"status", "data_types", "deployment_date", "decommissioned_date", "latitude", "longitude", "provider_id",
+	"provider_name", "provider_slug", "feed_id", "feed_name", "feed_slug", "reporting_interval_s",
+	"last_reading_at", "missing_since", "updated_at", "search_text", "content_hash"}
+
+func (s *Store) upsertSensors(tx *gorm.DB, sns []catalog.Sensor, hashes []string, now time.Time) error {
+	placeholders := make([]string, len(sensorInsertColumns))
+	for i := range placeholders {
+		placeholders[i] = "?"
+	}
+	placeholders[8] = s.d.arrayParam()
+	rowSQL := "(" + strings.Join(placeholders, ", ") + ")"
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO sensors (" + strings.Join(sensorInsertColumns, ", ") + ") VALUES ")
+	args := make([]any, 0, len(sns)*len(sensorInsertColumns))
+	for i, sn := range sns {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(rowSQL)
+		dt := sn.DataTypes
+		if dt == nil {
+			dt = []string{}
+		}
+		args = append(args, sn.ID, sn.ServiceID, sn.ExternalID, strings.ToUpper(sn.ExternalID), sn.Name,
+			sn.Description, sn.SensorType, sn.Status, s.d.arrayValue(dt), dateString(sn.DeploymentDate),
+			dateString(sn.DecommissionedDate), sn.Latitude, sn.Longitude, sn.ProviderID, sn.ProviderName,
+			sn.ProviderSlug, sn.FeedID, sn.FeedName, sn.FeedSlug, sn.ReportingIntervalS, utcPtr(sn.LastReadingAt),
+			nil, now, sensorSearchText(sn), hashes[i])
+	}
+	sb.WriteString(" ON CONFLICT (id) DO UPDATE SET ")
+	var sets []string
+	for _, c := range sensorInsertColumns[1:] {
+		sets = append(sets, c+" = excluded."+c)
+	}
+	sb.WriteString(strings.Join(sets, ", "))
+	if err := tx.Exec(sb.String(), args...).Error; err != nil {
+		return fmt.Errorf("store: write %d sensors (first %q): %w", len(sns), sns[0].ExternalID, err)
+	}
+	return nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// updateCounts recomputes the sensor counts of the service and its projects; sensors
+// marked missing do not count.
+func updateCounts(tx *gorm.DB, serviceID string) error {
+	err := tx.Exec(`UPDATE projects SET sensor_count = (SELECT count(*) FROM sensors s
+		WHERE s.feed_id = projects.id AND s.missing_since IS NULL)
+		WHERE service_id = ? OR id IN (SELECT DISTINCT feed_id FROM sensors WHERE service_id = ? AND feed_id IS NOT NULL)`,
+		serviceID, serviceID).Error
+	if err != nil {
+		return fmt.Errorf("store: count sensors of projects of %s: %w", serviceID, err)
+	}
+	err = tx.Exec(`UPDATE services SET sensor_count = (SELECT count(*) FROM sensors s
+		WHERE s.service_id = services.id AND s.missing_since IS NULL) WHERE id = ?`, serviceID).Error
+	if err != nil {
+		return fmt.Errorf("store: count sensors of %s: %w", serviceID, err)
+	}
+	return nil
+}
