@@ -1,0 +1,99 @@
+// Package nws reads National Weather Service (api.weather.gov) payloads: observation
+// GeoJSON (a single Feature from /stations/{id}/observations/latest, a FeatureCollection
+// from /stations/{id}/observations) in the current wmoUnit: and the legacy unit: code
+// schemes, and the station metadata FeatureCollection (/gridpoints/.../stations,
+// /stations); and it simulates them for synthetic land stations.
+package nws
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/observation"
+)
+
+// Provider and feed slugs.
+const (
+	ProviderSlug = "noaa-nws"
+	FeedSlug     = "nws-observations"
+)
+
+// Payload formats.
+const (
+	// FormatObservations is observation GeoJSON: a Feature or a FeatureCollection.
+	FormatObservations = "nws.observations"
+	// FormatStations is a station metadata FeatureCollection.
+	FormatStations = "nws.stations"
+)
+
+// RawFormat is recorded on every observation.
+const RawFormat = "nws.observation"
+
+// SensorType of NWS stations (ASOS/AWOS airports and the like).
+const SensorType = "weather_station"
+
+// ReportingIntervalS is the routine METAR cadence (specials come in between).
+const ReportingIntervalS = 3600
+
+// Adapter is the NWS observation.Adapter and observation.Simulator.
+type Adapter struct{}
+
+var (
+	_ observation.Adapter   = Adapter{}
+	_ observation.Simulator = Adapter{}
+)
+
+// Provider implements observation.Adapter.
+func (Adapter) Provider() contract.Provider {
+	return contract.Provider{
+		Slug:        ProviderSlug,
+		Name:        "NOAA National Weather Service",
+		Description: "Surface observations (METAR/ASOS) of NWS stations via api.weather.gov.",
+		URL:         "https://api.weather.gov/",
+		License:     "US Government work, public domain",
+	}
+}
+
+// Feeds implements observation.Adapter.
+func (Adapter) Feeds() []contract.Feed {
+	return []contract.Feed{{
+		Slug:            FeedSlug,
+		Name:            "NWS station observations",
+		Description:     "Hourly surface observations of NWS weather stations: temperature, wind, pressure, humidity.",
+		ProviderSlug:    ProviderSlug,
+		Domain:          "weather",
+		TemporalPattern: "periodic",
+		FeedType:        "timeseries",
+	}}
+}
+
+// Formats implements observation.Adapter.
+func (Adapter) Formats() []string { return []string{FormatObservations, FormatStations} }
+
+// Parse implements observation.Adapter.
+func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
+	switch p.Format {
+	case FormatObservations:
+		return ParseObservations(p.Body)
+	case FormatStations:
+		return ParseStations(p.Body)
+	default:
+		return observation.Batch{}, fmt.Errorf("nws: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
+	}
+}
+
+// CanonicalID is the station identifier in upper case (ICAO ids like KFLL).
+func CanonicalID(id string) string { return strings.ToUpper(strings.TrimSpace(id)) }
+
+func baseStation(id string) contract.Station {
+	return contract.Station{
+		ExternalID:         id,
+		Name:               id,
+		SensorType:         SensorType,
+		Status:             "active",
+		ProviderSlug:       ProviderSlug,
+		FeedSlug:           FeedSlug,
+		ReportingIntervalS: ReportingIntervalS,
+	}
+}
