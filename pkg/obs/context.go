@@ -1,0 +1,90 @@
+// Package obs is the observability every sensorgate binary shares: slog loggers that put the
+// request id on every line, the request-id and HTTP middleware, the Prometheus metrics of
+// DESIGN.md's dashboard, and OpenTelemetry tracing configured by the standard OTEL_* variables.
+package obs
+
+import (
+	"context"
+	"sync"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// requestInfo is the per-request state that middleware at different depths share: the
+// outer HTTP middleware creates it, the router records the route template and the
+// authentication layer the key id, and the access log written by the outer layer after the
+// handler returns sees both.
+type requestInfo struct {
+	mu     sync.Mutex
+	id     string
+	route  string
+	keyID  string
+	tracer trace.Tracer
+}
+
+type infoKey struct{}
+
+func info(ctx context.Context) *requestInfo {
+	if ctx == nil {
+		return nil
+	}
+	ri, _ := ctx.Value(infoKey{}).(*requestInfo)
+	return ri
+}
+
+// WithRequestID returns a context that carries the request id id (and fresh slots for the
+// route and key id). The HTTP middleware calls it; tests and background jobs may too.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, infoKey{}, &requestInfo{id: id})
+}
+
+// RequestID returns the request id of ctx, or "" outside a request.
+func RequestID(ctx context.Context) string {
+	if ri := info(ctx); ri != nil {
+		ri.mu.Lock()
+		defer ri.mu.Unlock()
+		return ri.id
+	}
+	return ""
+}
+
+// SetRoute records the route template (e.g. "/api/v1/sensors/:id") that matched the
+// request, for metrics labels, span names and the access log. Routers that the middleware
+// cannot see into (Gin) call it; a no-op outside a request.
+func SetRoute(ctx context.Context, route string) {
+	if ri := info(ctx); ri != nil {
+		ri.mu.Lock()
+		ri.route = route
+		ri.mu.Unlock()
+	}
+}
+
+// Route returns the route template recorded with SetRoute, or "".
+func Route(ctx context.Context) string {
+	if ri := info(ctx); ri != nil {
+		ri.mu.Lock()
+		defer ri.mu.Unlock()
+		return ri.route
+	}
+	return ""
+}
+
+// SetKeyID records the id (never the secret) of the API key that authenticated the
+// request, so every later log line of the request names it. A no-op outside a request.
+func SetKeyID(ctx context.Context, keyID string) {
+	if ri := info(ctx); ri != nil {
+		ri.mu.Lock()
+		ri.keyID = keyID
+		ri.mu.Unlock()
+	}
+}
+
+// KeyID returns the key id recorded with SetKeyID, or "".
+func KeyID(ctx context.Context) string {
+	if ri := info(ctx); ri != nil {
+		ri.mu.Lock()
+		defer ri.mu.Unlock()
+		return ri.keyID
+	}
+	return ""
+}

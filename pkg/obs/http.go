@@ -1,0 +1,213 @@
+package obs
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// HTTPOptions are the dependencies of Middleware; nil fields switch that part off.
+type HTTPOptions struct {
+	Logger  *slog.Logger
+	Metrics *Metrics
+	Tracing *Tracing
+	// Quiet routes are logged at debug level (health checks and scrapes would drown the log).
+	Quiet map[string]bool
+}
+
+// DefaultQuiet are the routes probes and scrapers hit all day.
+func DefaultQuiet() map[string]bool {
+	return map[string]bool{"/healthz": true, "/readyz": true, PathMetrics: true}
+}
+
+// Middleware wraps next with, in order: the request id (the caller's X-Request-Id when
+// valid, else a new one; set on the response and in the context), a server span continuing
+// the caller's W3C traceparent, the in-flight gauge, and after next returns the latency
+// histogram, the span's name and status, and one access-log line.
+//
+// The route label is the template recorded with SetRoute (Gin routers call it) or, for a
+// net/http ServeMux passed directly as next, the pattern the mux matched; requests that
+// matched nothing are labelled "unmatched", never with their raw path.
+func Middleware(next http.Handler, o HTTPOptions) http.Handler {
+	if o.Tracing == nil {
+		o.Tracing = NoTracing()
+	}
+	tracer := o.Tracing.Tracer()
+	prop := o.Tracing.Propagator()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get(HeaderRequestID)
+		if !ValidRequestID(id) {
+			id = NewRequestID()
+		}
+		w.Header().Set(HeaderRequestID, id)
+		ctx := WithRequestID(r.Context(), id)
+		ri := info(ctx)
+		ri.tracer = tracer
+		ctx = prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+		ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(
+				attribute.String("http.request.method", r.Method),
+				attribute.String("url.path", r.URL.Path),
+				attribute.String("sensorgate.request_id", id),
+			))
+		if o.Metrics != nil {
+			o.Metrics.HTTPInFlight.Inc()
+		}
+		rec := &recorder{ResponseWriter: w}
+		r2 := r.WithContext(ctx)
+		// The request id must reach the handlers' own upstream calls even when they copy
+		// the incoming headers instead of the context.
+		r2.Header.Set(HeaderRequestID, id)
+		defer func() {
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			if p := recover(); p != nil {
+				// A handler that panics must not take the server down with it, nor leave the
+				// request unrecorded; the panic is reported as a 500.
+				status = http.StatusInternalServerError
+				if !rec.wrote {
+					rec.Header().Set("Content-Type", "application/json; charset=utf-8")
+					rec.WriteHeader(status)
+					_, _ = rec.Write([]byte(`{"error":"internal error","code":"internal"}` + "\n"))
+				}
+				if o.Logger != nil {
+					o.Logger.ErrorContext(ctx, "handler panicked", "panic", fmt.Sprint(p))
+				}
+			}
+			route := Route(ctx)
+			if route == "" {
+				route = r2.Pattern
+			}
+			if route == "" {
+				route = UnmatchedRoute
+			}
+			d := time.Since(start)
+			span.SetName(r.Method + " " + route)
+			span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
+			if status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(status))
+			}
+			span.End()
+			if o.Metrics != nil {
+				o.Metrics.HTTPInFlight.Dec()
+				o.Metrics.ObserveHTTP(route, r.Method, status, d)
+			}
+			if o.Logger != nil {
+				level := slog.LevelInfo
+				switch {
+				case status >= 500:
+					level = slog.LevelError
+				case o.Quiet[route]:
+					level = slog.LevelDebug
+				}
+				o.Logger.LogAttrs(ctx, level, "http request",
+					slog.String("method", r.Method),
+					slog.String("route", route),
+					slog.String("path", r.URL.Path),
+					slog.Int("status", status),
+					slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+					slog.Int64("bytes", rec.bytes),
+				)
+			}
+		}()
+		next.ServeHTTP(rec, r2)
+	})
+}
+
+// recorder remembers the status and size of the response. It keeps Flush, Hijack and
+// Unwrap working so streaming handlers behave as without it.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.status, r.wrote = http.StatusOK, true
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	if !r.wrote {
+		r.status, r.wrote = http.StatusOK, true
+	}
+	_ = http.NewResponseController(r.ResponseWriter).Flush()
+}
+
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(r.ResponseWriter).Hijack()
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Transport returns a RoundTripper for calls to other sensorgate binaries: it passes the
+// request id of the request's context in X-Request-Id, starts a client span and injects its
+// W3C traceparent. base nil means http.DefaultTransport. Upstream latency by service and
+// outcome is recorded by the caller, which knows the service (Metrics.ObserveUpstream).
+func Transport(base http.RoundTripper, t *Tracing) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if t == nil {
+		t = NoTracing()
+	}
+	return &transport{base: base, tracer: t.Tracer(), prop: t.Propagator()}
+}
+
+type transport struct {
+	base   http.RoundTripper
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, span := t.tracer.Start(req.Context(), req.Method, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String("http.request.method", req.Method),
+			attribute.String("server.address", req.URL.Hostname()),
+			attribute.String("url.path", req.URL.Path),
+		))
+	// A RoundTripper must not change the caller's request: work on a clone.
+	out := req.Clone(ctx)
+	if id := RequestID(ctx); id != "" {
+		out.Header.Set(HeaderRequestID, id)
+	}
+	t.prop.Inject(ctx, propagation.HeaderCarrier(out.Header))
+	resp, err := t.base.RoundTrip(out)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "request failed")
+		span.End()
+		return nil, err
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+	if resp.StatusCode >= 500 {
+		span.SetStatus(codes.Error, strconv.Itoa(resp.StatusCode))
+	}
+	span.End()
+	return resp, nil
+}

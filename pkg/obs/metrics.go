@@ -1,0 +1,227 @@
+package obs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// PathMetrics is where every binary serves its metrics.
+const PathMetrics = "/metrics"
+
+// Namespace prefixes every sensorgate metric.
+const Namespace = "sensorgate"
+
+// Outcomes of an upstream call (UpstreamMetrics.Observe).
+const (
+	OutcomeOK          = "ok"           // 2xx-4xx answer: the service did its job
+	OutcomeServerError = "server_error" // 5xx answer after retries
+	OutcomeUnavailable = "unavailable"  // refused, reset, DNS
+	OutcomeTimeout     = "timeout"      // deadline exceeded
+	OutcomeCanceled    = "canceled"     // the client went away
+)
+
+// Rate-limit decisions (RateLimit counter).
+const (
+	DecisionAllowed = "allowed"
+	DecisionLimited = "limited"
+	DecisionError   = "error" // the limiter failed; see the backend label for the fallback
+)
+
+// Key-cache results (KeyCache counter).
+const (
+	CacheHit  = "hit"
+	CacheMiss = "miss"
+)
+
+// UnmatchedRoute labels requests that matched no route, so scanners cannot mint series.
+const UnmatchedRoute = "unmatched"
+
+// NewRegistry returns a registry with the Go runtime and process collectors, so every
+// binary exposes the same base metrics.
+func NewRegistry() (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("obs: register base collector: %w", err)
+		}
+	}
+	return reg, nil
+}
+
+// MetricsHandler serves reg in the Prometheus exposition format.
+func MetricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
+}
+
+// Metrics holds every sensorgate metric. All binaries register the same set (a series
+// appears only once a binary records it), so one dashboard and one set of alert rules fit
+// all of them. Each metric carries the constant label component (gateway, ocean, ...).
+type Metrics struct {
+	// HTTPDuration: served requests by route template, method and status code.
+	HTTPDuration *prometheus.HistogramVec
+	// HTTPInFlight: requests being served.
+	HTTPInFlight prometheus.Gauge
+	// UpstreamDuration: calls from the gateway to a backing service, by service and outcome.
+	UpstreamDuration *prometheus.HistogramVec
+	// RateLimit: decisions of the rate limiter, by decision and backend (redis | local).
+	RateLimit *prometheus.CounterVec
+	// KeyCache: lookups in the gateway's API key cache, by result (hit | miss).
+	KeyCache *prometheus.CounterVec
+	// ServiceUp: 1 when the gateway's last probe of a service succeeded, 0 when not.
+	ServiceUp *prometheus.GaugeVec
+	// IngestReadings: readings stored, by provider.
+	IngestReadings *prometheus.CounterVec
+	// IngestRejected: rows or values rejected, by provider and reason.
+	IngestRejected *prometheus.CounterVec
+	// IngestLastSuccess: Unix time of the provider's last successful ingest.
+	IngestLastSuccess *prometheus.GaugeVec
+	// IngestLag: age in seconds of the newest reading ingested from the provider.
+	IngestLag *prometheus.GaugeVec
+	// StoreDuration: store queries, by store (catalog | readings), operation and result.
+	StoreDuration *prometheus.HistogramVec
+	// BuildInfo is 1, labelled with the binary's version.
+	BuildInfo *prometheus.GaugeVec
+
+	names []string
+}
+
+// httpBuckets span a cached catalog answer (sub-millisecond) to a slow upstream (10 s).
+var httpBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// NewMetrics creates and registers every metric with component as constant label.
+func NewMetrics(reg prometheus.Registerer, component string) (*Metrics, error) {
+	if component == "" {
+		return nil, errors.New("obs: metrics need a component name")
+	}
+	cl := prometheus.Labels{"component": component}
+	m := &Metrics{}
+	var cs []prometheus.Collector
+	hist := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: buckets, ConstLabels: cl}, labels)
+		cs = append(cs, v)
+		m.names = append(m.names, Namespace+"_"+name)
+		return v
+	}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help, ConstLabels: cl}, labels)
+		cs = append(cs, v)
+		m.names = append(m.names, Namespace+"_"+name)
+		return v
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help, ConstLabels: cl}, labels)
+		cs = append(cs, v)
+		m.names = append(m.names, Namespace+"_"+name)
+		return v
+	}
+	m.HTTPDuration = hist("http_request_duration_seconds", "HTTP requests served, by route template, method and status code.", httpBuckets, "route", "method", "status")
+	m.HTTPInFlight = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "http_requests_in_flight", Help: "HTTP requests being served.", ConstLabels: cl})
+	cs = append(cs, m.HTTPInFlight)
+	m.names = append(m.names, Namespace+"_http_requests_in_flight")
+	m.UpstreamDuration = hist("upstream_request_duration_seconds", "Calls to a backing service, by service and outcome.", httpBuckets, "service", "outcome")
+	m.RateLimit = counter("ratelimit_decisions_total", "Rate-limit decisions, by decision and backend.", "decision", "backend")
+	m.KeyCache = counter("auth_key_cache_lookups_total", "API key cache lookups, by result.", "result")
+	m.ServiceUp = gauge("service_up", "1 when the last probe of the service succeeded.", "service")
+	m.IngestReadings = counter("ingest_readings_total", "Readings ingested, by provider.", "provider")
+	m.IngestRejected = counter("ingest_rows_rejected_total", "Rows or values rejected at ingest, by provider and reason.", "provider", "reason")
+	m.IngestLastSuccess = gauge("ingest_last_success_timestamp_seconds", "Unix time of the provider's last successful ingest.", "provider")
+	m.IngestLag = gauge("ingest_lag_seconds", "Age of the newest reading ingested from the provider.", "provider")
+	m.StoreDuration = hist("store_query_duration_seconds", "Store queries, by store, operation and result.", []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}, "store", "op", "result")
+	m.BuildInfo = gauge("build_info", "Always 1, labelled with the version of the binary.", "version")
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("obs: register metric: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Names returns the names of the metrics NewMetrics registers (histograms without their
+// _bucket, _sum and _count suffixes).
+func (m *Metrics) Names() []string { return append([]string(nil), m.names...) }
+
+// ObserveHTTP records one served request.
+func (m *Metrics) ObserveHTTP(route, method string, status int, d time.Duration) {
+	if route == "" {
+		route = UnmatchedRoute
+	}
+	m.HTTPDuration.WithLabelValues(route, method, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// ObserveUpstream records one call to a backing service.
+func (m *Metrics) ObserveUpstream(service, outcome string, d time.Duration) {
+	m.UpstreamDuration.WithLabelValues(service, outcome).Observe(d.Seconds())
+}
+
+// UpstreamOutcome classifies the result of a call to a service for ObserveUpstream.
+func UpstreamOutcome(status int, err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return OutcomeCanceled
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return OutcomeTimeout
+	case err != nil:
+		return OutcomeUnavailable
+	case status >= 500:
+		return OutcomeServerError
+	default:
+		return OutcomeOK
+	}
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// ObserveIngest records one successful ingest round of a provider: readings stored,
+// rejections by reason, and the time of the newest reading (zero: unknown).
+func (m *Metrics) ObserveIngest(provider string, stored int, rejected map[string]int, newest, now time.Time) {
+	m.IngestReadings.WithLabelValues(provider).Add(float64(stored))
+	for reason, n := range rejected {
+		m.IngestRejected.WithLabelValues(provider, reason).Add(float64(n))
+	}
+	m.IngestLastSuccess.WithLabelValues(provider).Set(float64(now.UnixNano()) / 1e9)
+	if !newest.IsZero() {
+		m.IngestLag.WithLabelValues(provider).Set(now.Sub(newest).Seconds())
+	}
+}
+
+// StoreQuery times one store operation and traces it as a child span of the request in
+// ctx. Call the returned function with the operation's error (nil for an expected miss
+// such as not found, so the error series counts only failures):
+//
+//	ctx, done := m.StoreQuery(ctx, "readings", "latest")
+//	row, err := q(ctx)
+//	done(err)
+func (m *Metrics) StoreQuery(ctx context.Context, store, op string) (context.Context, func(error)) {
+	start := time.Now()
+	ctx, span := StartSpan(ctx, store+"."+op, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("sensorgate.store", store), attribute.String("db.operation.name", op)))
+	return ctx, func(err error) {
+		result := "ok"
+		if err != nil {
+			result = "error"
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "store query failed")
+		}
+		span.End()
+		if m != nil {
+			m.StoreDuration.WithLabelValues(store, op, result).Observe(time.Since(start).Seconds())
+		}
+	}
+}
