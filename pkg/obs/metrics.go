@@ -31,13 +31,6 @@ const (
 	OutcomeCanceled    = "canceled"     // the client went away
 )
 
-// Rate-limit decisions (RateLimit counter).
-const (
-	DecisionAllowed = "allowed"
-	DecisionLimited = "limited"
-	DecisionError   = "error" // the limiter failed; see the backend label for the fallback
-)
-
 // Key-cache results (KeyCache counter).
 const (
 	CacheHit  = "hit"
@@ -67,9 +60,11 @@ func MetricsHandler(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
 }
 
-// Metrics holds every sensorgate metric. All binaries register the same set (a series
-// appears only once a binary records it), so one dashboard and one set of alert rules fit
-// all of them. Each metric carries the constant label component (gateway, ocean, ...).
+// Metrics holds the sensorgate metrics shared by the binaries. All binaries register the
+// same set (a series appears only once a binary records it), so one dashboard and one set
+// of alert rules fit all of them. Each metric carries the constant label component
+// (gateway, ocean, ...). Rate-limit decisions are registered by package ratelimit itself
+// (sensorgate_ratelimit_decisions_total{result,source}), which owns their meaning.
 type Metrics struct {
 	// HTTPDuration: served requests by route template, method and status code.
 	HTTPDuration *prometheus.HistogramVec
@@ -77,8 +72,6 @@ type Metrics struct {
 	HTTPInFlight prometheus.Gauge
 	// UpstreamDuration: calls from the gateway to a backing service, by service and outcome.
 	UpstreamDuration *prometheus.HistogramVec
-	// RateLimit: decisions of the rate limiter, by decision and backend (redis | local).
-	RateLimit *prometheus.CounterVec
 	// KeyCache: lookups in the gateway's API key cache, by result (hit | miss).
 	KeyCache *prometheus.CounterVec
 	// ServiceUp: 1 when the gateway's last probe of a service succeeded, 0 when not.
@@ -133,7 +126,6 @@ func NewMetrics(reg prometheus.Registerer, component string) (*Metrics, error) {
 	cs = append(cs, m.HTTPInFlight)
 	m.names = append(m.names, Namespace+"_http_requests_in_flight")
 	m.UpstreamDuration = hist("upstream_request_duration_seconds", "Calls to a backing service, by service and outcome.", httpBuckets, "service", "outcome")
-	m.RateLimit = counter("ratelimit_decisions_total", "Rate-limit decisions, by decision and backend.", "decision", "backend")
 	m.KeyCache = counter("auth_key_cache_lookups_total", "API key cache lookups, by result.", "result")
 	m.ServiceUp = gauge("service_up", "1 when the last probe of the service succeeded.", "service")
 	m.IngestReadings = counter("ingest_readings_total", "Readings ingested, by provider.", "provider")
