@@ -1,0 +1,22 @@
+// Command airquality is the air-quality backing service (OpenAQ and AirNow monitors).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sensorgate/sensorgate/services/airquality"
+	"github.com/sensorgate/sensorgate/services/runtime/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := app.Run(ctx, airquality.Definition(), os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

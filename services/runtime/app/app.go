@@ -1,0 +1,174 @@
+// Package app runs one backing service process from its Definition: configuration, the
+// readings store, the ingest scheduler, the MCP server and the internal API, with a clean
+// shutdown that finishes in-flight requests and the ingest batch in flight.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/observation"
+	"github.com/sensorgate/sensorgate/services/runtime/config"
+	"github.com/sensorgate/sensorgate/services/runtime/httpapi"
+	"github.com/sensorgate/sensorgate/services/runtime/ingest"
+	"github.com/sensorgate/sensorgate/services/runtime/mcpserver"
+	"github.com/sensorgate/sensorgate/services/runtime/store"
+)
+
+// Version of the service binaries, reported in meta and health.
+const Version = "0.1.0"
+
+// Definition is what makes one service different from another.
+type Definition struct {
+	ID              string // ocean, weather, airquality
+	Name            string
+	Description     string
+	Domain          string
+	TemporalPattern string
+	DefaultPort     int
+	Providers       []ingest.Provider
+	// Tools register the service's MCP tools (named <ID>.<tool>).
+	Tools []mcpserver.Registrar
+}
+
+// ProviderSlugs lists the slugs of the definition's providers.
+func (d Definition) ProviderSlugs() []string {
+	out := make([]string, 0, len(d.Providers))
+	for _, p := range d.Providers {
+		out = append(out, p.Slug())
+	}
+	return out
+}
+
+// EnvNames lists every environment variable the service binary reads.
+func (d Definition) EnvNames() []string { return config.EnvNames(d.ProviderSlugs()) }
+
+// Run runs the service until ctx ends. Logs go to stdout.
+func Run(ctx context.Context, def Definition, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := config.Load(def.ID, def.DefaultPort, def.ProviderSlugs(), args, getenv, stdout)
+	if err != nil {
+		return fmt.Errorf("%s: configuration: %w", def.ID, err)
+	}
+	if cfg.PrintEnv {
+		for _, n := range def.EnvNames() {
+			fmt.Fprintln(stdout, n)
+		}
+		return nil
+	}
+	log := newLogger(cfg, stdout).With("service", def.ID)
+
+	st, err := store.Open(ctx, store.Options{DatabaseURL: cfg.ReadingsDatabaseURL, SQLitePath: cfg.SQLitePath, ServiceID: def.ID, Logger: log})
+	if err != nil {
+		return fmt.Errorf("%s: %w", def.ID, err)
+	}
+	defer st.Close()
+
+	live := map[string]ingest.LiveConfig{}
+	for slug, pc := range cfg.Providers {
+		live[slug] = ingest.LiveConfig{BaseURL: pc.BaseURL, Stations: pc.Stations, APIKey: pc.APIKey, Interval: pc.Interval}
+	}
+	sched, err := ingest.New(ingest.Options{
+		Mode: cfg.SourceMode, Store: st, Providers: def.Providers,
+		Sim:     observation.SimConfig{Seed: cfg.SimSeed, Stations: cfg.SimStations},
+		SimDays: cfg.SimDays, Dir: cfg.SourceDir, Live: live, UserAgent: cfg.UserAgent,
+		WriteTimeout: cfg.ShutdownTimeout, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", def.ID, err)
+	}
+
+	mcpSrv, err := mcpserver.New(ctx, "sensorgate-"+def.ID, Version, mcpserver.Deps{ServiceID: def.ID, Store: st, Logger: log}, def.Tools...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", def.ID, err)
+	}
+
+	meta := contract.ServiceMeta{ID: def.ID, Name: def.Name, Description: def.Description, Domain: def.Domain,
+		TemporalPattern: def.TemporalPattern, Port: cfg.PublicPort, Status: "active", Version: Version,
+		Providers: []contract.Provider{}, Feeds: []contract.Feed{}, Tools: mcpSrv.ToolNames()}
+	for _, p := range def.Providers {
+		meta.Providers = append(meta.Providers, p.Adapter.Provider())
+		meta.Feeds = append(meta.Feeds, p.Adapter.Feeds()...)
+	}
+	api := httpapi.NewServer(httpapi.Deps{
+		Meta: meta, Store: st, Providers: sched.Health, ProviderHealthy: ingest.Healthy,
+		Ready: func() bool {
+			select {
+			case <-sched.Ready():
+				return true
+			default:
+				return false
+			}
+		},
+		LastIngest: sched.LastIngest, MCP: mcpSrv, InternalToken: cfg.InternalToken, Logger: log,
+	})
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("%s: listen on %s: %w", def.ID, cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+
+	ingestCtx, stopIngest := context.WithCancel(ctx)
+	defer stopIngest()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = sched.Run(ingestCtx)
+	}()
+	go func() {
+		<-sched.Ready()
+		log.Info("first ingest cycle done", "mode", cfg.SourceMode)
+	}()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.SourceMode, "store", storeKind(cfg), "tools", len(meta.Tools))
+
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			err = fmt.Errorf("%s: serve: %w", def.ID, err)
+		}
+	}
+	log.Info("shutting down: finishing requests and the ingest batch in flight")
+	stopIngest()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil {
+		log.Warn("shutdown: requests cut", "err", serr)
+	}
+	wg.Wait()
+	log.Info("stopped")
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func storeKind(c config.Config) string {
+	if c.ReadingsDatabaseURL != "" {
+		return "postgres"
+	}
+	return "sqlite:" + c.SQLitePath
+}
+
+func newLogger(c config.Config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,210 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/ids"
+	"github.com/sensorgate/sensorgate/services/runtime/store"
+)
+
+func (s *Server) latest() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := s.stationID(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		q, err := contract.ParseLatestQuery(r.URL.Query(), s.d.Now())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		st, err := s.d.Store.Station(r.Context(), id)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		rd, err := s.d.Store.LatestReading(r.Context(), id)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		b, err := LatestEnvelope(s.d.Meta.ID, st, rd, q)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeBytes(w, http.StatusOK, b)
+	}
+}
+
+func (s *Server) readings() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := s.stationID(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		q, err := contract.ParseReadingsQuery(r.URL.Query(), s.d.Now())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		st, err := s.d.Store.Station(r.Context(), id)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		rs, total, err := s.d.Store.Readings(r.Context(), id, q)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		b, err := ReadingsEnvelope(s.d.Meta.ID, st, rs, total, q)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeBytes(w, http.StatusOK, b)
+	}
+}
+
+// latestEnvelope has the field order of contract.LatestResponse, with the reading
+// pre-encoded.
+type latestEnvelope struct {
+	SensorID   string              `json:"sensor_id"`
+	ExternalID string              `json:"external_id"`
+	Name       string              `json:"name"`
+	ServiceID  string              `json:"service_id"`
+	Reading    json.RawMessage     `json:"reading"`
+	Provenance contract.Provenance `json:"provenance"`
+}
+
+type readingsEnvelope struct {
+	SensorID   string              `json:"sensor_id"`
+	ExternalID string              `json:"external_id"`
+	Name       string              `json:"name"`
+	ServiceID  string              `json:"service_id"`
+	Readings   json.RawMessage     `json:"readings"`
+	Provenance contract.Provenance `json:"provenance"`
+	Pagination contract.Pagination `json:"pagination"`
+}
+
+func provenance(serviceID string, st contract.Station, fetched *contract.Time) contract.Provenance {
+	return contract.Provenance{SensorID: ids.Sensor(serviceID, st.ExternalID).String(), ServiceID: serviceID,
+		SourceID: st.ExternalID, Provider: st.ProviderSlug, FetchedAt: fetched}
+}
+
+// LatestEnvelope encodes the public answer of GET .../readings/latest (SPEC.md 4.7,
+// contract.LatestResponse) for station st of service serviceID. The MCP tools use it too,
+// so both surfaces give the same bytes.
+func LatestEnvelope(serviceID string, st contract.Station, r store.Reading, q contract.ReadingsQuery) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := appendReading(&buf, st, r, q); err != nil {
+		return nil, err
+	}
+	return json.Marshal(latestEnvelope{
+		SensorID: ids.Sensor(serviceID, st.ExternalID).String(), ExternalID: st.ExternalID, Name: st.Name, ServiceID: serviceID,
+		Reading: buf.Bytes(), Provenance: provenance(serviceID, st, &contract.Time{Time: r.FetchedAt}),
+	})
+}
+
+// ReadingsEnvelope encodes the public answer of GET .../readings (SPEC.md 4.8,
+// contract.ReadingsResponse): one page of rs out of total. Provenance fetched_at is the
+// latest fetch among the page's readings.
+func ReadingsEnvelope(serviceID string, st contract.Station, rs []store.Reading, total int, q contract.ReadingsQuery) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, 64+len(rs)*400))
+	buf.WriteByte('[')
+	var fetched *contract.Time
+	for i, r := range rs {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if err := appendReading(buf, st, r, q); err != nil {
+			return nil, err
+		}
+		if fetched == nil || r.FetchedAt.After(fetched.Time) {
+			fetched = &contract.Time{Time: r.FetchedAt}
+		}
+	}
+	buf.WriteByte(']')
+	return json.Marshal(readingsEnvelope{
+		SensorID: ids.Sensor(serviceID, st.ExternalID).String(), ExternalID: st.ExternalID, Name: st.Name, ServiceID: serviceID,
+		Readings: buf.Bytes(), Provenance: provenance(serviceID, st, fetched), Pagination: contract.NewPagination(q.Page, q.Limit, total),
+	})
+}
+
+// appendReading writes one contract.Reading: the stored measurements JSON as it is (or
+// reduced to q.Parameters), or the raw fragment and its format for data_format=raw.
+func appendReading(buf *bytes.Buffer, st contract.Station, r store.Reading, q contract.ReadingsQuery) error {
+	buf.WriteString(`{"id":"`)
+	buf.WriteString(r.ID.String())
+	buf.WriteString(`","timestamp":"`)
+	buf.WriteString(contract.FormatTime(r.Time))
+	buf.WriteString(`",`)
+	if q.Format == contract.FormatRaw {
+		buf.WriteString(`"location":`)
+		appendLocation(buf, st, r)
+		buf.WriteString(`,"raw":`)
+		if len(r.Raw) == 0 {
+			buf.WriteString("null")
+		} else {
+			buf.Write(r.Raw)
+		}
+		buf.WriteString(`,"source_format":`)
+		f, _ := json.Marshal(r.RawFormat)
+		buf.Write(f)
+		buf.WriteByte('}')
+		return nil
+	}
+	buf.WriteString(`"measurements":`)
+	if len(q.Parameters) == 0 {
+		buf.Write(r.Measurements)
+	} else {
+		var ms []canon.Measurement
+		if err := json.Unmarshal(r.Measurements, &ms); err != nil {
+			return fmt.Errorf("reading %s of %s: stored measurements: %w", r.ID, st.ExternalID, err)
+		}
+		keep := ms[:0]
+		for _, m := range ms {
+			for _, p := range q.Parameters {
+				if m.Parameter == p {
+					keep = append(keep, m)
+					break
+				}
+			}
+		}
+		b, err := json.Marshal(keep)
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+	}
+	buf.WriteString(`,"location":`)
+	appendLocation(buf, st, r)
+	buf.WriteByte('}')
+	return nil
+}
+
+// appendLocation writes the reading's GeoJSON point, falling back to the station's.
+func appendLocation(buf *bytes.Buffer, st contract.Station, r store.Reading) {
+	lat, lon := r.Lat, r.Lon
+	if lat == nil || lon == nil {
+		lat, lon = st.Latitude, st.Longitude
+	}
+	if lat == nil || lon == nil {
+		buf.WriteString("null")
+		return
+	}
+	buf.WriteString(`{"type":"Point","coordinates":[`)
+	buf.WriteString(strconv.FormatFloat(*lon, 'f', -1, 64))
+	buf.WriteByte(',')
+	buf.WriteString(strconv.FormatFloat(*lat, 'f', -1, 64))
+	buf.WriteString(`]}`)
+}

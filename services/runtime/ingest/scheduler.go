@@ -1,0 +1,384 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/observation"
+	"github.com/sensorgate/sensorgate/services/runtime/store"
+)
+
+// LiveConfig overrides a provider's live defaults.
+type LiveConfig struct {
+	BaseURL  string
+	Stations []string
+	APIKey   string
+	Interval time.Duration
+}
+
+// Options configure a Scheduler.
+type Options struct {
+	Mode      string
+	Store     store.Writer
+	Providers []Provider
+	// Simulate mode.
+	Sim     observation.SimConfig
+	SimDays int
+	// Files mode.
+	Dir         string
+	FilesRescan time.Duration
+	// Live mode, by provider slug.
+	Live      map[string]LiveConfig
+	UserAgent string
+	// HTTPClient is the live client (tests inject one with short backoff); default a
+	// retryablehttp client with 3 retries, exponential backoff and Retry-After.
+	HTTPClient *retryablehttp.Client
+	// WriteTimeout bounds one batch's transaction, also while draining at shutdown.
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
+	Now          func() time.Time
+}
+
+// Scheduler runs one ingest loop per provider.
+type Scheduler struct {
+	o      Options
+	log    *slog.Logger
+	mu     sync.Mutex
+	state  map[string]*providerState
+	order  []string
+	loops  map[string]source
+	primed sync.WaitGroup
+	ready  chan struct{}
+}
+
+type providerState struct {
+	mode          string
+	lastSuccess   time.Time
+	lastError     time.Time
+	lastErrorText string
+	newest        time.Time
+	ingested      int64
+	duplicates    int64
+	rejected      map[string]int64
+	cycles        int
+}
+
+// New validates the options and builds the sources.
+func New(o Options) (*Scheduler, error) {
+	if o.Store == nil {
+		return nil, errors.New("ingest: no store")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 2 * time.Minute
+	}
+	if o.FilesRescan <= 0 {
+		o.FilesRescan = time.Minute
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = "sensorgate (+https://github.com/sensorgate/sensorgate)"
+	}
+	if o.HTTPClient == nil {
+		c := retryablehttp.NewClient()
+		c.RetryMax = 3
+		c.RetryWaitMin = time.Second
+		c.RetryWaitMax = 30 * time.Second
+		c.Logger = nil
+		c.HTTPClient.Timeout = 60 * time.Second
+		o.HTTPClient = c
+	}
+	s := &Scheduler{o: o, log: o.Logger, state: map[string]*providerState{}, loops: map[string]source{}, ready: make(chan struct{})}
+	for _, p := range o.Providers {
+		slug := p.Slug()
+		st := &providerState{mode: o.Mode, rejected: map[string]int64{}}
+		s.state[slug] = st
+		s.order = append(s.order, slug)
+		src, err := s.source(p)
+		if err != nil {
+			return nil, err
+		}
+		if src == nil {
+			st.lastErrorText = fmt.Sprintf("provider %s has no %s source", slug, o.Mode)
+			continue
+		}
+		s.loops[slug] = src
+	}
+	return s, nil
+}
+
+func (s *Scheduler) source(p Provider) (source, error) {
+	slug := p.Slug()
+	cadence := p.Cadence
+	if cadence <= 0 {
+		cadence = 10 * time.Minute
+	}
+	switch s.o.Mode {
+	case ModeSimulate:
+		if p.Simulator == nil {
+			return nil, nil
+		}
+		days := s.o.SimDays
+		if days < 0 {
+			return nil, fmt.Errorf("ingest: simulated days must be 0 or more, got %d", days)
+		}
+		return &simSource{sim: p.Simulator, cfg: s.o.Sim, days: days, cadence: cadence, now: s.o.Now}, nil
+	case ModeFiles:
+		if p.Classify == nil {
+			return nil, nil
+		}
+		if s.o.Dir == "" {
+			return nil, errors.New("ingest: files mode needs a source folder (SOURCE_DIR)")
+		}
+		return &filesSource{dir: s.o.Dir, classify: p.Classify, every: s.o.FilesRescan, maxSize: 256 << 20, seen: map[string]string{}}, nil
+	case ModeLive:
+		if p.Live.Targets == nil {
+			return nil, nil
+		}
+		lc := s.o.Live[slug]
+		base := lc.BaseURL
+		if base == "" {
+			base = p.Live.DefaultBaseURL
+		}
+		stations := lc.Stations
+		if len(stations) == 0 {
+			stations = p.Live.DefaultStations
+		}
+		if p.Live.NeedsAPIKey && lc.APIKey == "" {
+			return nil, nil
+		}
+		every := lc.Interval
+		if every <= 0 {
+			every = cadence
+		}
+		return &liveSource{client: s.o.HTTPClient, targets: p.Live.Targets(base, stations, lc.APIKey), userAgent: s.o.UserAgent,
+			every: every, maxBody: 64 << 20, now: s.o.Now, state: map[string]*validators{}}, nil
+	default:
+		return nil, fmt.Errorf("ingest: source mode must be %s, %s or %s, got %q", ModeSimulate, ModeFiles, ModeLive, s.o.Mode)
+	}
+}
+
+// Ready is closed when every provider has finished its first cycle (the history of
+// simulate mode, the folder of files mode, the first poll of live mode).
+func (s *Scheduler) Ready() <-chan struct{} { return s.ready }
+
+// Run ingests until ctx ends, then finishes the batch in flight of each provider and
+// returns.
+func (s *Scheduler) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	s.primed.Add(len(s.loops))
+	go func() {
+		s.primed.Wait()
+		close(s.ready)
+	}()
+	byslug := map[string]Provider{}
+	for _, p := range s.o.Providers {
+		byslug[p.Slug()] = p
+	}
+	for _, slug := range s.order {
+		src, ok := s.loops[slug]
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.loop(ctx, byslug[slug], src)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (s *Scheduler) loop(ctx context.Context, p Provider, src source) {
+	slug := p.Slug()
+	first := true
+	for {
+		items, err := src.poll(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.fail(slug, err)
+			s.log.Warn("ingest: poll", "provider", slug, "err", err)
+		}
+		for _, it := range items {
+			if ctx.Err() != nil {
+				break // drain: the batch in flight finished; start no new one
+			}
+			ok := s.ingest(ctx, p, it)
+			if it.done != nil {
+				it.done(ok)
+			}
+		}
+		s.mu.Lock()
+		s.state[slug].cycles++
+		s.mu.Unlock()
+		if first {
+			first = false
+			s.primed.Done()
+		}
+		t := time.NewTimer(src.interval())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// ingest parses and writes one payload. The write runs on a context that shutdown does
+// not cancel (bounded by WriteTimeout), so a batch in flight always finishes.
+func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) bool {
+	slug := p.Slug()
+	b, err := p.Adapter.Parse(it.payload)
+	if err != nil {
+		s.fail(slug, fmt.Errorf("parse %s: %w", it.origin, err))
+		s.reject(slug, map[string]int64{"unreadable_payload": 1})
+		return true // a bad document stays bad; do not refetch it
+	}
+	now := s.o.Now()
+	reasons := map[string]int64{}
+	for _, r := range b.Rejections {
+		reasons[r.Reason]++
+	}
+	obs := b.Observations[:0:0]
+	var newest time.Time
+	for _, o := range b.Observations {
+		// A clock far ahead is a broken row, not a forecast.
+		if o.Time.After(now.Add(6*time.Hour)) || o.Time.Year() < 1970 {
+			reasons["bad_timestamp"]++
+			continue
+		}
+		if o.Time.After(newest) {
+			newest = o.Time
+		}
+		obs = append(obs, o)
+	}
+	if len(b.Stations) == 0 && len(obs) == 0 {
+		s.reject(slug, reasons)
+		return true
+	}
+	batch := store.Batch{Provider: slug, Feed: p.Feed(), FetchedAt: now, Stations: b.Stations, Observations: obs}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.WriteTimeout)
+	defer cancel()
+	var res store.IngestResult
+	for attempt := 0; ; attempt++ {
+		res, err = s.o.Store.Ingest(wctx, batch)
+		if err == nil || attempt == 2 || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-time.After(time.Duration(attempt+1) * 500 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	if err != nil {
+		s.fail(slug, fmt.Errorf("store %s: %w", it.origin, err))
+		s.log.Error("ingest: store", "provider", slug, "origin", it.origin, "err", err)
+		return false
+	}
+	s.mu.Lock()
+	st := s.state[slug]
+	st.lastSuccess = now
+	st.ingested += int64(res.Inserted)
+	st.duplicates += int64(res.Duplicates)
+	if newest.After(st.newest) {
+		st.newest = newest
+	}
+	for k, v := range reasons {
+		st.rejected[k] += v
+	}
+	s.mu.Unlock()
+	s.log.Debug("ingest: batch", "provider", slug, "origin", it.origin, "inserted", res.Inserted,
+		"duplicates", res.Duplicates, "stations", res.Stations, "rejected", len(b.Rejections))
+	return true
+}
+
+func (s *Scheduler) fail(slug string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.state[slug]
+	st.lastError = s.o.Now()
+	st.lastErrorText = err.Error()
+	if len(st.lastErrorText) > 500 {
+		st.lastErrorText = st.lastErrorText[:500] + "…"
+	}
+}
+
+func (s *Scheduler) reject(slug string, reasons map[string]int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, v := range reasons {
+		s.state[slug].rejected[k] += v
+	}
+}
+
+// Health reports each provider's ingest state, in provider order.
+func (s *Scheduler) Health() []contract.ProviderHealth {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.o.Now()
+	out := make([]contract.ProviderHealth, 0, len(s.order))
+	for _, slug := range s.order {
+		st := s.state[slug]
+		h := contract.ProviderHealth{Slug: slug, Mode: st.mode, LastError: st.lastErrorText, RowsIngested: st.ingested, RowsRejected: map[string]int64{}}
+		for k, v := range st.rejected {
+			h.RowsRejected[k] = v
+		}
+		if !st.lastSuccess.IsZero() {
+			h.LastSuccessAt = &contract.Time{Time: st.lastSuccess}
+		}
+		if !st.lastError.IsZero() {
+			h.LastErrorAt = &contract.Time{Time: st.lastError}
+		}
+		if !st.newest.IsZero() {
+			lag := now.Sub(st.newest).Seconds()
+			h.LagSeconds = &lag
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// Healthy reports whether a provider's last attempt succeeded (false also when it has no
+// source in this mode or has not succeeded yet after its first cycle).
+func Healthy(h contract.ProviderHealth) bool {
+	if h.LastSuccessAt == nil {
+		return false
+	}
+	return h.LastErrorAt == nil || h.LastSuccessAt.After(h.LastErrorAt.Time)
+}
+
+// LastIngest is the time of the newest successful batch of any provider.
+func (s *Scheduler) LastIngest() *time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var last time.Time
+	for _, st := range s.state {
+		if st.lastSuccess.After(last) {
+			last = st.lastSuccess
+		}
+	}
+	if last.IsZero() {
+		return nil
+	}
+	return &last
+}
+
+// Slugs lists the providers in order.
+func (s *Scheduler) Slugs() []string {
+	out := append([]string(nil), s.order...)
+	sort.Strings(out)
+	return out
+}

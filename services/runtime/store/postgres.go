@@ -1,0 +1,231 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// openPostgres wires s to PostgreSQL: reads through database/sql over a pgx pool, ingest
+// transactions on pgx directly (COPY needs the native connection).
+func openPostgres(ctx context.Context, s *sqlStore, o Options) error {
+	cfg, err := pgxpool.ParseConfig(o.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("store: readings database URL: %w", err)
+	}
+	cfg.MaxConns = int32(o.MaxConns)
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 8
+	}
+	cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("store: connect PostgreSQL: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return fmt.Errorf("store: PostgreSQL at %s:%d does not answer: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	if err := migrate(ctx, db, "postgres", `SELECT pg_advisory_xact_lock(7261530001)`); err != nil {
+		_ = db.Close()
+		pool.Close()
+		return err
+	}
+	method := o.InsertMethod
+	switch method {
+	case "":
+		method = InsertCopy
+	case InsertCopy, InsertUnnest, InsertValues:
+	default:
+		_ = db.Close()
+		pool.Close()
+		return fmt.Errorf("store: insert method must be %s, %s or %s, got %q", InsertCopy, InsertUnnest, InsertValues, method)
+	}
+	p := &pgParts{pool: pool, known: map[int64]bool{}}
+	s.db = db
+	s.d = dialect{
+		name:     "postgres",
+		greatest: "GREATEST",
+		rebind:   rebindDollar,
+		prepare:  p.ensure,
+		inTx: func(ctx context.Context, fn func(txn) error) error {
+			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(pgTx{tx: tx, method: method}) })
+		},
+		size: func(ctx context.Context) (int64, error) {
+			var n int64
+			err := pool.QueryRow(ctx, `SELECT COALESCE(sum(pg_total_relation_size(inhrelid)), 0)::bigint FROM pg_inherits WHERE inhparent = 'readings'::regclass`).Scan(&n)
+			if err != nil {
+				return 0, fmt.Errorf("readings size: %w", err)
+			}
+			return n, nil
+		},
+		close: func() error {
+			err := db.Close()
+			pool.Close()
+			return err
+		},
+	}
+	return nil
+}
+
+// pgParts creates the monthly partitions of readings on demand, so that retention is a
+// partition drop and a time-bounded query touches only its months.
+type pgParts struct {
+	pool  *pgxpool.Pool
+	mu    sync.Mutex
+	known map[int64]bool // month start (ms) -> partition exists
+}
+
+func monthStart(ms int64) time.Time {
+	t := time.UnixMilli(ms).UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+func (p *pgParts) ensure(ctx context.Context, rows []row) error {
+	months := map[int64]time.Time{}
+	for _, r := range rows {
+		m := monthStart(r.ts)
+		months[m.UnixMilli()] = m
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, m := range months {
+		if p.known[k] {
+			continue
+		}
+		if m.Year() < 1900 || m.Year() > 2200 {
+			return fmt.Errorf("store: reading time %s is outside the years 1900-2200", m.Format("2006-01"))
+		}
+		name := fmt.Sprintf("readings_p%04d%02d", m.Year(), int(m.Month()))
+		next := m.AddDate(0, 1, 0)
+		ddl := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF readings FOR VALUES FROM (%d) TO (%d)`, name, m.UnixMilli(), next.UnixMilli())
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			// Two processes creating the same partition at once can collide in the
+			// catalog; the loser retries and finds it.
+			if _, err = p.pool.Exec(ctx, ddl); err == nil || !strings.Contains(err.Error(), "already exists") {
+				break
+			}
+		}
+		if err != nil && !strings.Contains(err.Error(), "already exists") {
+			return fmt.Errorf("store: create partition %s: %w", name, err)
+		}
+		p.known[k] = true
+	}
+	return nil
+}
+
+type pgTx struct {
+	tx     pgx.Tx
+	method string
+}
+
+func (t pgTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := t.tx.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (t pgTx) queryRow(ctx context.Context, q string, args ...any) scanner {
+	return t.tx.QueryRow(ctx, q, args...)
+}
+
+var readingCols = []string{"station", "ts", "fetched_ms", "lat", "lon", "measurements", "raw_format", "raw"}
+
+func (t pgTx) insertReadings(ctx context.Context, rows []row) (int64, error) {
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	switch t.method {
+	case InsertUnnest:
+		return t.insertUnnest(ctx, rows)
+	case InsertValues:
+		return t.insertValues(ctx, rows)
+	default:
+		return t.insertCopy(ctx, rows)
+	}
+}
+
+func (t pgTx) insertCopy(ctx context.Context, rows []row) (int64, error) {
+	if _, err := t.tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS readings_stage (LIKE readings) ON COMMIT DELETE ROWS`); err != nil {
+		return 0, fmt.Errorf("ingest: staging table: %w", err)
+	}
+	src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+		r := &rows[i]
+		var rf any
+		if r.rawFormat != nil {
+			rf = *r.rawFormat
+		}
+		return []any{r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw}, nil
+	})
+	if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"readings_stage"}, readingCols, src); err != nil {
+		return 0, fmt.Errorf("ingest: copy readings: %w", err)
+	}
+	tag, err := t.tx.Exec(ctx, `INSERT INTO readings SELECT * FROM readings_stage ON CONFLICT DO NOTHING`)
+	if err != nil {
+		return 0, fmt.Errorf("ingest: insert readings: %w", err)
+	}
+	if _, err := t.tx.Exec(ctx, `TRUNCATE readings_stage`); err != nil {
+		return 0, fmt.Errorf("ingest: clear staging table: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (t pgTx) insertUnnest(ctx context.Context, rows []row) (int64, error) {
+	n := len(rows)
+	st, ts, fe := make([]int32, n), make([]int64, n), make([]int64, n)
+	lat, lon := make([]*float64, n), make([]*float64, n)
+	ms, raw := make([][]byte, n), make([][]byte, n)
+	rf := make([]*int32, n)
+	for i, r := range rows {
+		st[i], ts[i], fe[i], lat[i], lon[i], ms[i], rf[i], raw[i] = r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, r.rawFormat, r.raw
+	}
+	tag, err := t.tx.Exec(ctx, `INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw)
+		SELECT * FROM unnest($1::int4[], $2::int8[], $3::int8[], $4::float8[], $5::float8[], $6::bytea[], $7::int4[], $8::bytea[])
+		ON CONFLICT DO NOTHING`, st, ts, fe, lat, lon, ms, rf, raw)
+	if err != nil {
+		return 0, fmt.Errorf("ingest: insert readings: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (t pgTx) insertValues(ctx context.Context, rows []row) (int64, error) {
+	const chunk = 1000 // 8 parameters a row, under the protocol's 65535
+	var total int64
+	for start := 0; start < len(rows); start += chunk {
+		part := rows[start:min(start+chunk, len(rows))]
+		var b strings.Builder
+		b.WriteString(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw) VALUES `)
+		args := make([]any, 0, len(part)*8)
+		for i, r := range part {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k := i * 8
+			fmt.Fprintf(&b, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8)
+			var rf any
+			if r.rawFormat != nil {
+				rf = *r.rawFormat
+			}
+			args = append(args, r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw)
+		}
+		b.WriteString(` ON CONFLICT DO NOTHING`)
+		tag, err := t.tx.Exec(ctx, b.String(), args...)
+		if err != nil {
+			return 0, fmt.Errorf("ingest: insert readings: %w", err)
+		}
+		total += tag.RowsAffected()
+	}
+	return total, nil
+}

@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	_ "github.com/glebarez/go-sqlite" // database/sql driver "sqlite" (pure Go)
+)
+
+// openSQLite wires s to an embedded SQLite file in WAL mode: readers never wait for the
+// writer, and the one writer (ingest) is serialized by the store.
+func openSQLite(ctx context.Context, s *sqlStore, o Options) error {
+	if dir := filepath.Dir(o.SQLitePath); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("store: create folder of SQLite file %s: %w", o.SQLitePath, err)
+		}
+	}
+	dsn := o.SQLitePath + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return fmt.Errorf("store: open SQLite %s: %w", o.SQLitePath, err)
+	}
+	db.SetMaxOpenConns(4)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return fmt.Errorf("store: open SQLite %s: %w", o.SQLitePath, err)
+	}
+	if err := migrate(ctx, db, "sqlite", ""); err != nil {
+		_ = db.Close()
+		return err
+	}
+	s.db = db
+	s.d = dialect{
+		name:     "sqlite",
+		greatest: "MAX",
+		rebind:   func(q string) string { return q },
+		prepare:  func(context.Context, []row) error { return nil },
+		inTx: func(ctx context.Context, fn func(txn) error) error {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return fmt.Errorf("ingest: begin: %w", err)
+			}
+			if err := fn(sqlTx{tx}); err != nil {
+				_ = tx.Rollback()
+				return err
+			}
+			if err := tx.Commit(); err != nil {
+				return fmt.Errorf("ingest: commit: %w", err)
+			}
+			return nil
+		},
+		size: func(ctx context.Context) (int64, error) {
+			var pages, size int64
+			if err := db.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+				return 0, fmt.Errorf("sqlite size: %w", err)
+			}
+			if err := db.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&size); err != nil {
+				return 0, fmt.Errorf("sqlite size: %w", err)
+			}
+			return pages * size, nil
+		},
+		close: db.Close,
+	}
+	return nil
+}
+
+type sqlTx struct{ tx *sql.Tx }
+
+func (t sqlTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := t.tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t sqlTx) queryRow(ctx context.Context, q string, args ...any) scanner {
+	return t.tx.QueryRowContext(ctx, q, args...)
+}
+
+func (t sqlTx) insertReadings(ctx context.Context, rows []row) (int64, error) {
+	const chunk = 500
+	var total int64
+	for start := 0; start < len(rows); start += chunk {
+		part := rows[start:min(start+chunk, len(rows))]
+		var b strings.Builder
+		b.WriteString(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw) VALUES `)
+		args := make([]any, 0, len(part)*8)
+		for i, r := range part {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("(?,?,?,?,?,?,?,?)")
+			var lat, lon, rf any
+			if r.lat != nil && r.lon != nil {
+				lat, lon = *r.lat, *r.lon
+			}
+			if r.rawFormat != nil {
+				rf = *r.rawFormat
+			}
+			args = append(args, r.station, r.ts, r.fetched, lat, lon, r.measurements, rf, r.raw)
+		}
+		b.WriteString(` ON CONFLICT DO NOTHING`)
+		res, err := t.tx.ExecContext(ctx, b.String(), args...)
+		if err != nil {
+			return 0, fmt.Errorf("ingest: insert readings: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, fmt.Errorf("ingest: insert readings: %w", err)
+		}
+		total += n
+	}
+	return total, nil
+}

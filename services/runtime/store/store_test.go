@@ -1,0 +1,222 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/ids"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
+	"github.com/sensorgate/sensorgate/services/observation"
+	"github.com/sensorgate/sensorgate/services/runtime/store"
+)
+
+// backends opens one store per implementation, so every test runs against both.
+func backends(t *testing.T) map[string]func(t *testing.T) store.Store {
+	open := func(t *testing.T, o store.Options) store.Store {
+		t.Helper()
+		o.ServiceID = "ocean"
+		s, err := store.Open(context.Background(), o)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	return map[string]func(t *testing.T) store.Store{
+		"sqlite": func(t *testing.T) store.Store {
+			return open(t, store.Options{SQLitePath: filepath.Join(t.TempDir(), "r.db")})
+		},
+		"postgres": func(t *testing.T) store.Store {
+			return open(t, store.Options{DatabaseURL: testenv.Postgres(t)})
+		},
+	}
+}
+
+func fptr(v float64) *float64 { return &v }
+
+// ndbcBatch builds n hourly observations of station id in the NDBC text shape.
+func ndbcBatch(id string, start time.Time, n int) store.Batch {
+	b := store.Batch{Provider: "ndbc", Feed: "ndbc-realtime", FetchedAt: start.Add(time.Duration(n) * time.Hour)}
+	for i := 0; i < n; i++ {
+		ts := start.Add(time.Duration(i) * time.Hour)
+		wt, _ := canon.Normalize(canon.WaterTemperatureC, 20+float64(i%10)/10, "degC")
+		ws, _ := canon.Normalize(canon.WindSpeedMS, 3+float64(i%7), "m/s")
+		line := fmt.Sprintf("%s %03d %4.1f  MM  MM  MM  MM  MM 1015.2  MM %4.1f  MM  MM  MM  MM", ts.Format("2006 01 02 15 04"), (i*7)%360, ws.Value, wt.Value)
+		raw, _ := json.Marshal(map[string]string{"format": "ndbc.realtime2.stdmet", "header": "#YY  MM DD hh mm WDIR WSPD GST  WVHT   DPD   APD MWD   PRES  ATMP  WTMP  DEWP  VIS PTDY  TIDE", "line": line})
+		b.Observations = append(b.Observations, observation.Observation{
+			StationID: id, Time: ts, Measurements: []canon.Measurement{wt, ws},
+			Lat: fptr(38.899), Lon: fptr(-76.436), Raw: raw, RawFormat: "ndbc.realtime2.stdmet",
+		})
+	}
+	return b
+}
+
+func TestIngestIdempotentAndRead(t *testing.T) {
+	t.Parallel()
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			start := time.Date(2026, 1, 30, 0, 0, 0, 0, time.UTC) // spans two months
+			b := ndbcBatch("TPLM2", start, 72)
+			b.Stations = []contract.Station{{ExternalID: "TPLM2", Name: "Thomas Point, MD", SensorType: "buoy", ReportingIntervalS: 3600}}
+			res, err := s.Ingest(ctx, b)
+			if err != nil {
+				t.Fatalf("ingest: %v", err)
+			}
+			if res.Inserted != 72 || res.Duplicates != 0 || res.Stations != 1 {
+				t.Fatalf("first ingest = %+v, want 72 inserted, 1 station", res)
+			}
+			res, err = s.Ingest(ctx, b)
+			if err != nil {
+				t.Fatalf("second ingest: %v", err)
+			}
+			if res.Inserted != 0 || res.Duplicates != 72 || res.Stations != 0 {
+				t.Fatalf("replay = %+v, want 0 inserted, 72 duplicates, 0 stations changed", res)
+			}
+			fp, err := s.Footprint(ctx)
+			if err != nil || fp.Readings != 72 {
+				t.Fatalf("footprint = %+v, %v; want 72 readings", fp, err)
+			}
+
+			st, err := s.Station(ctx, "tplm2")
+			if err != nil {
+				t.Fatalf("station by lower-case id: %v", err)
+			}
+			if st.Name != "Thomas Point, MD" || st.ProviderSlug != "ndbc" || st.FeedSlug != "ndbc-realtime" ||
+				len(st.DataTypes) != 2 || st.Latitude == nil || st.LastReadingAt == nil || st.ReportingIntervalS != 3600 {
+				t.Fatalf("station = %+v", st)
+			}
+			if want := start.Add(71 * time.Hour); !st.LastReadingAt.Equal(want) {
+				t.Fatalf("last reading at %v, want %v", st.LastReadingAt, want)
+			}
+
+			latest, err := s.LatestReading(ctx, "TPLM2")
+			if err != nil {
+				t.Fatalf("latest: %v", err)
+			}
+			want := start.Add(71 * time.Hour)
+			if !latest.Time.Equal(want) || latest.ID != ids.Reading(ids.Sensor("ocean", "TPLM2"), want) ||
+				latest.RawFormat != "ndbc.realtime2.stdmet" || !json.Valid(latest.Raw) || !json.Valid(latest.Measurements) {
+				t.Fatalf("latest = %+v raw=%s", latest, latest.Raw)
+			}
+			if want, got := string(b.Observations[71].Raw), string(latest.Raw); want != got {
+				t.Fatalf("raw round trip:\n got %s\nwant %s", got, want)
+			}
+			var ms []canon.Measurement
+			if err := json.Unmarshal(latest.Measurements, &ms); err != nil || len(ms) != 2 || ms[0] != b.Observations[71].Measurements[0] {
+				t.Fatalf("measurements = %s (%v)", latest.Measurements, err)
+			}
+
+			cases := []struct {
+				name    string
+				q       contract.ReadingsQuery
+				total   int
+				n       int
+				first   time.Time
+				wantRaw bool
+			}{
+				{"all newest first", contract.ReadingsQuery{Limit: 10, Page: 1}, 72, 10, start.Add(71 * time.Hour), false},
+				{"page 2", contract.ReadingsQuery{Limit: 10, Page: 2}, 72, 10, start.Add(61 * time.Hour), false},
+				{"last partial page", contract.ReadingsQuery{Limit: 10, Page: 8}, 72, 2, start.Add(time.Hour), false},
+				{"beyond the end", contract.ReadingsQuery{Limit: 10, Page: 9}, 72, 0, time.Time{}, false},
+				{"ascending page 2", contract.ReadingsQuery{Limit: 10, Page: 2, Ascending: true}, 72, 10, start.Add(10 * time.Hour), false},
+				{"range across months", contract.ReadingsQuery{Limit: 100, Page: 1, Since: start.Add(40 * time.Hour), Until: start.Add(50 * time.Hour)}, 10, 10, start.Add(49 * time.Hour), false},
+				{"empty range", contract.ReadingsQuery{Limit: 100, Page: 1, Since: start.Add(-50 * time.Hour), Until: start.Add(-40 * time.Hour)}, 0, 0, time.Time{}, false},
+				{"raw", contract.ReadingsQuery{Limit: 5, Page: 1, Format: contract.FormatRaw}, 72, 5, start.Add(71 * time.Hour), true},
+			}
+			for _, c := range cases {
+				rs, total, err := s.Readings(ctx, "tplm2", c.q)
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				if total != c.total || len(rs) != c.n {
+					t.Fatalf("%s: total %d, %d rows; want %d, %d", c.name, total, len(rs), c.total, c.n)
+				}
+				if c.n > 0 && !rs[0].Time.Equal(c.first) {
+					t.Fatalf("%s: first at %v, want %v", c.name, rs[0].Time, c.first)
+				}
+				for _, r := range rs {
+					if (r.Raw != nil) != c.wantRaw {
+						t.Fatalf("%s: raw present = %v", c.name, r.Raw != nil)
+					}
+				}
+			}
+
+			if _, err := s.LatestReading(ctx, "NOPE"); !errors.Is(err, store.ErrStationNotFound) {
+				t.Fatalf("latest of unknown station: %v, want ErrStationNotFound", err)
+			}
+			if _, _, err := s.Readings(ctx, "NOPE", contract.ReadingsQuery{Limit: 1, Page: 1}); !errors.Is(err, store.ErrStationNotFound) {
+				t.Fatalf("readings of unknown station: %v, want ErrStationNotFound", err)
+			}
+		})
+	}
+}
+
+func TestStationsPagingAndUpdatedSince(t *testing.T) {
+	t.Parallel()
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+			for i := 0; i < 5; i++ {
+				if _, err := s.Ingest(ctx, ndbcBatch(fmt.Sprintf("ST%02d", i), start, 2)); err != nil {
+					t.Fatalf("ingest: %v", err)
+				}
+			}
+			all, total, err := s.Stations(ctx, store.StationFilter{Limit: 2, Page: 3})
+			if err != nil || total != 5 || len(all) != 1 || all[0].ExternalID != "ST04" {
+				t.Fatalf("page 3 of 2 = %v (total %d, %v)", all, total, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+			mark := time.Now()
+			time.Sleep(5 * time.Millisecond)
+			// Re-ingesting the same data changes no station, so the cursor sees nothing...
+			if _, err := s.Ingest(ctx, ndbcBatch("ST01", start, 2)); err != nil {
+				t.Fatal(err)
+			}
+			got, total, err := s.Stations(ctx, store.StationFilter{UpdatedSince: mark})
+			if err != nil || total != 0 || len(got) != 0 {
+				t.Fatalf("after no-op replay: %v (total %d, %v)", got, total, err)
+			}
+			// ...a guess beside observations does not override what is stored...
+			b := ndbcBatch("ST02", start, 1)
+			b.Stations = []contract.Station{{ExternalID: "ST02", Name: "Guess", SensorType: "buoy"}}
+			if _, err := s.Ingest(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			got, _, err = s.Stations(ctx, store.StationFilter{UpdatedSince: mark})
+			if err != nil || len(got) != 1 || got[0].Name != "Guess" || got[0].SensorType != "buoy" {
+				t.Fatalf("after a guess: %+v (%v); want the placeholder name and empty sensor type filled", got, err)
+			}
+			// ...nor a second guess what the first filled...
+			b = ndbcBatch("ST02", start, 1)
+			b.Stations = []contract.Station{{ExternalID: "ST02", Name: "Second guess"}}
+			if _, err := s.Ingest(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := s.Station(ctx, "ST02"); err != nil || st.Name != "Guess" {
+				t.Fatalf("after a second guess: %+v (%v)", st, err)
+			}
+			// ...while a metadata document renames the station.
+			b = store.Batch{Provider: "ndbc", Stations: []contract.Station{{ExternalID: "ST02", Name: "Renamed"}}}
+			if _, err := s.Ingest(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			got, total, err = s.Stations(ctx, store.StationFilter{UpdatedSince: mark})
+			if err != nil || total != 1 || got[0].Name != "Renamed" || len(got[0].DataTypes) != 2 {
+				t.Fatalf("after rename: %+v (total %d, %v)", got, total, err)
+			}
+		})
+	}
+}
