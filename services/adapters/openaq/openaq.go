@@ -1,0 +1,130 @@
+// Package openaq reads OpenAQ API v1 payloads (/v1/latest and /v1/measurements): PM2.5,
+// PM10 and ozone become canonical values (ppm and µg/m³ ozone converted to ppb), an AQI is
+// computed from PM2.5 where the source has none, and -99 sentinels, negative values and
+// parameters without a canonical id are counted rejections. It also simulates
+// /v1/measurements pages for synthetic city monitors.
+package openaq
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/observation"
+)
+
+// Provider and feed slugs.
+const (
+	ProviderSlug = "openaq"
+	FeedSlug     = "openaq-measurements"
+)
+
+// Payload formats.
+const (
+	FormatLatest       = "openaq.v1.latest"
+	FormatMeasurements = "openaq.v1.measurements"
+	FormatLocations    = "openaq.v1.locations"
+)
+
+// SensorType of OpenAQ locations.
+const SensorType = "air_quality_monitor"
+
+// ReportingIntervalS is the hourly averaging period most OpenAQ sources report.
+const ReportingIntervalS = 3600
+
+// Adapter is the OpenAQ observation.Adapter and observation.Simulator.
+type Adapter struct{}
+
+var (
+	_ observation.Adapter   = Adapter{}
+	_ observation.Simulator = Adapter{}
+)
+
+// Provider implements observation.Adapter.
+func (Adapter) Provider() contract.Provider {
+	return contract.Provider{
+		Slug:        ProviderSlug,
+		Name:        "OpenAQ",
+		Description: "Open air-quality data aggregated from government and research monitors worldwide.",
+		URL:         "https://openaq.org/",
+		License:     "CC BY 4.0",
+	}
+}
+
+// Feeds implements observation.Adapter.
+func (Adapter) Feeds() []contract.Feed {
+	return []contract.Feed{{
+		Slug:            FeedSlug,
+		Name:            "OpenAQ measurements",
+		Description:     "Hourly PM2.5, PM10 and ozone of OpenAQ locations, with an EPA AQI computed from PM2.5.",
+		ProviderSlug:    ProviderSlug,
+		Domain:          "air_quality",
+		TemporalPattern: "periodic",
+		FeedType:        "timeseries",
+	}}
+}
+
+// Formats implements observation.Adapter.
+func (Adapter) Formats() []string {
+	return []string{FormatLatest, FormatMeasurements, FormatLocations}
+}
+
+// Parse implements observation.Adapter.
+func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
+	switch p.Format {
+	case FormatLatest:
+		return ParseLatest(p.Body)
+	case FormatMeasurements:
+		return ParseMeasurements(p.Body)
+	case FormatLocations:
+		return ParseLocations(p.Body)
+	default:
+		return observation.Batch{}, fmt.Errorf("openaq: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
+	}
+}
+
+// parameters maps OpenAQ parameter names to canonical ids; the others (no2, so2, co, bc,
+// ...) have no canonical id and are skipped with a counted reason.
+var parameters = map[string]string{
+	"pm25": canon.PM25,
+	"pm10": canon.PM10,
+	"o3":   canon.OzonePPB,
+}
+
+// StationID is the canonical external id of an OpenAQ v1 location: its country code and
+// its name ("IN:Velachery Res. Area, Chennai - CPCB"), since v1 names locations but gives
+// them no id and names repeat across countries. Whitespace is collapsed, characters that
+// cannot appear in an id path segment (/ \ ? # % and controls) become "-", and the id is cut
+// to contract.MaxExternalIDLen bytes.
+func StationID(country, location string) string {
+	var b strings.Builder
+	c := strings.ToUpper(strings.TrimSpace(country))
+	if c != "" {
+		b.WriteString(c)
+		b.WriteByte(':')
+	}
+	space := false
+	for _, r := range strings.TrimSpace(location) {
+		switch {
+		case r == utf8.RuneError:
+			r = '-'
+		case unicode.IsSpace(r):
+			space = true
+			continue
+		case strings.ContainsRune(`/\?#%`, r) || unicode.IsControl(r):
+			r = '-'
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		if b.Len()+utf8.RuneLen(r) > contract.MaxExternalIDLen {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
