@@ -153,7 +153,7 @@ func simRecords(w synth.World, s simStation, t time.Time) []simRecord {
 	pm10 := pm25 * (1.5 + 0.3*w.Unit(uint64(i), chPM+1, uint64(t.Unix())))
 	o3ppb := math.Max(1, 30+22*synth.Diurnal(t, s.lon, 15)+8*w.Smooth(i, chO3, t, 48*time.Hour))
 	no2 := math.Max(1, 25*(0.5+rush)*math.Exp(0.2*w.Normal(uint64(i), chNO2, uint64(t.Unix()))))
-	local := t.Add(time.Duration(s.c.utcOff) * time.Hour).Format("2006-01-02T15:04:05") + fmt.Sprintf("%+03d:00", s.c.utcOff)
+	local := t.Add(time.Duration(s.c.utcOff)*time.Hour).Format("2006-01-02T15:04:05") + fmt.Sprintf("%+03d:00", s.c.utcOff)
 	rec := func(param string, v float64, unit string, ch uint64) simRecord {
 		if w.Missing(i, ch, t) {
 			v = -99
