@@ -100,6 +100,11 @@ func New(o Options) (*Scheduler, error) {
 		c.HTTPClient.Timeout = 60 * time.Second
 		o.HTTPClient = c
 	}
+	if o.HTTPClient.ErrorHandler == nil {
+		// After the last retry, hand back the provider's answer so health names its
+		// status rather than "giving up".
+		o.HTTPClient.ErrorHandler = retryablehttp.PassthroughErrorHandler
+	}
 	s := &Scheduler{o: o, log: o.Logger, state: map[string]*providerState{}, loops: map[string]source{}, ready: make(chan struct{})}
 	for _, p := range o.Providers {
 		slug := p.Slug()

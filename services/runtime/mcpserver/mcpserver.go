@@ -179,11 +179,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// API get JSON-RPC errors for those.
 	if rec.status >= 400 {
 		s.log.Debug("mcp: sdk refused", "status", rec.status, "body", truncate(rec.body.String(), 200))
-		code := -32600
-		if rec.status >= 500 {
+		code, msg := -32600, "invalid request: "
+		switch {
+		case rec.status >= 500:
 			code = -32603
+		case bytes.HasPrefix(rec.body.Bytes(), []byte("JSON RPC not handled")):
+			// The SDK refuses methods it does not know before any handler runs.
+			code, msg = -32601, "method not found: "
 		}
-		writeRPCError(w, probe.ID, code, "invalid request: "+truncate(string(bytes.TrimSpace(rec.body.Bytes())), 200))
+		writeRPCError(w, probe.ID, code, msg+truncate(string(bytes.TrimSpace(rec.body.Bytes())), 200))
 		return
 	}
 	for k, v := range rec.header {
