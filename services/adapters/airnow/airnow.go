@@ -1,0 +1,111 @@
+// Package airnow reads US EPA AirNow API payloads: monitoring-site data (/aq/data/:
+// concentration, raw concentration and AQI per pollutant, -999 for missing) and current
+// observations by location (/aq/observation/...: AQI only, with its category).
+package airnow
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/observation"
+)
+
+// Provider and feed slugs.
+const (
+	ProviderSlug = "epa-airnow"
+	FeedSlug     = "airnow-monitors"
+)
+
+// Payload formats.
+const (
+	FormatData        = "airnow.data"
+	FormatObservation = "airnow.observation"
+)
+
+// Raw formats recorded on observations.
+const (
+	RawData        = "airnow.data"
+	RawObservation = "airnow.observation"
+)
+
+// SensorType of AirNow monitoring sites.
+const SensorType = "air_quality_monitor"
+
+// ReportingIntervalS is AirNow's hourly cadence.
+const ReportingIntervalS = 3600
+
+// Adapter is the AirNow observation.Adapter.
+type Adapter struct{}
+
+var _ observation.Adapter = Adapter{}
+
+// Provider implements observation.Adapter.
+func (Adapter) Provider() contract.Provider {
+	return contract.Provider{
+		Slug:        ProviderSlug,
+		Name:        "US EPA AirNow",
+		Description: "Hourly air-quality observations and AQI of US, Canadian and Mexican monitoring sites.",
+		URL:         "https://www.airnow.gov/",
+		License:     "US Government work, public domain",
+	}
+}
+
+// Feeds implements observation.Adapter.
+func (Adapter) Feeds() []contract.Feed {
+	return []contract.Feed{{
+		Slug:            FeedSlug,
+		Name:            "AirNow monitoring sites",
+		Description:     "Hourly PM2.5, PM10, ozone and AQI of AirNow monitoring sites.",
+		ProviderSlug:    ProviderSlug,
+		Domain:          "air_quality",
+		TemporalPattern: "periodic",
+		FeedType:        "timeseries",
+	}}
+}
+
+// Formats implements observation.Adapter.
+func (Adapter) Formats() []string { return []string{FormatData, FormatObservation} }
+
+// Parse implements observation.Adapter.
+func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
+	switch p.Format {
+	case FormatData:
+		return ParseData(p.Body)
+	case FormatObservation:
+		return ParseObservations(p.Body)
+	default:
+		return observation.Batch{}, fmt.Errorf("airnow: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
+	}
+}
+
+// pollutants maps AirNow parameter names to canonical ids and the unit AirNow uses when a
+// record names none.
+var pollutants = map[string]struct{ param, unit string }{
+	"PM2.5": {canon.PM25, "UG/M3"},
+	"PM25":  {canon.PM25, "UG/M3"},
+	"PM10":  {canon.PM10, "UG/M3"},
+	"OZONE": {canon.OzonePPB, "PPB"},
+	"O3":    {canon.OzonePPB, "PPB"},
+}
+
+// SiteID is the canonical external id of an AirNow site: the 12-digit international AQS
+// code (country 840 = US, 124 = Canada, 484 = Mexico, then the 9-digit AQS code). A bare
+// 9-digit code, as current observations give for US sites, gets the US prefix.
+func SiteID(code string) string {
+	c := strings.TrimSpace(code)
+	if len(c) == 9 && isDigits(c) {
+		return "840" + c
+	}
+	return strings.ToUpper(c)
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
