@@ -1,0 +1,55 @@
+package api
+
+import (
+	"context"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/sensorgate/sensorgate/gateway/auth"
+	"github.com/sensorgate/sensorgate/pkg/obs"
+)
+
+// addRoutes lists the whole HTTP surface of the gateway, grouped by auth tier. Add a route
+// here, in its tier's section, and its dependencies to Deps.
+func addRoutes(r *gin.Engine, d Deps) {
+	h := &handlers{d: d}
+
+	// --- Public: no key. Probes for load balancers and orchestrators. ---
+	r.GET("/healthz", healthz)
+	if d.MetricsHandler != nil {
+		r.GET(obs.PathMetrics, gin.WrapH(d.MetricsHandler))
+	}
+	r.GET("/readyz", readyz(append([]Check{{
+		Name: "store", Critical: true,
+		Probe: func(ctx context.Context) (any, error) { return nil, d.Store.Ping(ctx) },
+	}}, d.Checks...)))
+
+	// --- Authenticated: every /api/v1 route needs x-api-key (SPEC.md 5), then counts
+	// against the key's rate limit. ---
+	v1 := r.Group("/api/v1", auth.Middleware(d.Auth))
+	if d.RateLimit != nil {
+		v1.Use(d.RateLimit)
+	}
+
+	// Sensors catalog (SPEC.md 4.2-4.6). The literal paths types, statuses and registry
+	// are static routes, which Gin matches before the :id parameter.
+	v1.GET("/sensors", h.listSensors(false))
+	v1.GET("/sensors/types", h.sensorTypes)
+	v1.GET("/sensors/statuses", h.sensorStatuses)
+	v1.GET("/sensors/registry", h.listSensors(true))
+	v1.GET("/sensors/:id", h.sensor)
+
+	// Readings (SPEC.md 4.7, 4.8): the proxy engineer's section.
+
+	// Services (SPEC.md 4.13).
+	v1.GET("/services", h.services)
+	v1.GET("/services/:id", h.service)
+	// Service health and MCP: the proxy and MCP engineers' section.
+
+	// Projects (SPEC.md 4.14).
+	v1.GET("/projects", h.listProjects(false))
+	v1.GET("/projects/my", h.listProjects(true))
+	v1.GET("/projects/:id", h.project)
+
+	// MCP endpoints (SPEC.md 4.9-4.12): the MCP engineer's section.
+}

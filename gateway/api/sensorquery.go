@@ -1,0 +1,263 @@
+package api
+
+import (
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/canon"
+)
+
+// List sizes and bounds of the sensor and project lists (SPEC.md 8, API.md "Lists").
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 1000
+	DefaultRadiusKM  = 50
+	// MaxRadiusKM is half the earth's circumference: every point is within it.
+	MaxRadiusKM = 20038
+	// MaxPage keeps page*limit far from overflowing any offset type.
+	MaxPage = 10_000_000
+	// maxTextParam bounds free-text and slug parameters.
+	maxTextParam = 200
+	// maxListItems bounds the items of data_types and fields.
+	maxListItems = 64
+)
+
+// SensorQuery is a parsed sensor-list query: the filter for the store and how to shape
+// each item.
+type SensorQuery struct {
+	Filter  catalog.SensorFilter
+	Minimal bool
+	// Fields are the requested field names, trimmed and deduplicated, in request order;
+	// the view keeps the names it knows and ignores the others (SPEC.md 4.2).
+	Fields []string
+}
+
+// ParseSensorQuery parses the query of GET /sensors and /sensors/registry (SPEC.md 4.2).
+// It is pure: every input gives a query or an *apierr.Error naming the parameter and the
+// form it takes. An empty value counts as absent.
+func ParseSensorQuery(v url.Values) (SensorQuery, error) {
+	q := SensorQuery{Filter: catalog.SensorFilter{Page: 1, Limit: DefaultListLimit}}
+	f := &q.Filter
+	var err error
+	if f.Search, err = textParam(v, "search"); err != nil {
+		return q, err
+	}
+	if f.SensorType, err = textParam(v, "sensor_type"); err != nil {
+		return q, err
+	}
+	if f.Status, err = textParam(v, "status"); err != nil {
+		return q, err
+	}
+	if f.Provider, err = textParam(v, "provider"); err != nil {
+		return q, err
+	}
+	if f.DataTypes, err = dataTypesParam(v); err != nil {
+		return q, err
+	}
+	if f.Page, f.Limit, err = pageParams(v); err != nil {
+		return q, err
+	}
+	if f.BBox, err = bboxParams(v); err != nil {
+		return q, err
+	}
+	if f.Near, err = nearParams(v); err != nil {
+		return q, err
+	}
+	if f.BBox != nil && f.Near != nil {
+		return q, apierr.Invalid("radius_km", "a map filter is either a bounding box (min_lat, min_lon, max_lat, max_lon) or a center with radius (lat, lon, radius_km), not both")
+	}
+	switch s := v.Get("sort"); s {
+	case "", "name":
+	case "distance":
+		if f.Near == nil {
+			return q, apierr.Invalid("sort", "sort=distance needs a radius filter (lat and lon)")
+		}
+		f.SortByDistance = true
+	default:
+		return q, apierr.Invalid("sort", "want name or distance, got %q", clip(s))
+	}
+	if s := v.Get("minimal"); s != "" {
+		switch strings.ToLower(s) {
+		case "true", "1":
+			q.Minimal = true
+		case "false", "0":
+		default:
+			return q, apierr.Invalid("minimal", "want true, false, 1 or 0, got %q", clip(s))
+		}
+	}
+	q.Fields = listParam(v.Get("fields"))
+	return q, nil
+}
+
+// clip shortens a bad value for an error message, so that a huge parameter is not echoed
+// back whole.
+func clip(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
+}
+
+func textParam(v url.Values, name string) (string, error) {
+	s := strings.TrimSpace(v.Get(name))
+	if len(s) > maxTextParam {
+		return "", apierr.Invalid(name, "want at most %d bytes, got %d", maxTextParam, len(s))
+	}
+	return s, nil
+}
+
+// listParam splits a comma-separated list, trimming and dropping empty and repeated items.
+func listParam(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" || seen[item] {
+			continue
+		}
+		seen[item] = true
+		out = append(out, item)
+		if len(out) == maxListItems {
+			break
+		}
+	}
+	return out
+}
+
+func dataTypesParam(v url.Values) ([]string, error) {
+	items := listParam(v.Get("data_types"))
+	for _, p := range items {
+		if !canon.IsParameter(p) {
+			return nil, apierr.Invalid("data_types", "%q is not a canonical parameter id; want a comma-separated list of %s", clip(p), parameterIDs())
+		}
+	}
+	return items, nil
+}
+
+func parameterIDs() string {
+	ps := canon.Parameters()
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.ID
+	}
+	return strings.Join(ids, ", ")
+}
+
+// pageParams parses page and limit. A limit above MaxListLimit is clamped (API.md), and
+// the response's pagination.limit shows the applied value.
+func pageParams(v url.Values) (page, limit int, err error) {
+	page, limit = 1, DefaultListLimit
+	if s := v.Get("page"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxPage {
+			return 0, 0, apierr.Invalid("page", "want an integer from 1 to %d, got %q", MaxPage, clip(s))
+		}
+		page = n
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil && isDigits(s) {
+			n, err = MaxListLimit, nil // a positive integer too large for int: clamped like any other
+		}
+		if err != nil || n < 1 {
+			return 0, 0, apierr.Invalid("limit", "want a positive integer (values above %d are clamped to %d), got %q", MaxListLimit, MaxListLimit, clip(s))
+		}
+		limit = min(n, MaxListLimit)
+	}
+	return page, limit, nil
+}
+
+func isDigits(s string) bool {
+	s = strings.TrimPrefix(s, "+")
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// coord parses a coordinate parameter within [-lim, lim].
+func coord(v url.Values, name string, lim float64) (float64, bool, error) {
+	s := v.Get(name)
+	if s == "" {
+		return 0, false, nil
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < -lim || x > lim {
+		return 0, false, apierr.Invalid(name, "want a number from %g to %g (degrees), got %q", -lim, lim, clip(s))
+	}
+	return x, true, nil
+}
+
+func bboxParams(v url.Values) (*catalog.BBox, error) {
+	names := []string{"min_lat", "min_lon", "max_lat", "max_lon"}
+	lims := []float64{90, 180, 90, 180}
+	var vals [4]float64
+	var missing []string
+	for i, n := range names {
+		x, ok, err := coord(v, n, lims[i])
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			missing = append(missing, n)
+		}
+		vals[i] = x
+	}
+	switch len(missing) {
+	case 4:
+		return nil, nil
+	case 0:
+	default:
+		return nil, apierr.Invalid(missing[0], "a bounding box needs all four of min_lat, min_lon, max_lat and max_lon; missing %s", strings.Join(missing, ", "))
+	}
+	b := &catalog.BBox{MinLat: vals[0], MinLon: vals[1], MaxLat: vals[2], MaxLon: vals[3]}
+	if b.MinLat > b.MaxLat {
+		return nil, apierr.Invalid("min_lat", "must not be greater than max_lat (%g > %g)", b.MinLat, b.MaxLat)
+	}
+	return b, nil
+}
+
+func nearParams(v url.Values) (*catalog.Near, error) {
+	lat, hasLat, err := coord(v, "lat", 90)
+	if err != nil {
+		return nil, err
+	}
+	lon, hasLon, err := coord(v, "lon", 180)
+	if err != nil {
+		return nil, err
+	}
+	rs := v.Get("radius_km")
+	switch {
+	case hasLat != hasLon:
+		missing := "lon"
+		if !hasLat {
+			missing = "lat"
+		}
+		return nil, apierr.Invalid(missing, "lat and lon go together (the center of a radius filter); %s is missing", missing)
+	case !hasLat && rs != "":
+		return nil, apierr.Invalid("radius_km", "a radius needs a center: give lat and lon too")
+	case !hasLat:
+		return nil, nil
+	}
+	r := float64(DefaultRadiusKM)
+	if rs != "" {
+		r, err = strconv.ParseFloat(rs, 64)
+		if err != nil || math.IsNaN(r) || r <= 0 || r > MaxRadiusKM {
+			return nil, apierr.Invalid("radius_km", "want a number of kilometres greater than 0 and at most %d, got %q", MaxRadiusKM, clip(rs))
+		}
+	}
+	return &catalog.Near{Lat: lat, Lon: lon, RadiusKM: r}, nil
+}

@@ -1,0 +1,203 @@
+// Package api is the gateway's public HTTP surface: the Gin engine, its middleware (the one
+// error renderer, panic recovery; request ids, access log and metrics come from pkg/obs),
+// the liveness and readiness probes, and the catalog handlers. routes.go lists every route.
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/sensorgate/sensorgate/gateway/auth"
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/obs"
+)
+
+// DefaultQueryTimeout bounds one catalog query, so a stuck database gives an error, not a
+// hung request.
+const DefaultQueryTimeout = 10 * time.Second
+
+// Deps are the server's dependencies. Engineers adding routes add their fields here (a
+// rate-limit middleware, a proxy, MCP handlers) and wire them in routes.go.
+type Deps struct {
+	Store catalog.Store
+	Auth  *auth.Authenticator
+	// Logger receives the access log and internal errors (default: discard).
+	Logger *slog.Logger
+	// Metrics and Tracing, when set, record every request (obs.Middleware).
+	Metrics *obs.Metrics
+	Tracing *obs.Tracing
+	// MetricsHandler, when set, serves /metrics (no key).
+	MetricsHandler http.Handler
+	// Checks are the readiness probes beyond the store's, which is always the first.
+	Checks []Check
+	// QueryTimeout bounds each catalog query (default DefaultQueryTimeout).
+	QueryTimeout time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+
+	// RateLimit, when set, runs after authentication on every /api/v1 route.
+	RateLimit gin.HandlerFunc
+}
+
+// NewServer returns the gateway's HTTP handler.
+func NewServer(d Deps) http.Handler {
+	gin.SetMode(gin.ReleaseMode) // no debug route listing or warnings on stdout
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.QueryTimeout <= 0 {
+		d.QueryTimeout = DefaultQueryTimeout
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	// An API answers the path it is given: a redirect would turn a typo into a 301 or
+	// 307 that clients follow silently (and re-send a POST body to).
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.ContextWithFallback = true
+	// The gateway does not trust forwarding headers for the client address unless a
+	// deployment says so; logs show the peer.
+	_ = r.SetTrustedProxies(nil)
+	r.Use(routeContext(), renderErrors(d.Logger), recoverPanics(d.Logger))
+	r.NoRoute(func(c *gin.Context) {
+		fail(c, apierr.New(apierr.NotFound, "no route %s %s", c.Request.Method, clip(c.Request.URL.Path)))
+	})
+	r.NoMethod(func(c *gin.Context) {
+		fail(c, apierr.New(apierr.MethodNotAllowed, "method %s not allowed on %s; allowed: %s",
+			c.Request.Method, clip(c.Request.URL.Path), c.Writer.Header().Get("Allow")))
+	})
+	addRoutes(r, d)
+	// obs.Middleware outside Gin: request id (echoed, passed upstream, on every log line),
+	// access log, metrics by route template, server spans.
+	return obs.Middleware(r, obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
+}
+
+// fail records err for renderErrors and stops the chain.
+func fail(c *gin.Context, err error) {
+	_ = c.Error(err)
+	c.Abort()
+}
+
+// RequestID returns the request id of ctx ("" outside a request).
+func RequestID(ctx context.Context) string { return obs.RequestID(ctx) }
+
+// routeContext records the matched route template for the access log, metrics and spans
+// of obs.Middleware, which cannot see into Gin's router.
+func routeContext() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		obs.SetRoute(c.Request.Context(), c.FullPath())
+		c.Next()
+	}
+}
+
+// renderErrors is the one place errors become responses: the last error recorded with
+// c.Error is written as {"error", "code"} with its status. Errors that are not
+// *apierr.Error are internal: logged whole, answered with a message that reveals nothing.
+func renderErrors(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Next()
+		if len(c.Errors) == 0 {
+			return
+		}
+		err := c.Errors.Last().Err
+		e := apierr.From(err)
+		if e.Code == apierr.Internal {
+			log.ErrorContext(c.Request.Context(), "internal error", "request_id", RequestID(c.Request.Context()),
+				"route", c.FullPath(), "err", err)
+		}
+		if c.Writer.Written() {
+			return // a handler already started its answer; the log line is all we can do
+		}
+		c.Header("Cache-Control", "no-store")
+		c.JSON(e.Status(), e)
+	}
+}
+
+// recoverPanics turns a panic into a 500 internal error (logged with its stack) instead of a
+// dropped connection.
+func recoverPanics(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does
+				panic(v)
+			}
+			log.ErrorContext(c.Request.Context(), "panic", "request_id", RequestID(c.Request.Context()),
+				"route", c.FullPath(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			_ = c.Error(apierr.New(apierr.Internal, "internal error"))
+			c.Abort()
+		}()
+		c.Next()
+	}
+}
+
+// cacheControl of catalog answers: clients may keep them but must revalidate (with
+// If-None-Match) before reuse, so a sync or a revocation is seen at once.
+const cacheControl = "private, no-cache"
+
+// writeJSON answers a GET with v as JSON, an ETag, and 304 when the caller's If-None-Match
+// already names this answer.
+func writeJSON(c *gin.Context, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		fail(c, fmt.Errorf("encode response: %w", err))
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:12]) + `"`
+	c.Header("ETag", etag)
+	c.Header("Cache-Control", cacheControl)
+	if etagMatch(c.GetHeader("If-None-Match"), etag) {
+		c.Status(http.StatusNotModified)
+		c.Writer.WriteHeaderNow()
+		return
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+}
+
+// etagMatch implements If-None-Match's weak comparison over a list of tags.
+func etagMatch(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// queryCtx bounds a catalog query.
+func (h *handlers) queryCtx(c *gin.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Request.Context(), h.d.QueryTimeout)
+}
+
+// storeErr maps what the store returned: client errors pass through, anything else is
+// internal (logged whole by renderErrors).
+func storeErr(what string, err error) error {
+	var e *apierr.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

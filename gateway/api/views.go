@@ -1,0 +1,312 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"time"
+
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+)
+
+// sensorJSON is the full sensor of SPEC.md 2.1. Every field is always present (null when
+// unknown), except distance_km, which only a radius filter gives.
+type sensorJSON struct {
+	ID                 string   `json:"id"`
+	ExternalID         string   `json:"external_id"`
+	Name               string   `json:"name"`
+	Description        string   `json:"description"`
+	SensorType         string   `json:"sensor_type"`
+	Status             string   `json:"status"`
+	DataTypes          []string `json:"data_types"`
+	DeploymentDate     *string  `json:"deployment_date"`
+	DecommissionedDate *string  `json:"decommissioned_date"`
+	Latitude           *float64 `json:"latitude"`
+	Longitude          *float64 `json:"longitude"`
+	ProviderID         *string  `json:"provider_id"`
+	ProviderName       string   `json:"provider_name"`
+	ProviderSlug       string   `json:"provider_slug"`
+	FeedID             *string  `json:"feed_id"`
+	FeedName           string   `json:"feed_name"`
+	ConnectedService   string   `json:"connected_service"`
+	DistanceKM         *float64 `json:"distance_km,omitempty"`
+}
+
+// registryJSON is the registry view of SPEC.md 2.1; latitude and longitude appear when the
+// sensor has a location.
+type registryJSON struct {
+	ID               string   `json:"id"`
+	ExternalID       string   `json:"external_id"`
+	Name             string   `json:"name"`
+	SensorType       string   `json:"sensor_type"`
+	Status           string   `json:"status"`
+	DataTypes        []string `json:"data_types"`
+	ProviderSlug     string   `json:"provider_slug"`
+	FeedID           *string  `json:"feed_id"`
+	ConnectedService string   `json:"connected_service"`
+	Latitude         *float64 `json:"latitude,omitempty"`
+	Longitude        *float64 `json:"longitude,omitempty"`
+	DistanceKM       *float64 `json:"distance_km,omitempty"`
+}
+
+func dateString(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := t.UTC().Format(time.DateOnly)
+	return &s
+}
+
+func uuidString[T interface{ String() string }](id *T) *string {
+	if id == nil {
+		return nil
+	}
+	s := (*id).String()
+	return &s
+}
+
+// roundKM keeps distances to the metre: more digits are noise.
+func roundKM(d *float64) *float64 {
+	if d == nil {
+		return nil
+	}
+	r := math.Round(*d*1000) / 1000
+	return &r
+}
+
+func dataTypes(s *catalog.Sensor) []string {
+	if s.DataTypes == nil {
+		return []string{}
+	}
+	return s.DataTypes
+}
+
+func fullSensor(s *catalog.Sensor) sensorJSON {
+	return sensorJSON{
+		ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, Description: s.Description,
+		SensorType: s.SensorType, Status: s.Status, DataTypes: dataTypes(s),
+		DeploymentDate: dateString(s.DeploymentDate), DecommissionedDate: dateString(s.DecommissionedDate),
+		Latitude: s.Latitude, Longitude: s.Longitude, ProviderID: uuidString(s.ProviderID),
+		ProviderName: s.ProviderName, ProviderSlug: s.ProviderSlug, FeedID: uuidString(s.FeedID),
+		FeedName: s.FeedName, ConnectedService: s.ServiceID, DistanceKM: roundKM(s.DistanceKM),
+	}
+}
+
+func registrySensor(s *catalog.Sensor) registryJSON {
+	return registryJSON{
+		ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, SensorType: s.SensorType,
+		Status: s.Status, DataTypes: dataTypes(s), ProviderSlug: s.ProviderSlug,
+		FeedID: uuidString(s.FeedID), ConnectedService: s.ServiceID,
+		Latitude: s.Latitude, Longitude: s.Longitude, DistanceKM: roundKM(s.DistanceKM),
+	}
+}
+
+// field is one property a projected item may carry.
+type field struct {
+	name string
+	get  func(s *catalog.Sensor) any
+	// optional fields are left out of an item when get returns nil.
+	optional bool
+}
+
+var (
+	fID         = field{name: "id", get: func(s *catalog.Sensor) any { return s.ID.String() }}
+	fExternalID = field{name: "external_id", get: func(s *catalog.Sensor) any { return s.ExternalID }}
+	fName       = field{name: "name", get: func(s *catalog.Sensor) any { return s.Name }}
+	fDesc       = field{name: "description", get: func(s *catalog.Sensor) any { return s.Description }}
+	fType       = field{name: "sensor_type", get: func(s *catalog.Sensor) any { return s.SensorType }}
+	fStatus     = field{name: "status", get: func(s *catalog.Sensor) any { return s.Status }}
+	fDataTypes  = field{name: "data_types", get: func(s *catalog.Sensor) any { return dataTypes(s) }}
+	fDeploy     = field{name: "deployment_date", get: func(s *catalog.Sensor) any { return dateString(s.DeploymentDate) }}
+	fDecom      = field{name: "decommissioned_date", get: func(s *catalog.Sensor) any { return dateString(s.DecommissionedDate) }}
+	fLat        = field{name: "latitude", get: func(s *catalog.Sensor) any { return s.Latitude }}
+	fLon        = field{name: "longitude", get: func(s *catalog.Sensor) any { return s.Longitude }}
+	fProvID     = field{name: "provider_id", get: func(s *catalog.Sensor) any { return uuidString(s.ProviderID) }}
+	fProvName   = field{name: "provider_name", get: func(s *catalog.Sensor) any { return s.ProviderName }}
+	fProvSlug   = field{name: "provider_slug", get: func(s *catalog.Sensor) any { return s.ProviderSlug }}
+	fFeedID     = field{name: "feed_id", get: func(s *catalog.Sensor) any { return uuidString(s.FeedID) }}
+	fFeedName   = field{name: "feed_name", get: func(s *catalog.Sensor) any { return s.FeedName }}
+	fService    = field{name: "connected_service", get: func(s *catalog.Sensor) any { return s.ServiceID }}
+	fDistance   = field{name: "distance_km", optional: true, get: func(s *catalog.Sensor) any {
+		if s.DistanceKM == nil {
+			return nil
+		}
+		return *roundKM(s.DistanceKM)
+	}}
+)
+
+// A view is the field set of one kind of list item, in output order.
+type view []field
+
+var (
+	fullView     = view{fID, fExternalID, fName, fDesc, fType, fStatus, fDataTypes, fDeploy, fDecom, fLat, fLon, fProvID, fProvName, fProvSlug, fFeedID, fFeedName, fService, fDistance}
+	registryView = view{fID, fExternalID, fName, fType, fStatus, fDataTypes, fProvSlug, fFeedID, fService, fLat, fLon, fDistance}
+	// minimalView is SPEC.md 2.1's minimal view, exactly.
+	minimalView = view{fID, fName, fLat, fLon, fType}
+)
+
+// project keeps the fields of v named in names, in the view's order. No known name means no
+// projection (nil), so that fields=typo returns whole items rather than empty objects.
+func (v view) project(names []string) view {
+	if len(names) == 0 {
+		return nil
+	}
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	var out view
+	for _, f := range v {
+		if want[f.name] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// projected is one item reduced to a view; it marshals as an object in the view's order.
+type projected struct {
+	v view
+	s *catalog.Sensor
+}
+
+func (p projected) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	n := 0
+	for _, f := range p.v {
+		val := f.get(p.s)
+		if f.optional && val == nil {
+			continue
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		k, _ := json.Marshal(f.name)
+		b.Write(k)
+		b.WriteByte(':')
+		enc, err := json.Marshal(val)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(enc)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// shapeItems renders sensors as the list items the query asks for: minimal wins over
+// fields (SPEC.md 4.2 rule 2), fields over the default view.
+func shapeItems(sensors []catalog.Sensor, q SensorQuery, registry bool) any {
+	base := fullView
+	if registry {
+		base = registryView
+	}
+	var v view
+	switch {
+	case q.Minimal:
+		v = minimalView
+	default:
+		v = base.project(q.Fields)
+	}
+	if v != nil {
+		out := make([]projected, len(sensors))
+		for i := range sensors {
+			out[i] = projected{v: v, s: &sensors[i]}
+		}
+		return out
+	}
+	if registry {
+		out := make([]registryJSON, len(sensors))
+		for i := range sensors {
+			out[i] = registrySensor(&sensors[i])
+		}
+		return out
+	}
+	out := make([]sensorJSON, len(sensors))
+	for i := range sensors {
+		out[i] = fullSensor(&sensors[i])
+	}
+	return out
+}
+
+// sensorList is the envelope of the sensor lists (SPEC.md 4.2): it never changes with
+// minimal or fields.
+type sensorList struct {
+	Sensors    any                 `json:"sensors"`
+	Pagination contract.Pagination `json:"pagination"`
+}
+
+// providerRef is a project's provider.
+type providerRef struct {
+	Slug string `json:"slug"`
+	Name string `json:"name"`
+}
+
+// projectJSON is a project (feed) record (API.md "Services and projects").
+type projectJSON struct {
+	ID              string        `json:"id"`
+	Slug            string        `json:"slug"`
+	Name            string        `json:"name"`
+	Description     string        `json:"description"`
+	Provider        providerRef   `json:"provider"`
+	Domain          string        `json:"domain"`
+	TemporalPattern string        `json:"temporal_pattern"`
+	FeedType        string        `json:"feed_type"`
+	ServiceID       string        `json:"service_id"`
+	SensorCount     int           `json:"sensor_count"`
+	OwnerID         string        `json:"owner_id"`
+	Visibility      string        `json:"visibility"`
+	CreatedAt       contract.Time `json:"created_at"`
+}
+
+func projectView(p *catalog.Project) projectJSON {
+	return projectJSON{
+		ID: p.ID.String(), Slug: p.Slug, Name: p.Name, Description: p.Description,
+		Provider: providerRef{Slug: p.ProviderSlug, Name: p.ProviderName},
+		Domain:   p.Domain, TemporalPattern: p.TemporalPattern, FeedType: p.FeedType,
+		ServiceID: p.ServiceID, SensorCount: p.SensorCount, OwnerID: p.OwnerID.String(),
+		Visibility: p.Visibility, CreatedAt: contract.Time{Time: p.CreatedAt},
+	}
+}
+
+type projectList struct {
+	Projects   []projectJSON       `json:"projects"`
+	Pagination contract.Pagination `json:"pagination"`
+}
+
+// serviceJSON is SPEC.md 2.7.
+type serviceJSON struct {
+	ID              string `json:"id"`
+	Name            string `json:"name"`
+	Description     string `json:"description"`
+	Domain          string `json:"domain"`
+	TemporalPattern string `json:"temporal_pattern"`
+	Port            int    `json:"port"`
+	Status          string `json:"status"`
+}
+
+func serviceView(s *catalog.Service) serviceJSON {
+	return serviceJSON{ID: s.ID, Name: s.Name, Description: s.Description, Domain: s.Domain,
+		TemporalPattern: s.TemporalPattern, Port: s.Port, Status: s.Status}
+}
+
+// serviceMetaJSON is /services/:id: the record plus what the service said about itself.
+type serviceMetaJSON struct {
+	serviceJSON
+	Version      string         `json:"version"`
+	Providers    []providerRef  `json:"providers"`
+	Feeds        []string       `json:"feeds"`
+	Tools        []string       `json:"tools"`
+	SensorCount  int            `json:"sensor_count"`
+	LastIngestAt *contract.Time `json:"last_ingest_at"`
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

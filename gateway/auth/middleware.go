@@ -1,0 +1,42 @@
+package auth
+
+import (
+	"context"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/sensorgate/sensorgate/pkg/obs"
+)
+
+type identityKey struct{}
+
+// WithIdentity returns ctx carrying the caller's identity.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// FromContext returns the identity the middleware established for the request.
+func FromContext(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
+}
+
+// FromGin returns the identity of a Gin request.
+func FromGin(c *gin.Context) (Identity, bool) { return FromContext(c.Request.Context()) }
+
+// Middleware authenticates every request it guards. A refused request is aborted with the
+// error recorded on the Gin context (c.Error), for the error middleware to render; an
+// admitted one continues with its Identity in the request context.
+func Middleware(a *Authenticator) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, err := a.Authenticate(c.Request.Context(), c.GetHeader(Header))
+		if err != nil {
+			_ = c.Error(err)
+			c.Abort()
+			return
+		}
+		obs.SetKeyID(c.Request.Context(), id.KeyID.String())
+		c.Request = c.Request.WithContext(WithIdentity(c.Request.Context(), id))
+		c.Next()
+	}
+}
