@@ -1,9 +1,17 @@
-// Package airquality defines the air-quality service: OpenAQ and EPA AirNow monitors
-// (wired as their adapters land), how each is polled live, which recorded files are whose,
-// and the service's metadata.
+// Package airquality defines the air-quality service: OpenAQ monitors (and EPA AirNow when
+// its adapter is wired), how each is polled live, which recorded files are whose, and the
+// service's metadata.
 package airquality
 
 import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sensorgate/sensorgate/services/adapters/openaq"
+	"github.com/sensorgate/sensorgate/services/observation"
 	"github.com/sensorgate/sensorgate/services/runtime/app"
 	"github.com/sensorgate/sensorgate/services/runtime/ingest"
 	"github.com/sensorgate/sensorgate/services/runtime/mcpserver"
@@ -17,11 +25,55 @@ func Definition(tools ...mcpserver.Registrar) app.Definition {
 	return app.Definition{
 		ID:              ID,
 		Name:            "Air quality",
-		Description:     "Air-quality monitors: PM2.5, PM10, ozone and the air quality index from OpenAQ and EPA AirNow.",
+		Description:     "Air-quality monitors: PM2.5, PM10, ozone and the air quality index from OpenAQ.",
 		Domain:          "air_quality",
 		TemporalPattern: "periodic",
 		DefaultPort:     8083,
-		Providers:       []ingest.Provider{},
+		Providers:       []ingest.Provider{OpenAQ()},
 		Tools:           tools,
+	}
+}
+
+// OpenAQ is the OpenAQ provider in its v1 payload shapes (/v1/latest, /v1/measurements),
+// which the adapter reads. OpenAQ retired v1 from its public API, so live mode needs
+// OPENAQ_BASE_URL pointing at a v1-compatible endpoint (a mirror or archive); the stations
+// are location names (OPENAQ_STATIONS), and OPENAQ_API_KEY is sent as X-API-Key when set.
+func OpenAQ() ingest.Provider {
+	a := openaq.Adapter{}
+	return ingest.Provider{
+		Adapter:   a,
+		Simulator: a,
+		Cadence:   time.Hour,
+		Live: ingest.LiveSpec{
+			DefaultBaseURL: "https://api.openaq.org",
+			Targets: func(base string, stations []string, apiKey string) []ingest.Target {
+				base = strings.TrimRight(base, "/")
+				h := http.Header{"Accept": {"application/json"}}
+				if apiKey != "" {
+					h.Set("X-API-Key", apiKey)
+				}
+				if len(stations) == 0 {
+					return []ingest.Target{{URL: base + "/v1/latest?limit=100", Format: openaq.FormatLatest, Header: h}}
+				}
+				var out []ingest.Target
+				for _, s := range stations {
+					out = append(out, ingest.Target{URL: base + "/v1/measurements?limit=100&location=" + url.QueryEscape(s), Format: openaq.FormatMeasurements, Header: h})
+				}
+				return out
+			},
+		},
+		Classify: func(rel string, body []byte) (observation.Payload, bool) {
+			t := bytes.TrimSpace(body)
+			if len(t) == 0 || t[0] != '{' || !bytes.Contains(t, []byte(`"results"`)) || !bytes.Contains(t, []byte(`"meta"`)) {
+				return observation.Payload{}, false
+			}
+			switch {
+			case bytes.Contains(t, []byte(`"measurements":`)) && bytes.Contains(t, []byte(`"lastUpdated"`)):
+				return observation.Payload{Format: openaq.FormatLatest, Body: body}, true
+			case bytes.Contains(t, []byte(`"date":{"utc"`)) || bytes.Contains(t, []byte(`"date": {`)):
+				return observation.Payload{Format: openaq.FormatMeasurements, Body: body}, true
+			}
+			return observation.Payload{}, false
+		},
 	}
 }

@@ -28,7 +28,9 @@ import (
 // csvAdapter is a tiny provider for runtime tests: "STATION,RFC3339,celsius" lines.
 type csvAdapter struct{}
 
-func (csvAdapter) Provider() contract.Provider { return contract.Provider{Slug: "csv", Name: "CSV test provider"} }
+func (csvAdapter) Provider() contract.Provider {
+	return contract.Provider{Slug: "csv", Name: "CSV test provider"}
+}
 func (csvAdapter) Feeds() []contract.Feed {
 	return []contract.Feed{{Slug: "csv-feed", ProviderSlug: "csv", Domain: "test", TemporalPattern: "periodic"}}
 }
