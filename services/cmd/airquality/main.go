@@ -10,12 +10,13 @@ import (
 
 	"github.com/sensorgate/sensorgate/services/airquality"
 	"github.com/sensorgate/sensorgate/services/runtime/app"
+	"github.com/sensorgate/sensorgate/services/tools"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := app.Run(ctx, airquality.Definition(), os.Args[1:], os.Getenv, os.Stdout); err != nil {
+	if err := app.Run(ctx, airquality.Definition(tools.For()), os.Args[1:], os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

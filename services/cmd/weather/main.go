@@ -9,13 +9,14 @@ import (
 	"syscall"
 
 	"github.com/sensorgate/sensorgate/services/runtime/app"
+	"github.com/sensorgate/sensorgate/services/tools"
 	"github.com/sensorgate/sensorgate/services/weather"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := app.Run(ctx, weather.Definition(), os.Args[1:], os.Getenv, os.Stdout); err != nil {
+	if err := app.Run(ctx, weather.Definition(tools.For()), os.Args[1:], os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
