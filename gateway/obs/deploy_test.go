@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sensorgate/sensorgate/gateway/ratelimit"
+	"github.com/sensorgate/sensorgate/pkg/contract"
 	shared "github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -60,6 +61,11 @@ func registeredNames(t *testing.T) map[string]bool {
 		cr := &capturingRegisterer{Registerer: reg, names: names}
 		if _, err := shared.NewMetrics(cr, component); err != nil {
 			t.Fatal(err)
+		}
+		if component != "gateway" {
+			if err := cr.Register(shared.NewIngestCollector(component, func() []contract.ProviderHealth { return nil })); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if component == "gateway" {
 			mem := ratelimit.NewMemory(time.Now)

@@ -76,14 +76,6 @@ type Metrics struct {
 	KeyCache *prometheus.CounterVec
 	// ServiceUp: 1 when the gateway's last probe of a service succeeded, 0 when not.
 	ServiceUp *prometheus.GaugeVec
-	// IngestReadings: readings stored, by provider.
-	IngestReadings *prometheus.CounterVec
-	// IngestRejected: rows or values rejected, by provider and reason.
-	IngestRejected *prometheus.CounterVec
-	// IngestLastSuccess: Unix time of the provider's last successful ingest.
-	IngestLastSuccess *prometheus.GaugeVec
-	// IngestLag: age in seconds of the newest reading ingested from the provider.
-	IngestLag *prometheus.GaugeVec
 	// StoreDuration: store queries, by store (catalog | readings), operation and result.
 	StoreDuration *prometheus.HistogramVec
 	// BuildInfo is 1, labelled with the binary's version.
@@ -128,10 +120,6 @@ func NewMetrics(reg prometheus.Registerer, component string) (*Metrics, error) {
 	m.UpstreamDuration = hist("upstream_request_duration_seconds", "Calls to a backing service, by service and outcome.", httpBuckets, "service", "outcome")
 	m.KeyCache = counter("auth_key_cache_lookups_total", "API key cache lookups, by result.", "result")
 	m.ServiceUp = gauge("service_up", "1 when the last probe of the service succeeded.", "service")
-	m.IngestReadings = counter("ingest_readings_total", "Readings ingested, by provider.", "provider")
-	m.IngestRejected = counter("ingest_rows_rejected_total", "Rows or values rejected at ingest, by provider and reason.", "provider", "reason")
-	m.IngestLastSuccess = gauge("ingest_last_success_timestamp_seconds", "Unix time of the provider's last successful ingest.", "provider")
-	m.IngestLag = gauge("ingest_lag_seconds", "Age of the newest reading ingested from the provider.", "provider")
 	m.StoreDuration = hist("store_query_duration_seconds", "Store queries, by store, operation and result.", []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}, "store", "op", "result")
 	m.BuildInfo = gauge("build_info", "Always 1, labelled with the version of the binary.", "version")
 	for _, c := range cs {
@@ -178,19 +166,6 @@ func UpstreamOutcome(status int, err error) string {
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
-}
-
-// ObserveIngest records one successful ingest round of a provider: readings stored,
-// rejections by reason, and the time of the newest reading (zero: unknown).
-func (m *Metrics) ObserveIngest(provider string, stored int, rejected map[string]int, newest, now time.Time) {
-	m.IngestReadings.WithLabelValues(provider).Add(float64(stored))
-	for reason, n := range rejected {
-		m.IngestRejected.WithLabelValues(provider, reason).Add(float64(n))
-	}
-	m.IngestLastSuccess.WithLabelValues(provider).Set(float64(now.UnixNano()) / 1e9)
-	if !newest.IsZero() {
-		m.IngestLag.WithLabelValues(provider).Set(now.Sub(newest).Seconds())
-	}
 }
 
 // StoreQuery times one store operation and traces it as a child span of the request in

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/sensorgate/sensorgate/pkg/contract"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -211,29 +213,14 @@ func sampleCount(t *testing.T, m prometheus.Metric) uint64 {
 	return pb.GetHistogram().GetSampleCount()
 }
 
-func TestMetricsNamesAndIngest(t *testing.T) {
+func TestMetricsRegistration(t *testing.T) {
 	t.Parallel()
 	reg, err := NewRegistry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMetrics(reg, "weather")
-	if err != nil {
+	if _, err := NewMetrics(reg, "weather"); err != nil {
 		t.Fatal(err)
-	}
-	now := time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)
-	m.ObserveIngest("nws", 60, map[string]int{"out_of_range": 2}, now.Add(-10*time.Minute), now)
-	if got := testutil.ToFloat64(m.IngestReadings.WithLabelValues("nws")); got != 60 {
-		t.Errorf("readings = %v, want 60", got)
-	}
-	if got := testutil.ToFloat64(m.IngestRejected.WithLabelValues("nws", "out_of_range")); got != 2 {
-		t.Errorf("rejected = %v, want 2", got)
-	}
-	if got := testutil.ToFloat64(m.IngestLag.WithLabelValues("nws")); got != 600 {
-		t.Errorf("lag = %v, want 600", got)
-	}
-	if got := testutil.ToFloat64(m.IngestLastSuccess.WithLabelValues("nws")); got != float64(now.Unix()) {
-		t.Errorf("last success = %v, want %v", got, now.Unix())
 	}
 	if _, err := NewMetrics(reg, "weather"); err == nil {
 		t.Error("registering the metrics twice in one registry succeeded")
@@ -249,6 +236,40 @@ func TestMetricsNamesAndIngest(t *testing.T) {
 		if strings.HasPrefix(p.Metric, Namespace) {
 			t.Errorf("lint: %s: %s", p.Metric, p.Text)
 		}
+	}
+}
+
+func TestIngestCollector(t *testing.T) {
+	t.Parallel()
+	success := contract.Time{Time: time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)}
+	lag := 600.0
+	health := func() []contract.ProviderHealth {
+		return []contract.ProviderHealth{
+			{Slug: "nws", Mode: "files", LastSuccessAt: &success, LagSeconds: &lag, RowsIngested: 60, RowsRejected: map[string]int64{"out_of_range": 2}},
+			{Slug: "metar", Mode: "live", RowsRejected: map[string]int64{}},
+		}
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(NewIngestCollector("weather", health)); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP sensorgate_ingest_lag_seconds Age in seconds of the newest reading ingested from the provider.
+# TYPE sensorgate_ingest_lag_seconds gauge
+sensorgate_ingest_lag_seconds{component="weather",provider="nws"} 600
+# HELP sensorgate_ingest_last_success_timestamp_seconds Unix time of the provider's last successful ingest.
+# TYPE sensorgate_ingest_last_success_timestamp_seconds gauge
+sensorgate_ingest_last_success_timestamp_seconds{component="weather",provider="nws"} ` + strconv.FormatFloat(float64(success.Unix()), 'g', -1, 64) + `
+# HELP sensorgate_ingest_readings_total Readings ingested, by provider.
+# TYPE sensorgate_ingest_readings_total counter
+sensorgate_ingest_readings_total{component="weather",mode="files",provider="nws"} 60
+sensorgate_ingest_readings_total{component="weather",mode="live",provider="metar"} 0
+# HELP sensorgate_ingest_rows_rejected_total Rows or values rejected at ingest, by provider and reason.
+# TYPE sensorgate_ingest_rows_rejected_total counter
+sensorgate_ingest_rows_rejected_total{component="weather",provider="nws",reason="out_of_range"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
 	}
 }
 
