@@ -1,0 +1,111 @@
+package coops
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
+	"github.com/sensorgate/sensorgate/services/observation"
+)
+
+// piers are coastal anchors for synthetic CO-OPS stations (scattered 3 km around).
+var piers = []synth.Place{
+	synth.At("Vaca Key, Florida Bay", 24.711, -81.107), synth.At("Key West", 24.551, -81.808), synth.At("Charleston", 32.781, -79.925),
+	synth.At("The Battery, New York", 40.700, -74.014), synth.At("Boston", 42.354, -71.053), synth.At("Galveston Pier 21", 29.310, -94.793),
+	synth.At("San Diego", 32.714, -117.174), synth.At("San Francisco", 37.807, -122.465), synth.At("Seattle", 47.603, -122.339),
+	synth.At("Honolulu", 21.307, -157.867),
+}
+
+type simStation struct {
+	i        int
+	id, name string
+	lat, lon float64
+}
+
+func simStations(w synth.World) []simStation {
+	out := make([]simStation, w.Stations)
+	for i := range out {
+		a := piers[i%len(piers)]
+		lat, lon := w.Scatter(i, a, 3)
+		name := a.Name + " (synthetic)"
+		if i >= len(piers) {
+			name = fmt.Sprintf("%s %d (synthetic)", a.Name, i/len(piers)+1)
+		}
+		out[i] = simStation{i: i, id: fmt.Sprintf("SGC%04d", i+1), name: name, lat: lat, lon: lon}
+	}
+	return out
+}
+
+func simMetadata(s simStation) []byte {
+	b, _ := json.Marshal(metadata{ID: s.id, Name: s.name, Lat: strconv.FormatFloat(s.lat, 'f', 4, 64), Lon: strconv.FormatFloat(s.lon, 'f', 4, 64)})
+	return b
+}
+
+// SimStations implements observation.Simulator: for each synthetic station (ids SGC0001,
+// ...) a water_temperature response with its metadata and no data, which Parse turns into
+// the station record.
+func (Adapter) SimStations(cfg observation.SimConfig) ([]observation.Payload, error) {
+	w, err := synth.NewWorld(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("coops: %w", err)
+	}
+	var out []observation.Payload
+	for _, s := range simStations(w) {
+		body := append([]byte(`{"metadata":`), simMetadata(s)...)
+		body = append(body, `, "data": []}`...)
+		out = append(out, observation.Payload{Format: FormatWaterTemperature, StationID: s.id, Body: body})
+	}
+	return out, nil
+}
+
+var chWater = synth.Channel("coops-water")
+
+// Simulate implements observation.Simulator: one datagetter water_temperature response
+// (units=metric, time_zone=gmt) per synthetic station that reports in [from, to), 6-minute
+// records oldest first as CO-OPS writes them, values as strings with one decimal, and
+// {"v": "", "f": "1,1,1"} for missing values.
+func (Adapter) Simulate(cfg observation.SimConfig, from, to time.Time) ([]observation.Payload, error) {
+	w, err := synth.NewWorld(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("coops: %w", err)
+	}
+	if err := synth.CheckWindow(from, to); err != nil {
+		return nil, fmt.Errorf("coops: %w", err)
+	}
+	var out []observation.Payload
+	for _, s := range simStations(w) {
+		ticks := synth.Ticks(from, to, 6*time.Minute, 0)
+		var buf bytes.Buffer
+		buf.WriteString(`{"metadata":`)
+		buf.Write(simMetadata(s))
+		buf.WriteString(`, "data": [`)
+		n := 0
+		for _, t := range ticks {
+			if w.Quiet(s.i, t) || w.Gap(s.i, t) {
+				continue
+			}
+			if n > 0 {
+				buf.WriteByte(',')
+			}
+			n++
+			if w.Missing(s.i, chWater, t) {
+				fmt.Fprintf(&buf, `{"t":"%s", "v":"", "f":"1,1,1"}`, t.Format("2006-01-02 15:04"))
+				continue
+			}
+			// Warm, shallow water: seasonal and diurnal cycle, a semidiurnal tidal wiggle.
+			v := 28 - 0.5*math.Max(0, s.lat-22) + 4*synth.Seasonal(t) + 0.6*synth.Diurnal(t, s.lon, 16) +
+				0.3*math.Sin(2*math.Pi*float64(t.Unix())/44712) + 0.4*w.Smooth(s.i, chWater, t, 30*time.Hour)
+			fmt.Fprintf(&buf, `{"t":"%s", "v":"%.1f", "f":"0,0,0"}`, t.Format("2006-01-02 15:04"), v)
+		}
+		if n == 0 {
+			continue
+		}
+		buf.WriteString("]}")
+		out = append(out, observation.Payload{Format: FormatWaterTemperature, StationID: s.id, Body: buf.Bytes()})
+	}
+	return out, nil
+}
