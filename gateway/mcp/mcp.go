@@ -1,0 +1,205 @@
+// Package mcp is the gateway's MCP (Model Context Protocol over JSON-RPC 2.0) layer: the
+// lifecycle every endpoint answers itself (initialize with version negotiation, ping,
+// notifications), forwarding of tools/list and tools/call to a backing service's POST /mcp
+// at service, sensor and project scope, and the gateway's own tool servers (the legacy
+// registry tools, the catalog tools and the project tools) built on catalog.Store.
+//
+// Each endpoint takes one JSON-RPC message per POST and answers one JSON response, so it
+// works for a bare client that sends nothing but Content-Type: application/json as well as
+// for the official SDK clients speaking streamable HTTP.
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+)
+
+// MaxBodyBytes is the largest MCP request body accepted (API.md: 1 MiB); larger is 413.
+const MaxBodyBytes = 1 << 20
+
+// Config wires a Handler to the gateway's catalog and upstream clients.
+type Config struct {
+	// Store is the catalog (required).
+	Store catalog.Store
+	// Forwarder posts JSON-RPC messages to a service's /mcp. Default: an HTTPForwarder
+	// with InternalToken.
+	Forwarder Forwarder
+	// Readings fetches readings for the gateway's own tools. Default: an HTTPReadings
+	// with InternalToken.
+	Readings Readings
+	// InternalToken is the shared secret sent to services in contract.HeaderInternalToken
+	// by the default Forwarder and Readings.
+	InternalToken string
+	// Viewer returns the authenticated caller's owner id, which decides what private
+	// projects it may reach. Nil, or false: the caller sees public projects only.
+	Viewer func(c *gin.Context) (uuid.UUID, bool)
+	// Logger receives request failures (default slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock for reading ages (default time.Now).
+	Now func() time.Time
+	// Version is reported in serverInfo.version (default "dev").
+	Version string
+	// CacheTTL bounds how stale the per-replica cache of sensor, service and project
+	// lookups may be (default 5s, negative disables it): the sensor-scope endpoint sits on
+	// the latency path of every tool call.
+	CacheTTL time.Duration
+}
+
+// Handler serves the five MCP endpoints of the gateway.
+type Handler struct {
+	store    catalog.Store
+	fwd      Forwarder
+	readings Readings
+	viewer   func(c *gin.Context) (uuid.UUID, bool)
+	log      *slog.Logger
+	now      func() time.Time
+	version  string
+
+	sensors  *ttlCache[uuid.UUID, catalog.Sensor]
+	services *ttlCache[string, catalog.Service]
+	projects *ttlCache[string, catalog.Project]
+
+	registryTools *toolSet
+	catalogTools  *toolSet
+	projectTools  *toolSet
+}
+
+// New returns a Handler; it fails when a required dependency is missing.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("mcp: Config.Store is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.CacheTTL == 0 {
+		cfg.CacheTTL = 5 * time.Second
+	}
+	if cfg.Forwarder == nil {
+		cfg.Forwarder = NewHTTPForwarder(HTTPForwarderConfig{InternalToken: cfg.InternalToken})
+	}
+	if cfg.Readings == nil {
+		cfg.Readings = NewHTTPReadings(HTTPReadingsConfig{InternalToken: cfg.InternalToken})
+	}
+	h := &Handler{
+		store:    cfg.Store,
+		fwd:      cfg.Forwarder,
+		readings: cfg.Readings,
+		viewer:   cfg.Viewer,
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		version:  cfg.Version,
+		sensors:  newTTLCache[uuid.UUID, catalog.Sensor](cfg.CacheTTL, 10000),
+		services: newTTLCache[string, catalog.Service](cfg.CacheTTL, 256),
+		projects: newTTLCache[string, catalog.Project](cfg.CacheTTL, 1024),
+	}
+	var err error
+	if h.registryTools, err = h.newRegistryTools(); err != nil {
+		return nil, fmt.Errorf("mcp: registry tools: %w", err)
+	}
+	if h.catalogTools, err = h.newCatalogTools(); err != nil {
+		return nil, fmt.Errorf("mcp: catalog tools: %w", err)
+	}
+	if h.projectTools, err = h.newProjectTools(); err != nil {
+		return nil, fmt.Errorf("mcp: project tools: %w", err)
+	}
+	return h, nil
+}
+
+func (h *Handler) sensor(ctx context.Context, id uuid.UUID) (catalog.Sensor, error) {
+	now := h.now()
+	if s, ok := h.sensors.get(id, now); ok {
+		return s, nil
+	}
+	s, err := h.store.Sensor(ctx, id)
+	if err != nil {
+		return s, err
+	}
+	h.sensors.put(id, s, now)
+	return s, nil
+}
+
+func (h *Handler) service(ctx context.Context, id string) (catalog.Service, error) {
+	now := h.now()
+	if s, ok := h.services.get(id, now); ok {
+		return s, nil
+	}
+	s, err := h.store.Service(ctx, id)
+	if err != nil {
+		return s, err
+	}
+	h.services.put(id, s, now)
+	return s, nil
+}
+
+func (h *Handler) project(ctx context.Context, idOrSlug string) (catalog.Project, error) {
+	now := h.now()
+	if p, ok := h.projects.get(idOrSlug, now); ok {
+		return p, nil
+	}
+	p, err := h.store.Project(ctx, idOrSlug)
+	if err != nil {
+		return p, err
+	}
+	h.projects.put(idOrSlug, p, now)
+	return p, nil
+}
+
+// ttlCache is a bounded map whose entries expire; when full it drops everything, which is
+// cheap and, with a freshness window of seconds, costs only a few extra lookups.
+type ttlCache[K comparable, V any] struct {
+	mu  sync.Mutex
+	ttl time.Duration
+	max int
+	m   map[K]ttlEntry[V]
+}
+
+type ttlEntry[V any] struct {
+	v       V
+	expires time.Time
+}
+
+func newTTLCache[K comparable, V any](ttl time.Duration, max int) *ttlCache[K, V] {
+	return &ttlCache[K, V]{ttl: ttl, max: max, m: make(map[K]ttlEntry[V])}
+}
+
+func (c *ttlCache[K, V]) get(k K, now time.Time) (V, bool) {
+	var zero V
+	if c.ttl <= 0 {
+		return zero, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	if !ok || now.After(e.expires) {
+		return zero, false
+	}
+	return e.v, true
+}
+
+func (c *ttlCache[K, V]) put(k K, v V, now time.Time) {
+	if c.ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= c.max {
+		clear(c.m)
+	}
+	c.m[k] = ttlEntry[V]{v: v, expires: now.Add(c.ttl)}
+}

@@ -1,0 +1,614 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+)
+
+// Limits of the legacy registry tools (SPEC.md 8 and API.md "Lists and ordering").
+const (
+	registryDefaultLimit = 20
+	registryMaxLimit     = 1000
+	defaultRadiusKM      = 50
+	// feedStreamMaxSensors bounds how many of a feed's sensors sensor_cleaned_stream reads.
+	feedStreamMaxSensors = 20
+	// feedLatestMaxSensors bounds how many sensors sensor_last_reading tries for a feed.
+	feedLatestMaxSensors = 50
+)
+
+func (h *Handler) newRegistryTools() (*toolSet, error) {
+	target := schema{
+		"sensor_id": str("Sensor UUID or the provider's external id"),
+		"feed_id":   str("Feed (project) UUID or slug, instead of sensor_id"),
+	}
+	withTarget := func(extra schema) schema {
+		out := schema{}
+		for k, v := range target {
+			out[k] = v
+		}
+		for k, v := range extra {
+			out[k] = v
+		}
+		return out
+	}
+	flexInt := func(desc string) schema {
+		return schema{"type": []string{"integer", "string"}, "description": desc + " (a number, or a string of digits)"}
+	}
+	flexNum := func(desc string) schema {
+		return schema{"type": []string{"number", "string"}, "description": desc + " (a number, or a numeric string)"}
+	}
+	envelope := object(schema{
+		"sensor_id":   strFormat("Sensor UUID", "uuid"),
+		"external_id": str("Provider's id"),
+		"name":        str("Sensor name"),
+		"service_id":  str("Backing service"),
+		"readings":    array(object(schema{"id": str("Reading UUID"), "timestamp": strFormat("ISO 8601 UTC", "date-time")}, "timestamp"), "Readings, newest first: measurements (cleaned) or raw and source_format (raw)"),
+		"units":       unitsSchema(),
+		"provenance":  provenanceSchema(),
+		"pagination":  paginationSchema(),
+		"error":       str("Why this sensor has no readings (feed streams only)"),
+	}, "sensor_id", "external_id", "name", "readings")
+	return newToolSet(
+		newTool("list_sensors", "List sensors (registry)",
+			"Legacy registry listing of sensors with optional filters, map radius and page-based pagination. New integrations should use search_sensors on /api/v1/catalog/mcp.",
+			input(schema{
+				"sensor_type": str("Sensor type, for example buoy"),
+				"provider":    str("Provider slug"),
+				"status":      str("active, inactive or maintenance"),
+				"data_types":  schema{"type": []string{"string", "array"}, "items": schema{"type": "string"}, "description": "Canonical parameter ids, comma-separated or as an array; sensors collecting any of them"},
+				"latitude":    flexNum("Centre latitude for a radius filter"),
+				"longitude":   flexNum("Centre longitude for a radius filter"),
+				"radius_km":   flexNum("Radius around latitude/longitude in km (default 50)"),
+				"limit":       flexInt(fmt.Sprintf("Sensors per page (default %d, at most %d)", registryDefaultLimit, registryMaxLimit)),
+				"page":        flexInt("Page, from 1"),
+			}),
+			object(schema{
+				"sensors":    array(registryViewSchema(), "Sensors of this page"),
+				"pagination": paginationSchema(),
+			}, "sensors", "pagination"),
+			runListSensors),
+		newTool("sensor_connected_services", "Connected service of a sensor",
+			"The backing service of a sensor (sensor_id, UUID or external id) or of a feed (feed_id).",
+			input(target),
+			object(schema{
+				"sensor_id":         strFormat("The sensor asked about", "uuid"),
+				"feed_id":           strFormat("The feed asked about", "uuid"),
+				"connected_service": str("Id of the backing service"),
+				"services":          array(serviceRecordSchema(), "The backing service record (SPEC 2.7)"),
+			}, "connected_service", "services"),
+			runConnectedServices),
+		newTool("sensor_cleaned_stream", "Readings of a sensor or feed",
+			fmt.Sprintf("Readings of a sensor (sensor_id) or of the first %d sensors of a feed by name (feed_id), newest first, cleaned (canonical units) or raw.", feedStreamMaxSensors),
+			input(withTarget(schema{
+				"data_format": enum("cleaned (default) or raw", "cleaned", "raw"),
+				"days":        flexNum("Last N days"),
+				"since":       str("Inclusive lower bound, RFC 3339 or YYYY-MM-DD"),
+				"until":       str("Exclusive upper bound, RFC 3339 or YYYY-MM-DD"),
+				"limit":       flexInt(fmt.Sprintf("Readings per sensor (default %d, at most %d)", contract.DefaultReadingsLimit, contract.MaxReadingsLimit)),
+			})),
+			object(withEnvelope(envelope, schema{
+				"feed_id":       strFormat("The feed asked about", "uuid"),
+				"feed_slug":     str("The feed's slug"),
+				"streams":       array(envelope, "One envelope per sensor of the feed"),
+				"sensors_total": integer("Sensors in the feed (streams holds at most 20)", 0, 0),
+			})),
+			runCleanedStream),
+		newTool("sensor_last_reading", "Last reading",
+			"The most recent reading of a sensor, or of a feed (its first sensor by name that has a reading): timestamp, measurements as the legacy flat object {parameter: value} in canonical units (units lists them), and location.",
+			input(target),
+			object(schema{
+				"sensor_id":    strFormat("Sensor the reading belongs to", "uuid"),
+				"external_id":  str("Provider's id"),
+				"name":         str("Sensor name"),
+				"service_id":   str("Backing service"),
+				"feed_id":      strFormat("The feed asked about, when feed_id was given", "uuid"),
+				"timestamp":    strFormat("Observation time, ISO 8601 UTC", "date-time"),
+				"measurements": schema{"type": "object", "additionalProperties": schema{"type": "number"}, "description": "Legacy flat object: canonical parameter id to value in its canonical unit"},
+				"units":        unitsSchema(),
+				"location":     locationSchema(),
+				"age_seconds":  integer("Seconds between the observation and now", 0, 0),
+				"stale":        boolean("Older than twice the station's reporting interval"),
+				"provenance":   provenanceSchema(),
+			}, "sensor_id", "timestamp", "measurements", "units", "location", "age_seconds", "provenance"),
+			runLastReading),
+	)
+}
+
+func withEnvelope(envelope schema, extra schema) schema {
+	props := schema{}
+	for k, v := range envelope["properties"].(schema) {
+		props[k] = v
+	}
+	for k, v := range extra {
+		props[k] = v
+	}
+	return props
+}
+
+func paginationSchema() schema {
+	return object(schema{
+		"page":        integer("Page", 1, 0),
+		"limit":       integer("Items per page", 1, 0),
+		"total":       integer("Items in all pages", 0, 0),
+		"total_pages": integer("Pages", 0, 0),
+	}, "page", "limit", "total", "total_pages")
+}
+
+type registryView struct {
+	ID               string   `json:"id"`
+	ExternalID       string   `json:"external_id"`
+	Name             string   `json:"name"`
+	SensorType       string   `json:"sensor_type"`
+	Status           string   `json:"status"`
+	DataTypes        []string `json:"data_types"`
+	ProviderSlug     string   `json:"provider_slug"`
+	FeedID           *string  `json:"feed_id"`
+	ConnectedService string   `json:"connected_service"`
+	Latitude         *float64 `json:"latitude"`
+	Longitude        *float64 `json:"longitude"`
+	DistanceKM       *float64 `json:"distance_km,omitempty"`
+}
+
+func registryViewSchema() schema {
+	return object(schema{
+		"id":                strFormat("Sensor UUID", "uuid"),
+		"external_id":       str("Provider's id"),
+		"name":              str("Name"),
+		"sensor_type":       str("Sensor type"),
+		"status":            str("Status"),
+		"data_types":        array(str("Canonical parameter id"), "Parameters collected"),
+		"provider_slug":     str("Provider slug"),
+		"feed_id":           nullable(strFormat("Feed UUID", "uuid")),
+		"connected_service": str("Backing service id"),
+		"latitude":          nullable(number("Degrees north")),
+		"longitude":         nullable(number("Degrees east")),
+		"distance_km":       number("Distance from the centre, with a radius filter"),
+	}, "id", "external_id", "name", "sensor_type", "status", "data_types", "provider_slug", "feed_id", "connected_service")
+}
+
+type serviceRecord struct {
+	ID              string `json:"id"`
+	Name            string `json:"name"`
+	Description     string `json:"description"`
+	Domain          string `json:"domain"`
+	TemporalPattern string `json:"temporal_pattern"`
+	Port            int    `json:"port"`
+	Status          string `json:"status"`
+}
+
+func serviceRecordSchema() schema {
+	return object(schema{
+		"id":               str("Service id"),
+		"name":             str("Name"),
+		"description":      str("Description"),
+		"domain":           str("For example ocean"),
+		"temporal_pattern": str("For example periodic"),
+		"port":             integer("Port", 0, 0),
+		"status":           str("For example active"),
+	}, "id", "name", "description", "domain", "temporal_pattern", "port", "status")
+}
+
+// flexNumber accepts a JSON number or a numeric string: legacy registry clients send both.
+type flexNumber struct {
+	set bool
+	v   float64
+	raw string
+}
+
+func (f *flexNumber) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if s == "null" {
+		return nil
+	}
+	if strings.HasPrefix(s, `"`) {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		s = strings.TrimSpace(s)
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return apierr.New(apierr.InvalidParameter, "a numeric argument is %s, which is not a number", clip(string(b), 32))
+	}
+	f.set, f.v, f.raw = true, v, s
+	return nil
+}
+
+func (f flexNumber) int(tool, name string) (int, error) {
+	if f.v != math.Trunc(f.v) || f.v < 1 || f.v > 1e9 {
+		return 0, badArg(tool, name, "must be a positive integer, got %s", f.raw)
+	}
+	return int(f.v), nil
+}
+
+// stringList accepts "a,b" or ["a","b"].
+type stringList []string
+
+func (l *stringList) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				*l = append(*l, p)
+			}
+		}
+		return nil
+	}
+	var a []string
+	if err := json.Unmarshal(b, &a); err != nil {
+		return apierr.New(apierr.InvalidParameter, "data_types must be a comma-separated string or an array of strings")
+	}
+	*l = a
+	return nil
+}
+
+func runListSensors(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
+	const tool = "list_sensors"
+	var a struct {
+		SensorType string     `json:"sensor_type"`
+		Provider   string     `json:"provider"`
+		Status     string     `json:"status"`
+		DataTypes  stringList `json:"data_types"`
+		Latitude   flexNumber `json:"latitude"`
+		Longitude  flexNumber `json:"longitude"`
+		RadiusKM   flexNumber `json:"radius_km"`
+		Limit      flexNumber `json:"limit"`
+		Page       flexNumber `json:"page"`
+	}
+	if err := decodeArgs(tool, raw, &a); err != nil {
+		return "", nil, err
+	}
+	f := catalog.SensorFilter{SensorType: a.SensorType, Provider: a.Provider, Status: a.Status, Page: 1, Limit: registryDefaultLimit}
+	for _, d := range a.DataTypes {
+		if !canon.IsParameter(d) {
+			return "", nil, badArg(tool, "data_types", "names %q, which is not a canonical parameter id", clip(d, 40))
+		}
+	}
+	f.DataTypes = a.DataTypes
+	if a.Latitude.set != a.Longitude.set {
+		return "", nil, badArg(tool, "latitude", "and longitude must be given together")
+	}
+	if a.RadiusKM.set && !a.Latitude.set {
+		return "", nil, badArg(tool, "radius_km", "needs latitude and longitude")
+	}
+	if a.Latitude.set {
+		if err := checkLat(tool, "latitude", a.Latitude.v); err != nil {
+			return "", nil, err
+		}
+		if err := checkLon(tool, "longitude", a.Longitude.v); err != nil {
+			return "", nil, err
+		}
+		r := float64(defaultRadiusKM)
+		if a.RadiusKM.set {
+			r = a.RadiusKM.v
+			if r <= 0 || r > 20000 {
+				return "", nil, badArg(tool, "radius_km", "must be greater than 0 and at most 20000, got %s", a.RadiusKM.raw)
+			}
+		}
+		f.Near = &catalog.Near{Lat: a.Latitude.v, Lon: a.Longitude.v, RadiusKM: r}
+	}
+	var err error
+	if a.Limit.set {
+		if f.Limit, err = a.Limit.int(tool, "limit"); err != nil {
+			return "", nil, err
+		}
+		f.Limit = min(f.Limit, registryMaxLimit)
+	}
+	if a.Page.set {
+		if f.Page, err = a.Page.int(tool, "page"); err != nil {
+			return "", nil, err
+		}
+	}
+	res, err := cc.h.store.ListSensors(ctx, f)
+	if err != nil {
+		return "", nil, fmt.Errorf("list sensors: %w", err)
+	}
+	out := struct {
+		Sensors    []registryView      `json:"sensors"`
+		Pagination contract.Pagination `json:"pagination"`
+	}{Sensors: []registryView{}, Pagination: contract.NewPagination(f.Page, f.Limit, res.Total)}
+	for _, s := range res.Sensors {
+		out.Sensors = append(out.Sensors, registryView{
+			ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, SensorType: s.SensorType,
+			Status: s.Status, DataTypes: nonNil(s.DataTypes), ProviderSlug: s.ProviderSlug,
+			FeedID: uuidString(s.FeedID), ConnectedService: s.ServiceID,
+			Latitude: s.Latitude, Longitude: s.Longitude, DistanceKM: s.DistanceKM,
+		})
+	}
+	return fmt.Sprintf("%d of %d sensors (page %d of %d).", len(out.Sensors), res.Total, f.Page, out.Pagination.TotalPages), out, nil
+}
+
+type targetArgs struct {
+	SensorID string `json:"sensor_id"`
+	FeedID   string `json:"feed_id"`
+}
+
+// target resolves the sensor_id-or-feed_id pair of the registry tools: exactly one.
+func (cc *callCtx) target(ctx context.Context, tool string, a targetArgs) (*catalog.Sensor, *catalog.Project, error) {
+	switch {
+	case a.SensorID != "" && a.FeedID != "":
+		return nil, nil, badArg(tool, "feed_id", "cannot be combined with sensor_id; give one of them")
+	case a.SensorID != "":
+		s, err := cc.h.resolveSensor(ctx, tool, "sensor_id", a.SensorID)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &s, nil, nil
+	case a.FeedID != "":
+		p, err := cc.h.project(ctx, a.FeedID)
+		if err != nil || !cc.h.mayView(cc, p) {
+			if err != nil && !errors.Is(err, catalog.ErrNotFound) {
+				return nil, nil, err
+			}
+			return nil, nil, apierr.New(apierr.NotFound, "%s: feed %q not found", tool, clip(a.FeedID, 64))
+		}
+		return nil, &p, nil
+	default:
+		return nil, nil, apierr.New(apierr.InvalidParameter, "%s: give sensor_id (UUID or external id) or feed_id", tool)
+	}
+}
+
+func runConnectedServices(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
+	const tool = "sensor_connected_services"
+	var a targetArgs
+	if err := decodeArgs(tool, raw, &a); err != nil {
+		return "", nil, err
+	}
+	s, p, err := cc.target(ctx, tool, a)
+	if err != nil {
+		return "", nil, err
+	}
+	out := struct {
+		SensorID         string          `json:"sensor_id,omitempty"`
+		FeedID           string          `json:"feed_id,omitempty"`
+		ConnectedService string          `json:"connected_service"`
+		Services         []serviceRecord `json:"services"`
+	}{Services: []serviceRecord{}}
+	serviceID := ""
+	if s != nil {
+		out.SensorID, serviceID = s.ID.String(), s.ServiceID
+	} else {
+		out.FeedID, serviceID = p.ID.String(), p.ServiceID
+	}
+	out.ConnectedService = serviceID
+	if serviceID == "" {
+		return "No connected service.", out, nil
+	}
+	svc, err := cc.h.service(ctx, serviceID)
+	if err != nil {
+		return "", nil, notFound(err, apierr.NotFound, "%s: connected service %q is not known to the gateway", tool, serviceID)
+	}
+	out.Services = append(out.Services, serviceRecord{
+		ID: svc.ID, Name: svc.Name, Description: svc.Description, Domain: svc.Domain,
+		TemporalPattern: svc.TemporalPattern, Port: svc.Port, Status: svc.Status,
+	})
+	return fmt.Sprintf("Connected service: %s (%s, %s).", svc.ID, svc.Name, svc.Status), out, nil
+}
+
+type streamEnvelope struct {
+	SensorID   string               `json:"sensor_id"`
+	ExternalID string               `json:"external_id"`
+	Name       string               `json:"name"`
+	ServiceID  string               `json:"service_id"`
+	Readings   []contract.Reading   `json:"readings"`
+	Units      map[string]string    `json:"units,omitempty"`
+	Provenance *contract.Provenance `json:"provenance,omitempty"`
+	Pagination *contract.Pagination `json:"pagination,omitempty"`
+	Error      string               `json:"error,omitempty"`
+}
+
+func runCleanedStream(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
+	const tool = "sensor_cleaned_stream"
+	var a struct {
+		targetArgs
+		DataFormat string     `json:"data_format"`
+		Days       flexNumber `json:"days"`
+		Since      string     `json:"since"`
+		Until      string     `json:"until"`
+		Limit      flexNumber `json:"limit"`
+	}
+	if err := decodeArgs(tool, raw, &a); err != nil {
+		return "", nil, err
+	}
+	q := url.Values{}
+	if a.DataFormat != "" {
+		q.Set("data_format", a.DataFormat)
+	}
+	if a.Days.set {
+		q.Set("days", a.Days.raw)
+	}
+	if a.Since != "" {
+		q.Set("since", a.Since)
+	}
+	if a.Until != "" {
+		q.Set("until", a.Until)
+	}
+	if a.Limit.set {
+		n, err := a.Limit.int(tool, "limit")
+		if err != nil {
+			return "", nil, err
+		}
+		q.Set("limit", strconv.Itoa(n))
+	}
+	parsed, err := contract.ParseReadingsQuery(q, cc.now)
+	if err != nil {
+		return "", nil, apierr.New(apierr.InvalidParameter, "%s: %s", tool, apierr.From(err).Message)
+	}
+	// Resolve days once, so every sensor of a feed is read over the same window.
+	up := url.Values{"limit": {strconv.Itoa(parsed.Limit)}, "data_format": {parsed.Format}}
+	if !parsed.Since.IsZero() {
+		up.Set("since", cursorTime(parsed.Since))
+	}
+	if !parsed.Until.IsZero() {
+		up.Set("until", cursorTime(parsed.Until))
+	}
+	s, p, err := cc.target(ctx, tool, a.targetArgs)
+	if err != nil {
+		return "", nil, err
+	}
+	if s != nil {
+		env, err := cc.stream(ctx, *s, up)
+		if err != nil {
+			return "", nil, err
+		}
+		return fmt.Sprintf("%d readings of %s (%s), %s.", len(env.Readings), s.Name, s.ExternalID, parsed.Format), env, nil
+	}
+	feedID := p.ID
+	page, err := cc.h.store.ListSensors(ctx, catalog.SensorFilter{FeedID: &feedID, Page: 1, Limit: feedStreamMaxSensors})
+	if err != nil {
+		return "", nil, fmt.Errorf("list feed sensors: %w", err)
+	}
+	streams := make([]streamEnvelope, len(page.Sensors))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i, sensor := range page.Sensors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			env, err := cc.stream(ctx, sensor, up)
+			if err != nil {
+				env = streamEnvelope{SensorID: sensor.ID.String(), ExternalID: sensor.ExternalID, Name: sensor.Name, ServiceID: sensor.ServiceID, Readings: []contract.Reading{}, Error: apierr.From(asAPIError(err)).Message}
+				if apierr.From(asAPIError(err)).Code == apierr.Internal {
+					cc.h.log.ErrorContext(ctx, "feed stream failed", "sensor", sensor.ID, "err", err)
+				}
+			}
+			streams[i] = env
+		}()
+	}
+	wg.Wait()
+	out := struct {
+		FeedID       string           `json:"feed_id"`
+		FeedSlug     string           `json:"feed_slug"`
+		Streams      []streamEnvelope `json:"streams"`
+		SensorsTotal int              `json:"sensors_total"`
+	}{FeedID: p.ID.String(), FeedSlug: p.Slug, Streams: streams, SensorsTotal: page.Total}
+	n := 0
+	for _, st := range streams {
+		n += len(st.Readings)
+	}
+	return fmt.Sprintf("%d readings from %d of the %d sensors of feed %s, %s.", n, len(streams), page.Total, p.Slug, parsed.Format), out, nil
+}
+
+func (cc *callCtx) stream(ctx context.Context, s catalog.Sensor, q url.Values) (streamEnvelope, error) {
+	svc, err := cc.h.serviceOf(ctx, s)
+	if err != nil {
+		return streamEnvelope{}, err
+	}
+	rr, err := cc.h.readings.Readings(ctx, svc, s.ExternalID, q)
+	if err != nil {
+		return streamEnvelope{}, asAPIError(err)
+	}
+	env := streamEnvelope{
+		SensorID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, ServiceID: s.ServiceID,
+		Readings: rr.Readings, Provenance: &rr.Provenance, Pagination: &rr.Pagination, Units: map[string]string{},
+	}
+	if env.Readings == nil {
+		env.Readings = []contract.Reading{}
+	}
+	for _, r := range rr.Readings {
+		for _, m := range r.Measurements {
+			env.Units[m.Parameter] = m.Unit
+		}
+	}
+	return env, nil
+}
+
+func runLastReading(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
+	const tool = "sensor_last_reading"
+	var a targetArgs
+	if err := decodeArgs(tool, raw, &a); err != nil {
+		return "", nil, err
+	}
+	s, p, err := cc.target(ctx, tool, a)
+	if err != nil {
+		return "", nil, err
+	}
+	candidates := []catalog.Sensor{}
+	if s != nil {
+		candidates = append(candidates, *s)
+	} else {
+		feedID := p.ID
+		page, err := cc.h.store.ListSensors(ctx, catalog.SensorFilter{FeedID: &feedID, Page: 1, Limit: feedLatestMaxSensors})
+		if err != nil {
+			return "", nil, fmt.Errorf("list feed sensors: %w", err)
+		}
+		candidates = page.Sensors
+		if len(candidates) == 0 {
+			return "", nil, apierr.New(apierr.NoReadings, "%s: feed %s has no sensors", tool, p.Slug)
+		}
+	}
+	var lastErr error
+	for _, c := range candidates {
+		svc, err := cc.h.serviceOf(ctx, c)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		lr, err := cc.h.readings.Latest(ctx, svc, c.ExternalID, nil)
+		if err != nil {
+			lastErr = err
+			if ae := apierr.From(asAPIError(err)); ae.Code == apierr.UpstreamTimeout || ae.Code == apierr.UpstreamUnavailable {
+				break // the service is down: asking about its next sensor will not help
+			}
+			continue
+		}
+		flat := map[string]float64{}
+		units := map[string]string{}
+		for _, m := range lr.Reading.Measurements {
+			flat[m.Parameter] = m.Value
+			units[m.Parameter] = m.Unit
+		}
+		rv := viewReading(lr.Reading, cc.now)
+		fr := newFreshness(&lr.Reading.Timestamp.Time, c.ReportingIntervalS, cc.now)
+		out := struct {
+			SensorID     string              `json:"sensor_id"`
+			ExternalID   string              `json:"external_id"`
+			Name         string              `json:"name"`
+			ServiceID    string              `json:"service_id"`
+			FeedID       string              `json:"feed_id,omitempty"`
+			Timestamp    string              `json:"timestamp"`
+			Measurements map[string]float64  `json:"measurements"`
+			Units        map[string]string   `json:"units"`
+			Location     *contract.Location  `json:"location"`
+			AgeSeconds   int64               `json:"age_seconds"`
+			Stale        bool                `json:"stale"`
+			Provenance   contract.Provenance `json:"provenance"`
+		}{
+			SensorID: c.ID.String(), ExternalID: c.ExternalID, Name: c.Name, ServiceID: c.ServiceID,
+			Timestamp: rv.Timestamp, Measurements: flat, Units: units, Location: lr.Reading.Location,
+			AgeSeconds: rv.AgeSeconds, Stale: fr.Stale != nil && *fr.Stale, Provenance: lr.Provenance,
+		}
+		if p != nil {
+			out.FeedID = p.ID.String()
+		}
+		return fmt.Sprintf("%s (%s) at %s: %s", c.Name, c.ExternalID, rv.Timestamp, flatText(flat, units)), out, nil
+	}
+	if s == nil && lastErr != nil && apierr.From(asAPIError(lastErr)).Code == apierr.NoReadings {
+		return "", nil, apierr.New(apierr.NoReadings, "%s: none of the first %d sensors of feed %s has a reading", tool, len(candidates), p.Slug)
+	}
+	return "", nil, asAPIError(lastErr)
+}
+
+func flatText(flat map[string]float64, units map[string]string) string {
+	var parts []string
+	for _, p := range canon.Parameters() {
+		if v, ok := flat[p.ID]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%s %s", p.ID, strconv.FormatFloat(v, 'f', -1, 64), units[p.ID]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,238 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
+)
+
+// scope is one MCP endpoint with its target resolved: a service to forward to (service,
+// sensor and project scope), what to inject into params._meta of forwarded tools/call, and
+// the gateway's own tools served beside or instead of the service's.
+type scope struct {
+	kind    string
+	service *catalog.Service
+	meta    map[string]any
+	local   *toolSet
+	project *catalog.Project
+	viewer  *uuid.UUID
+}
+
+func (sc *scope) instructions() string {
+	switch sc.kind {
+	case "service":
+		return "Tools of the sensorgate backing service " + sc.service.ID + ", named " + sc.service.ID + ".<tool>."
+	case "sensor":
+		return "Tools of one sensor's backing service; the sensor is implied, so station arguments may be omitted."
+	case "project":
+		return "Tools of one project (feed): its service's tools scoped to the feed, plus list_project_sensors and describe_project."
+	case "registry":
+		return "Legacy sensor registry tools. New integrations should use /api/v1/catalog/mcp."
+	default:
+		return "Catalog of environmental sensors: describe_catalog, search_sensors, describe_sensor, get_readings. Every value states its unit, reading age and provenance."
+	}
+}
+
+// listTools answers tools/list: the local tools (on the first page) followed by the
+// service's, in the name style the client asked for.
+func (h *Handler) listTools(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
+	var p listToolsParams
+	if err := decodeObject(req.Params, &p); err != nil {
+		return invalidParams(req.ID, "tools/list: %v", err)
+	}
+	firstPage := p.Cursor == nil || *p.Cursor == ""
+	if sc.service == nil {
+		if !firstPage {
+			return invalidParams(req.ID, "tools/list: unknown cursor %q", clip(*p.Cursor, 64))
+		}
+		return marshalResponse(mustResult(req.ID, listToolsResult{Tools: sc.local.listed}))
+	}
+
+	fwdBody, err := json.Marshal(&jsonrpc.Request{ID: req.ID, Method: methodToolsList, Params: req.Params})
+	if err != nil {
+		return internalError(req.ID)
+	}
+	up, err := h.forward(ctx, sc, info, fwdBody)
+	if err != nil {
+		return h.upstreamError(ctx, sc, req.ID, err)
+	}
+	if sc.local == nil && info.style == styleDot {
+		return up // the service's answer as it came: nothing to merge or rename
+	}
+	msg, err := jsonrpc.Decode(up)
+	resp, ok := msg.(*jsonrpc.Response)
+	if err != nil || !ok {
+		return h.upstreamError(ctx, sc, req.ID, apierr.New(apierr.UpstreamUnavailable, "service %s answered tools/list with an invalid message", sc.service.ID))
+	}
+	if resp.Error != nil {
+		return up
+	}
+	var res struct {
+		Tools      []map[string]json.RawMessage `json:"tools"`
+		NextCursor string                       `json:"nextCursor,omitempty"`
+	}
+	if err := json.Unmarshal(resp.Result, &res); err != nil {
+		return h.upstreamError(ctx, sc, req.ID, apierr.New(apierr.UpstreamUnavailable, "service %s answered tools/list with an invalid result", sc.service.ID))
+	}
+	out := listToolsResult{NextCursor: res.NextCursor}
+	if firstPage && sc.local != nil {
+		out.Tools = append(out.Tools, sc.local.listed...)
+	}
+	for _, t := range res.Tools {
+		if info.style == styleUnderscore {
+			var name string
+			if json.Unmarshal(t["name"], &name) == nil {
+				t["name"], _ = json.Marshal(underscoreName(sc.service.ID, name))
+			}
+		}
+		b, err := json.Marshal(t)
+		if err != nil {
+			return internalError(req.ID)
+		}
+		out.Tools = append(out.Tools, b)
+	}
+	if out.Tools == nil {
+		out.Tools = []json.RawMessage{}
+	}
+	return marshalResponse(mustResult(req.ID, out))
+}
+
+// callTool answers tools/call: a local tool runs here, any other name goes to the service
+// with the scope's context merged into params._meta.
+func (h *Handler) callTool(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
+	var p callParams
+	if err := decodeObject(req.Params, &p); err != nil {
+		return invalidParams(req.ID, "tools/call: %v", err)
+	}
+	if p.Name == nil || *p.Name == "" {
+		return invalidParams(req.ID, "tools/call: params.name is required (tools/list names the tools)")
+	}
+	name := *p.Name
+	if sc.local != nil {
+		if t, ok := sc.local.byName[name]; ok {
+			return h.runLocal(ctx, sc, req.ID, t, p.Arguments)
+		}
+	}
+	if sc.service == nil {
+		return invalidParams(req.ID, "tools/call: unknown tool %q; tools/list names the tools of this endpoint", clip(name, 64))
+	}
+	params, err := forwardParams(req.Params, dotName(sc.service.ID, name), sc.meta)
+	if err != nil {
+		return invalidParams(req.ID, "tools/call: %v", err)
+	}
+	body, err := json.Marshal(&jsonrpc.Request{ID: req.ID, Method: methodToolsCall, Params: params})
+	if err != nil {
+		return internalError(req.ID)
+	}
+	up, err := h.forward(ctx, sc, info, body)
+	if err != nil {
+		var je *jsonrpc.Error
+		if errors.As(err, &je) {
+			return marshalResponse(jsonrpc.NewError(req.ID, je))
+		}
+		// The tool could not run: a tool failure the model can read and act on.
+		e := apierr.From(err)
+		h.logUpstream(ctx, sc, err)
+		return toolErrorResult(req.ID, e)
+	}
+	return up
+}
+
+// forwardParams rewrites tools/call params for the service: the canonical (dotted) tool
+// name, and the scope's context merged into _meta. The gateway's keys win inside _meta,
+// because they are the identity of the endpoint; the caller's arguments are never touched.
+func forwardParams(raw json.RawMessage, name string, meta map[string]any) (json.RawMessage, error) {
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &params); err != nil {
+		return nil, errors.New("params must be an object")
+	}
+	nameJSON, err := json.Marshal(name)
+	if err != nil {
+		return nil, err
+	}
+	params["name"] = nameJSON
+	if len(meta) > 0 {
+		merged := map[string]json.RawMessage{}
+		if m, ok := params["_meta"]; ok && string(m) != "null" {
+			if err := json.Unmarshal(m, &merged); err != nil {
+				return nil, errors.New("params._meta must be an object")
+			}
+		}
+		for k, v := range meta {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			merged[k] = b
+		}
+		if params["_meta"], err = json.Marshal(merged); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(params)
+}
+
+// dotName maps the alias <service>__<tool> to <service>.<tool>; other names pass as given.
+func dotName(serviceID, name string) string {
+	if rest, ok := strings.CutPrefix(name, serviceID+"__"); ok && rest != "" {
+		return serviceID + "." + rest
+	}
+	return name
+}
+
+// underscoreName is the listing form of dotName's inverse.
+func underscoreName(serviceID, name string) string {
+	if rest, ok := strings.CutPrefix(name, serviceID+"."); ok && rest != "" {
+		return serviceID + "__" + rest
+	}
+	return name
+}
+
+func (h *Handler) forward(ctx context.Context, sc *scope, info requestInfo, body []byte) ([]byte, error) {
+	return h.fwd.Forward(ctx, ForwardRequest{
+		Service:         *sc.service,
+		Body:            body,
+		ProtocolVersion: info.protocolVersion,
+		RequestID:       info.requestID,
+	})
+}
+
+// upstreamError answers a non-tool method whose forwarding failed with -32603 and the
+// API error code in data, so a client can tell a slow service from a dead one.
+func (h *Handler) upstreamError(ctx context.Context, sc *scope, id jsonrpc.ID, err error) []byte {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return marshalResponse(jsonrpc.NewError(id, je))
+	}
+	h.logUpstream(ctx, sc, err)
+	e := apierr.From(err)
+	return marshalResponse(jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%s", e.Message).WithData(e)))
+}
+
+func (h *Handler) logUpstream(ctx context.Context, sc *scope, err error) {
+	h.log.WarnContext(ctx, "mcp forward failed", "scope", sc.kind, "service", sc.service.ID, "err", err)
+}
+
+func toolErrorResult(id jsonrpc.ID, e *apierr.Error) []byte {
+	return marshalResponse(mustResult(id, callResult{
+		Content:           []content{{Type: "text", Text: e.Message + " (" + e.Code + ")"}},
+		StructuredContent: e,
+		IsError:           true,
+	}))
+}
+
+// mustResult marshals a result built from the gateway's own types, which always marshal.
+func mustResult(id jsonrpc.ID, v any) *jsonrpc.Response {
+	resp, err := jsonrpc.NewResult(id, v)
+	if err != nil {
+		return jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error"))
+	}
+	return resp
+}

@@ -1,0 +1,364 @@
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+)
+
+// defaultReportingInterval is assumed for a station that did not say how often it reports.
+const defaultReportingInterval = time.Hour
+
+// staleFactor: a station is stale when its newest reading is older than this many
+// reporting intervals (one missed report is normal, two in a row are not).
+const staleFactor = 2
+
+// freshness says how old a station's newest reading is and whether that is late for it.
+type freshness struct {
+	LastReadingAt      *string `json:"last_reading_at"`
+	AgeSeconds         *int64  `json:"age_seconds"`
+	ReportingIntervalS int     `json:"reporting_interval_s"`
+	StaleAfterSeconds  int     `json:"stale_after_seconds"`
+	Stale              *bool   `json:"stale"`
+}
+
+func newFreshness(last *time.Time, intervalS int, now time.Time) freshness {
+	if intervalS <= 0 {
+		intervalS = int(defaultReportingInterval / time.Second)
+	}
+	f := freshness{ReportingIntervalS: intervalS, StaleAfterSeconds: staleFactor * intervalS}
+	if last != nil && !last.IsZero() {
+		ts := contract.FormatTime(*last)
+		age := max(int64(now.Sub(*last)/time.Second), 0)
+		stale := age > int64(f.StaleAfterSeconds)
+		f.LastReadingAt, f.AgeSeconds, f.Stale = &ts, &age, &stale
+	}
+	return f
+}
+
+func freshnessSchema() schema {
+	return object(schema{
+		"last_reading_at":      nullable(strFormat("Time of the newest reading (ISO 8601 UTC), null when none is known", "date-time")),
+		"age_seconds":          nullable(integer("Seconds between the newest reading and now", 0, 0)),
+		"reporting_interval_s": integer("How often the station is expected to report, in seconds (3600 when the station does not say)", 1, 0),
+		"stale_after_seconds":  integer("Age beyond which the reading counts as stale: twice the reporting interval", 1, 0),
+		"stale":                nullable(boolean("True when age_seconds exceeds stale_after_seconds; null when no reading is known")),
+	}, "last_reading_at", "age_seconds", "reporting_interval_s", "stale_after_seconds", "stale")
+}
+
+// sensorSummary is a sensor in search results and project listings.
+type sensorSummary struct {
+	ID           string    `json:"id"`
+	ExternalID   string    `json:"external_id"`
+	Name         string    `json:"name"`
+	SensorType   string    `json:"sensor_type"`
+	Status       string    `json:"status"`
+	DataTypes    []string  `json:"data_types"`
+	Latitude     *float64  `json:"latitude"`
+	Longitude    *float64  `json:"longitude"`
+	ProviderSlug string    `json:"provider_slug"`
+	ProviderName string    `json:"provider_name"`
+	FeedID       *string   `json:"feed_id"`
+	FeedSlug     string    `json:"feed_slug"`
+	ServiceID    string    `json:"service_id"`
+	Freshness    freshness `json:"freshness"`
+	DistanceKM   *float64  `json:"distance_km,omitempty"`
+}
+
+func summarize(s catalog.Sensor, now time.Time) sensorSummary {
+	v := sensorSummary{
+		ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, SensorType: s.SensorType,
+		Status: s.Status, DataTypes: nonNil(s.DataTypes), Latitude: s.Latitude, Longitude: s.Longitude,
+		ProviderSlug: s.ProviderSlug, ProviderName: s.ProviderName, FeedSlug: s.FeedSlug,
+		ServiceID: s.ServiceID, Freshness: newFreshness(s.LastReadingAt, s.ReportingIntervalS, now),
+		DistanceKM: s.DistanceKM,
+	}
+	if s.FeedID != nil {
+		id := s.FeedID.String()
+		v.FeedID = &id
+	}
+	return v
+}
+
+func sensorSummarySchema() schema {
+	return object(schema{
+		"id":            strFormat("Sensor UUID", "uuid"),
+		"external_id":   str("The provider's identifier of the station"),
+		"name":          str("Display name"),
+		"sensor_type":   str("For example buoy, weather_station, air_quality_monitor"),
+		"status":        str("active, inactive or maintenance"),
+		"data_types":    array(str("Canonical parameter id"), "Canonical parameters the sensor collects"),
+		"latitude":      nullable(number("Degrees north; null when the sensor has no location")),
+		"longitude":     nullable(number("Degrees east; null when the sensor has no location")),
+		"provider_slug": str("Provider slug"),
+		"provider_name": str("Provider name"),
+		"feed_id":       nullable(strFormat("Feed (project) UUID; null when the sensor has no feed", "uuid")),
+		"feed_slug":     str("Feed (project) slug; empty when the sensor has no feed"),
+		"service_id":    str("Backing service id (SPEC's connected_service)"),
+		"freshness":     freshnessSchema(),
+		"distance_km":   number("Great-circle distance from the search centre, only with a radius search"),
+	}, "id", "external_id", "name", "sensor_type", "status", "data_types", "latitude", "longitude", "provider_slug", "feed_id", "service_id", "freshness")
+}
+
+// sensorRecord is SPEC.md 2.1 plus the feed slug and what ages are judged by.
+type sensorRecord struct {
+	ID                 string   `json:"id"`
+	ExternalID         string   `json:"external_id"`
+	Name               string   `json:"name"`
+	Description        string   `json:"description"`
+	SensorType         string   `json:"sensor_type"`
+	Status             string   `json:"status"`
+	DataTypes          []string `json:"data_types"`
+	DeploymentDate     *string  `json:"deployment_date"`
+	DecommissionedDate *string  `json:"decommissioned_date"`
+	Latitude           *float64 `json:"latitude"`
+	Longitude          *float64 `json:"longitude"`
+	ProviderID         *string  `json:"provider_id"`
+	ProviderName       string   `json:"provider_name"`
+	ProviderSlug       string   `json:"provider_slug"`
+	FeedID             *string  `json:"feed_id"`
+	FeedName           string   `json:"feed_name"`
+	FeedSlug           string   `json:"feed_slug"`
+	ConnectedService   string   `json:"connected_service"`
+	ReportingIntervalS int      `json:"reporting_interval_s"`
+}
+
+func recordOf(s catalog.Sensor) sensorRecord {
+	r := sensorRecord{
+		ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, Description: s.Description,
+		SensorType: s.SensorType, Status: s.Status, DataTypes: nonNil(s.DataTypes),
+		DeploymentDate: date(s.DeploymentDate), DecommissionedDate: date(s.DecommissionedDate),
+		Latitude: s.Latitude, Longitude: s.Longitude, ProviderName: s.ProviderName,
+		ProviderSlug: s.ProviderSlug, FeedName: s.FeedName, FeedSlug: s.FeedSlug,
+		ConnectedService: s.ServiceID, ReportingIntervalS: s.ReportingIntervalS,
+	}
+	r.ProviderID = uuidString(s.ProviderID)
+	r.FeedID = uuidString(s.FeedID)
+	return r
+}
+
+func sensorRecordSchema() schema {
+	return object(schema{
+		"id":                   strFormat("Sensor UUID", "uuid"),
+		"external_id":          str("The provider's identifier of the station"),
+		"name":                 str("Display name"),
+		"description":          str("Description"),
+		"sensor_type":          str("For example buoy, weather_station"),
+		"status":               str("active, inactive or maintenance"),
+		"data_types":           array(str("Canonical parameter id"), "Canonical parameters the sensor collects"),
+		"deployment_date":      nullable(strFormat("YYYY-MM-DD", "date")),
+		"decommissioned_date":  nullable(strFormat("YYYY-MM-DD, null while in service", "date")),
+		"latitude":             nullable(number("Degrees north")),
+		"longitude":            nullable(number("Degrees east")),
+		"provider_id":          nullable(strFormat("Provider UUID", "uuid")),
+		"provider_name":        str("Provider name"),
+		"provider_slug":        str("Provider slug"),
+		"feed_id":              nullable(strFormat("Feed (project) UUID", "uuid")),
+		"feed_name":            str("Feed name"),
+		"feed_slug":            str("Feed slug"),
+		"connected_service":    str("Backing service id"),
+		"reporting_interval_s": integer("Expected seconds between reports (0 when unknown)", 0, 0),
+	}, "id", "external_id", "name", "sensor_type", "status", "data_types", "latitude", "longitude", "provider_slug", "feed_id", "connected_service")
+}
+
+// readingView is a canonical reading with its age.
+type readingView struct {
+	ID           string              `json:"id"`
+	Timestamp    string              `json:"timestamp"`
+	AgeSeconds   int64               `json:"age_seconds"`
+	Measurements []canon.Measurement `json:"measurements"`
+	Location     *contract.Location  `json:"location"`
+}
+
+func viewReading(r contract.Reading, now time.Time) readingView {
+	return readingView{
+		ID:           r.ID,
+		Timestamp:    contract.FormatTime(r.Timestamp.Time),
+		AgeSeconds:   max(int64(now.Sub(r.Timestamp.Time)/time.Second), 0),
+		Measurements: nonNilM(r.Measurements),
+		Location:     r.Location,
+	}
+}
+
+func locationSchema() schema {
+	return nullable(object(schema{
+		"type":        enum("GeoJSON geometry type", "Point"),
+		"coordinates": schema{"type": "array", "items": schema{"type": "number"}, "minItems": 2, "maxItems": 2, "description": "Longitude first, then latitude"},
+	}, "type", "coordinates"))
+}
+
+func measurementSchema() schema {
+	return object(schema{
+		"parameter":      str("Canonical parameter id"),
+		"value":          number("Value in the canonical unit"),
+		"unit":           str("Canonical unit of the parameter"),
+		"unit_original":  str("Unit the source reported"),
+		"value_original": number("Value as the source reported it, in unit_original"),
+	}, "parameter", "value", "unit", "unit_original")
+}
+
+func readingSchema() schema {
+	return object(schema{
+		"id":           strFormat("Reading UUID", "uuid"),
+		"timestamp":    strFormat("Observation time, ISO 8601 UTC with milliseconds", "date-time"),
+		"age_seconds":  integer("Seconds between the observation and now", 0, 0),
+		"measurements": array(measurementSchema(), "Canonical measurements; parameters the source lacked are omitted"),
+		"location":     locationSchema(),
+	}, "id", "timestamp", "age_seconds", "measurements", "location")
+}
+
+func provenanceSchema() schema {
+	return object(schema{
+		"sensor_id":  strFormat("Sensor UUID", "uuid"),
+		"service_id": str("Backing service id"),
+		"source_id":  str("The provider's identifier of the sensor"),
+		"provider":   str("Provider slug"),
+		"fetched_at": nullable(strFormat("When the service fetched the source payload", "date-time")),
+	}, "sensor_id", "service_id", "source_id")
+}
+
+// unitsOf maps every parameter seen in readings, and every one asked for, to its unit.
+func unitsOf(readings []readingView, asked []string) map[string]string {
+	units := map[string]string{}
+	for _, p := range asked {
+		if c, ok := canon.Lookup(p); ok {
+			units[p] = c.Unit
+		}
+	}
+	for _, r := range readings {
+		for _, m := range r.Measurements {
+			units[m.Parameter] = m.Unit
+		}
+	}
+	return units
+}
+
+func unitsSchema() schema {
+	return schema{"type": "object", "additionalProperties": schema{"type": "string"}, "description": "Canonical unit of every parameter in the result, by parameter id"}
+}
+
+// resolveSensor finds a sensor by UUID (with dashes) or by the provider's external id.
+func (h *Handler) resolveSensor(ctx context.Context, tool, arg, idOrExternal string) (catalog.Sensor, error) {
+	if idOrExternal == "" {
+		return catalog.Sensor{}, badArg(tool, arg, "is required: a sensor UUID or the provider's external id")
+	}
+	if len(idOrExternal) == 36 {
+		if id, err := uuid.Parse(idOrExternal); err == nil {
+			s, err := h.sensor(ctx, id)
+			return s, notFound(err, apierr.SensorNotFound, "sensor %s not found", id)
+		}
+	}
+	if err := contract.ValidExternalID(idOrExternal); err != nil {
+		return catalog.Sensor{}, badArg(tool, arg, "is not a sensor id: %v", err)
+	}
+	s, err := h.store.SensorByExternalID(ctx, idOrExternal)
+	return s, notFound(err, apierr.SensorNotFound, "sensor %q not found (neither a sensor UUID nor a known external id)", clip(idOrExternal, 64))
+}
+
+// serviceOf returns the service that holds a sensor's readings.
+func (h *Handler) serviceOf(ctx context.Context, s catalog.Sensor) (catalog.Service, error) {
+	if s.FeedID == nil || s.ServiceID == "" {
+		return catalog.Service{}, apierr.New(apierr.NoFeed, "sensor %s (%s) has no feed, so it has no readings", s.ID, s.ExternalID)
+	}
+	svc, err := h.service(ctx, s.ServiceID)
+	return svc, notFound(err, apierr.NoFeed, "sensor %s is connected to service %q, which the gateway does not know", s.ID, s.ServiceID)
+}
+
+// pageCursor is the opaque cursor of the gateway's paginated tools: the next page, its size,
+// and a hash of the query it belongs to, so a cursor used with other filters is refused
+// instead of silently paging through something else.
+type pageCursor struct {
+	Page  int    `json:"p"`
+	Limit int    `json:"l"`
+	Query uint64 `json:"q"`
+	Since string `json:"s,omitempty"`
+	Until string `json:"u,omitempty"`
+}
+
+func encodeCursor(c pageCursor) string {
+	b, _ := json.Marshal(c) // plain struct: always marshals
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(tool, s string, query uint64) (pageCursor, error) {
+	var c pageCursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || c.Page < 2 || c.Limit < 1 {
+		return c, badArg(tool, "cursor", "is not a cursor this tool returned; pass nextCursor from the previous result unchanged")
+	}
+	if c.Query != query {
+		return c, badArg(tool, "cursor", "belongs to a query with other arguments; repeat the same arguments with the cursor, or drop the cursor to start over")
+	}
+	return c, nil
+}
+
+// queryHash identifies the arguments a cursor was issued for (without cursor and limit).
+func queryHash(v any) uint64 {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	f := fnv.New64a()
+	_, _ = f.Write(b)
+	return f.Sum64()
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilM(s []canon.Measurement) []canon.Measurement {
+	if s == nil {
+		return []canon.Measurement{}
+	}
+	return s
+}
+
+func date(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := t.UTC().Format(time.DateOnly)
+	return &s
+}
+
+func uuidString(id *uuid.UUID) *string {
+	if id == nil {
+		return nil
+	}
+	s := id.String()
+	return &s
+}
+
+func timeString(t *time.Time) *string {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	s := contract.FormatTime(*t)
+	return &s
+}
+
+// asAPIError keeps an *apierr.Error as it is; anything else stays an internal error.
+func asAPIError(err error) error {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return err
+}
