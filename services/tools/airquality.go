@@ -110,11 +110,12 @@ func (ts *toolset) aqi(ctx context.Context, req *mcp.CallToolRequest, in Station
 		return AQIResult{}, "", userErrorf("station %q: AQI %d cannot be rated: %v", st.ExternalID, out.AQI, err)
 	}
 	out.Category, out.HealthMessage, out.Advice, out.Color = cat.Name, cat.HealthMessage, cat.Advice, cat.Color
-	out.Summary = aqiSummary(out)
-	return out, renderDomain("Air quality", out.Station, out.Latest, out.Summary, out.Missing, out.Provenance), nil
+	parts := aqiSummary(out)
+	out.Summary = strings.Join(parts, " ")
+	return out, renderDomain("Air quality", out.Station, out.Latest, parts, out.Missing, out.Provenance), nil
 }
 
-func aqiSummary(o AQIResult) string {
+func aqiSummary(o AQIResult) []string {
 	parts := []string{fmt.Sprintf("AQI %d (%s)", o.AQI, o.Category)}
 	switch o.Method {
 	case AQIMethodNowCast:
@@ -124,23 +125,28 @@ func aqiSummary(o AQIResult) string {
 	case AQIMethodReported:
 		parts[0] += " as reported by " + o.Provenance.Provider
 	}
+	parts[0] += "."
 	parts = append(parts, o.HealthMessage)
 	if o.Advice != "" && o.Advice != "None." {
 		parts = append(parts, o.Advice)
 	}
+	var vals []string
 	if o.PM25 != nil {
-		parts = append(parts, "PM2.5 "+fmtValue(o.PM25))
+		vals = append(vals, "PM2.5 "+fmtValue(o.PM25))
 	}
 	if o.PM10 != nil {
-		parts = append(parts, "PM10 "+fmtValue(o.PM10))
+		vals = append(vals, "PM10 "+fmtValue(o.PM10))
 	}
 	if o.Ozone != nil {
-		parts = append(parts, "ozone "+fmtValue(o.Ozone))
+		vals = append(vals, "ozone "+fmtValue(o.Ozone))
 	}
 	if o.ReportedAQI != nil && o.Method != AQIMethodReported {
-		parts = append(parts, "provider-reported AQI "+fmtNum(o.ReportedAQI.Value))
+		vals = append(vals, "provider-reported AQI "+fmtNum(o.ReportedAQI.Value))
 	}
-	return strings.Join(parts, "; ")
+	if len(vals) > 0 {
+		parts = append(parts, "Newest values: "+strings.Join(vals, "; ")+".")
+	}
+	return parts
 }
 
 // hourly returns the clock-hour averages of parameter p in a window, by hour start.

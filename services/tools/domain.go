@@ -210,7 +210,7 @@ func (ts *toolset) seaState(ctx context.Context, req *mcp.CallToolRequest, in St
 		parts = append(parts, "no sea-state parameters reported in the last "+fmtNum(out.WindowHours)+" h before the newest reading")
 	}
 	out.Summary = strings.Join(parts, "; ")
-	return out, renderDomain("Sea state", out.Station, out.Latest, out.Summary, out.Missing, out.Provenance), nil
+	return out, renderDomain("Sea state", out.Station, out.Latest, parts, out.Missing, out.Provenance), nil
 }
 
 // ---- weather: current_conditions ----
@@ -319,7 +319,7 @@ func (ts *toolset) currentConditions(ctx context.Context, req *mcp.CallToolReque
 		parts = append(parts, "no weather parameters reported in the last "+fmtNum(out.WindowHours)+" h before the newest reading")
 	}
 	out.Summary = strings.Join(parts, "; ")
-	return out, renderDomain("Current conditions", out.Station, out.Latest, out.Summary, out.Missing, out.Provenance), nil
+	return out, renderDomain("Current conditions", out.Station, out.Latest, parts, out.Missing, out.Provenance), nil
 }
 
 func capitalize(s string) string {
@@ -329,11 +329,11 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-func renderDomain(title string, st StationRef, latest Freshness, summary string, miss []string, p Provenance) string {
+func renderDomain(title string, st StationRef, latest Freshness, parts []string, miss []string, p Provenance) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s at %s\n", title, stationTitle(st))
 	fmt.Fprintf(&b, "newest reading %s\n", fmtFresh(latest))
-	for _, part := range strings.Split(summary, "; ") {
+	for _, part := range parts {
 		fmt.Fprintf(&b, "  %s\n", part)
 	}
 	if len(miss) > 0 {

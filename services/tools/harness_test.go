@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -111,7 +112,8 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any,
 	}
 	p := &mcp.CallToolParams{Name: name, Arguments: args}
 	if meta != nil {
-		p.Meta = meta
+		// A copy: the SDK client adds its protocol keys to the map it is given.
+		p.Meta = maps.Clone(meta)
 	}
 	res, err := cs.CallTool(ctx, p)
 	if err != nil {

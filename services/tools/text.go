@@ -35,8 +35,19 @@ func fmtFresh(f Freshness) string {
 	return fmt.Sprintf("%s (age %s, %s)", f.Timestamp, fmtAge(f.AgeSeconds), state)
 }
 
+// unitSymbols are the text forms of canonical units that have a usual symbol; the
+// structured output keeps the canonical unit names.
+var unitSymbols = map[string]string{"celsius": "°C", "degrees": "°"}
+
+func fmtUnit(u string) string {
+	if s, ok := unitSymbols[u]; ok {
+		return s
+	}
+	return u
+}
+
 func fmtValue(v *Quantity) string {
-	s := fmtNum(v.Value) + " " + v.Unit
+	s := fmtNum(v.Value) + " " + fmtUnit(v.Unit)
 	if v.Stale {
 		s += fmt.Sprintf(" (observed %s, age %s, STALE)", v.ObservedAt, fmtAge(v.AgeSeconds))
 	}

@@ -29,7 +29,11 @@ func MToFt(m float64) float64 { return m / 0.3048 }
 // Round rounds v to the given number of decimal digits.
 func Round(v float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
-	return math.Round(v*p) / p
+	r := math.Round(v*p) / p
+	if r == 0 {
+		return 0 // not -0, which prints as "-0"
+	}
+	return r
 }
 
 // HeatIndexF is the NWS heat index (the Rothfusz regression with the NWS low- and
