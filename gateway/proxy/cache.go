@@ -1,0 +1,167 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+)
+
+// Cache defaults.
+const (
+	// DefaultCacheTTL is the freshness bound of a cached answer. Readings change every few
+	// minutes (NDBC every 10, NWS hourly), so a few seconds of staleness is invisible to
+	// clients while a hot sensor costs one upstream call per TTL instead of one per request.
+	DefaultCacheTTL = 3 * time.Second
+	// MaxCacheTTL keeps the bound short whatever the configuration says.
+	MaxCacheTTL        = time.Minute
+	DefaultCacheItems  = 10_000
+	DefaultCacheMaxLen = 256 << 10
+)
+
+// Cache holds recent upstream answers for a short freshness bound and coalesces concurrent
+// misses of one key into one upstream call (singleflight): a burst of identical requests
+// makes one call whatever the TTL, and with TTL 0 only the coalescing remains. It caches
+// 200 and 404 answers (both are facts about the data); errors are never cached.
+type Cache struct {
+	ttl      time.Duration
+	maxItems int
+	maxLen   int
+	now      func() time.Time
+
+	mu    sync.RWMutex
+	items map[string]*Response
+	group singleflight.Group
+
+	lookups *prometheus.CounterVec
+}
+
+// CacheOptions configure a Cache.
+type CacheOptions struct {
+	TTL        time.Duration // 0 disables storing (coalescing stays)
+	MaxItems   int
+	MaxLen     int // larger bodies are passed on but not kept
+	Now        func() time.Time
+	Registerer prometheus.Registerer
+}
+
+// NewCache returns an empty cache. A TTL above MaxCacheTTL is an error, so that a typo in
+// the configuration cannot serve hour-old readings.
+func NewCache(o CacheOptions) (*Cache, error) {
+	if o.TTL < 0 || o.TTL > MaxCacheTTL {
+		return nil, fmt.Errorf("proxy: cache TTL %s: want 0 to %s", o.TTL, MaxCacheTTL)
+	}
+	if o.MaxItems <= 0 {
+		o.MaxItems = DefaultCacheItems
+	}
+	if o.MaxLen <= 0 {
+		o.MaxLen = DefaultCacheMaxLen
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	c := &Cache{
+		ttl: o.TTL, maxItems: o.MaxItems, maxLen: o.MaxLen, now: o.Now,
+		items: make(map[string]*Response),
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sensorgate_proxy_cache_lookups_total",
+			Help: "Readings cache lookups by result: hit (fresh answer), shared (joined an in-flight call), miss (made the upstream call).",
+		}, []string{"result"}),
+	}
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(c.lookups); err != nil {
+			return nil, fmt.Errorf("register cache metrics: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// TTL is the freshness bound.
+func (c *Cache) TTL() time.Duration { return c.ttl }
+
+// Get returns the fresh answer of key, if any.
+func (c *Cache) Get(key string) (*Response, bool) {
+	if c.ttl <= 0 {
+		return nil, false
+	}
+	c.mu.RLock()
+	r, ok := c.items[key]
+	c.mu.RUnlock()
+	if !ok || c.now().Sub(r.FetchedAt) >= c.ttl {
+		return nil, false
+	}
+	return r, true
+}
+
+// Do returns the fresh answer of key, or joins the in-flight fetch of key, or fetches.
+// fetch runs detached from the caller's cancellation (other callers may be waiting on it);
+// it must bound itself, as Upstreams.Get does with its route deadline. A caller whose
+// context ends stops waiting at once.
+func (c *Cache) Do(ctx context.Context, key string, fetch func(context.Context) (*Response, error)) (*Response, error) {
+	if r, ok := c.Get(key); ok {
+		c.lookups.WithLabelValues("hit").Inc()
+		return r, nil
+	}
+	detached := context.WithoutCancel(ctx)
+	ch := c.group.DoChan(key, func() (any, error) {
+		// A caller that arrived just after the previous call finished finds its answer.
+		if r, ok := c.Get(key); ok {
+			return r, nil
+		}
+		r, err := fetch(detached)
+		if err != nil {
+			return nil, err
+		}
+		c.put(key, r)
+		return r, nil
+	})
+	select {
+	case res := <-ch:
+		if res.Shared {
+			c.lookups.WithLabelValues("shared").Inc()
+		} else {
+			c.lookups.WithLabelValues("miss").Inc()
+		}
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*Response), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Cache) put(key string, r *Response) {
+	if c.ttl <= 0 || len(r.Body) > c.maxLen || (r.Status != 200 && r.Status != 404) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.items) >= c.maxItems {
+		now := c.now()
+		for k, v := range c.items {
+			if now.Sub(v.FetchedAt) >= c.ttl {
+				delete(c.items, k)
+			}
+		}
+		// Still full of fresh answers: drop arbitrary ones (map order), which only costs
+		// their next request an upstream call.
+		for k := range c.items {
+			if len(c.items) < c.maxItems {
+				break
+			}
+			delete(c.items, k)
+		}
+	}
+	c.items[key] = r
+}
+
+// Len is the number of answers held.
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.items)
+}

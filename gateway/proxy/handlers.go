@@ -1,0 +1,275 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+)
+
+// ResolveFunc finds the sensor a path :id names (a UUID or an external id), returning
+// *apierr.Error for a malformed id (400) or an unknown sensor (404 sensor_not_found);
+// catalog.ResolveSensor over the store is the one the gateway uses.
+type ResolveFunc func(ctx context.Context, ref string) (catalog.Sensor, error)
+
+// ErrorFunc renders an error on a Gin request and aborts it.
+type ErrorFunc func(c *gin.Context, err error)
+
+// Handlers answer the proxied endpoints.
+type Handlers struct {
+	up      *Upstreams
+	cache   *Cache
+	resolve ResolveFunc
+	fail    ErrorFunc
+	log     *slog.Logger
+	now     func() time.Time
+	// cacheControl is the Cache-Control of a 200, computed once from the TTL.
+	cacheControl string
+}
+
+// HandlerOptions configure Handlers; only Upstreams, Cache and Resolve are required.
+type HandlerOptions struct {
+	Upstreams *Upstreams
+	Cache     *Cache
+	Resolve   ResolveFunc
+	// Error renders failures; the default writes the apierr JSON shape and logs internal
+	// errors. The gateway passes its one error renderer.
+	Error  ErrorFunc
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// NewHandlers returns the handlers.
+func NewHandlers(o HandlerOptions) (*Handlers, error) {
+	if o.Upstreams == nil || o.Cache == nil || o.Resolve == nil {
+		return nil, errors.New("proxy: NewHandlers needs Upstreams, Cache and Resolve")
+	}
+	h := &Handlers{up: o.Upstreams, cache: o.Cache, resolve: o.Resolve, fail: o.Error, log: o.Logger, now: o.Now}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.fail == nil {
+		h.fail = h.writeError
+	}
+	// Answers are per caller (every request carries an API key), so only the client's
+	// own cache may keep them, and only for as long as the gateway would.
+	h.cacheControl = "private, max-age=" + strconv.Itoa(int(o.Cache.TTL()/time.Second))
+	if o.Cache.TTL() < time.Second {
+		h.cacheControl = "private, no-cache"
+	}
+	return h, nil
+}
+
+// Query parameters passed to the service, all others dropped.
+var (
+	latestParams   = []string{"data_format", "parameter"}
+	readingsParams = []string{"data_format", "days", "limit", "page", "parameter", "since", "sort", "until"}
+)
+
+// Latest answers GET /sensors/:id/readings/latest (SPEC.md 4.7).
+func (h *Handlers) Latest() gin.HandlerFunc {
+	return h.readings(RouteLatest, latestParams, func(v url.Values, now time.Time) error {
+		_, err := contract.ParseLatestQuery(v, now)
+		return err
+	}, contract.LatestPath)
+}
+
+// Readings answers GET /sensors/:id/readings (SPEC.md 4.8).
+func (h *Handlers) Readings() gin.HandlerFunc {
+	return h.readings(RouteReadings, readingsParams, func(v url.Values, now time.Time) error {
+		_, err := contract.ParseReadingsQuery(v, now)
+		return err
+	}, contract.ReadingsPath)
+}
+
+func (h *Handlers) readings(route Route, params []string, validate func(url.Values, time.Time) error, path func(string) string) gin.HandlerFunc {
+	prefix := route.String() + "\x00"
+	return func(c *gin.Context) {
+		ref := c.Param("id")
+		if !isUUID(ref) {
+			if err := contract.ValidExternalID(ref); err != nil {
+				h.fail(c, apierr.Invalid("id", "want a sensor UUID or a provider's external id: %v", err))
+				return
+			}
+		}
+		v := c.Request.URL.Query()
+		if err := validate(v, h.now()); err != nil {
+			h.fail(c, err)
+			return
+		}
+		fwd := forward(v, params)
+		// The key is the id as the client wrote it: a hot sensor is answered without a
+		// catalog lookup, within the freshness bound.
+		key := prefix + ref + "\x00" + fwd
+		resp, err := h.cache.Do(c.Request.Context(), key, func(ctx context.Context) (*Response, error) {
+			sn, err := h.resolve(ctx, ref)
+			if err != nil {
+				return nil, err
+			}
+			if sn.FeedID == nil {
+				return nil, apierr.New(apierr.NoFeed, "sensor %q has no feed, so it has no readings", ref)
+			}
+			pq := path(sn.ExternalID)
+			if fwd != "" {
+				pq += "?" + fwd
+			}
+			return h.up.Get(ctx, sn.ServiceID, route, pq)
+		})
+		if err != nil {
+			h.fail(c, err)
+			return
+		}
+		h.write(c, resp)
+	}
+}
+
+// isUUID reports the dashed UUID form of a sensor id (SPEC.md 4); anything else must be a
+// valid external id before it goes near an upstream URL.
+func isUUID(ref string) bool {
+	if len(ref) != 36 {
+		return false
+	}
+	_, err := uuid.Parse(ref)
+	return err == nil
+}
+
+// forward re-encodes the known parameters in a canonical order (url.Values.Encode sorts),
+// so equal queries share a cache entry and nothing else reaches the service.
+func forward(v url.Values, params []string) string {
+	out := url.Values{}
+	for _, p := range params {
+		if s := v.Get(p); s != "" {
+			out.Set(p, s)
+		}
+	}
+	return out.Encode()
+}
+
+// write sends an upstream answer as it came, with a validator and, for a 200, the
+// freshness the gateway itself applies.
+func (h *Handlers) write(c *gin.Context, r *Response) {
+	hd := c.Writer.Header()
+	hd.Set("Content-Type", r.ContentType)
+	if r.Status != http.StatusOK {
+		hd.Set("Cache-Control", "no-store")
+		c.Data(r.Status, r.ContentType, r.Body)
+		return
+	}
+	hd.Set("Cache-Control", h.cacheControl)
+	hd.Set("ETag", r.ETag)
+	if age := h.now().Sub(r.FetchedAt); age >= time.Second {
+		hd.Set("Age", strconv.Itoa(int(age/time.Second)))
+	}
+	if etagMatch(c.GetHeader("If-None-Match"), r.ETag) {
+		c.Status(http.StatusNotModified)
+		c.Writer.WriteHeaderNow()
+		return
+	}
+	c.Data(http.StatusOK, r.ContentType, r.Body)
+}
+
+// etagMatch applies If-None-Match's weak comparison (RFC 9110 13.1.2): "*" or any listed
+// tag whose opaque part equals etag's.
+func etagMatch(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// ServiceHealth answers GET /services/:id/health: the service's own health, fetched live,
+// or, when it does not answer, 200 with status down from the gateway's probe (API.md).
+func (h *Handlers) ServiceHealth() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := c.Param("id")
+		if !h.up.Has(id) {
+			h.fail(c, apierr.New(apierr.NotFound, "service %q not found", id))
+			return
+		}
+		c.Header("Cache-Control", "no-store")
+		resp, err := h.up.Get(c.Request.Context(), id, RouteHealth, contract.PathHealth)
+		if err == nil && resp.Status == http.StatusOK {
+			var probe struct {
+				ServiceID string `json:"service_id"`
+				Status    string `json:"status"`
+			}
+			if json.Unmarshal(resp.Body, &probe) == nil && probe.Status != "" {
+				c.Data(http.StatusOK, resp.ContentType, resp.Body)
+				return
+			}
+			err = apierr.New(apierr.UpstreamUnavailable, "service %q answered a health document the gateway cannot read", id)
+		}
+		if c.Request.Context().Err() != nil {
+			c.AbortWithStatus(499)
+			return
+		}
+		detail := "the service did not answer"
+		var ae *apierr.Error
+		if errors.As(err, &ae) {
+			detail = ae.Message
+		} else if resp != nil {
+			detail = "the service answered HTTP " + strconv.Itoa(resp.Status)
+		}
+		c.JSON(http.StatusOK, DownHealth(id, h.now(), detail))
+	}
+}
+
+// ProbeHealth is a Health the gateway writes itself when a service does not answer.
+type ProbeHealth struct {
+	contract.Health
+	// Detail says why the gateway judged the service down.
+	Detail string `json:"detail"`
+	// Source is "gateway" on a probe the gateway made, to tell it from a service's own.
+	Source string `json:"source"`
+}
+
+// DownHealth is the health of a service that does not answer.
+func DownHealth(serviceID string, at time.Time, detail string) ProbeHealth {
+	return ProbeHealth{
+		Health: contract.Health{
+			ServiceID: serviceID,
+			Status:    contract.StatusDown,
+			CheckedAt: contract.Time{Time: at.UTC()},
+			Store:     contract.StoreHealth{Reachable: false, Error: "unknown: the service did not answer"},
+			Providers: []contract.ProviderHealth{},
+		},
+		Detail: detail,
+		Source: "gateway",
+	}
+}
+
+// writeError is the default ErrorFunc: the apierr shape, internal details to the log only,
+// nothing for a client that is gone.
+func (h *Handlers) writeError(c *gin.Context, err error) {
+	if errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil {
+		c.AbortWithStatus(499)
+		return
+	}
+	e := apierr.From(err)
+	if e.Code == apierr.Internal {
+		h.log.ErrorContext(c.Request.Context(), "internal error", "route", c.FullPath(), "err", err)
+	}
+	c.Abort()
+	apierr.Write(c.Writer, e)
+}

@@ -1,0 +1,369 @@
+// Package proxy is the gateway's path to the backing services for readings and health:
+// one pooled, retrying HTTP client per service (Upstreams), a short-lived response cache
+// with request coalescing (Cache), and the Gin handlers that answer GET
+// /sensors/:id/readings/latest, /sensors/:id/readings and /services/:id/health by passing
+// the service's JSON through unchanged.
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/obs"
+)
+
+// Route names a kind of upstream call; each has its own deadline.
+type Route int
+
+// Routes.
+const (
+	RouteLatest Route = iota
+	RouteReadings
+	RouteHealth
+)
+
+func (r Route) String() string {
+	switch r {
+	case RouteLatest:
+		return "latest"
+	case RouteReadings:
+		return "readings"
+	case RouteHealth:
+		return "health"
+	}
+	return "route" + strconv.Itoa(int(r))
+}
+
+// Timeouts are the per-route deadlines of one upstream call, retries included.
+type Timeouts struct {
+	Latest   time.Duration
+	Readings time.Duration
+	Health   time.Duration
+}
+
+// Defaults.
+const (
+	DefaultLatestTimeout   = 5 * time.Second
+	DefaultReadingsTimeout = 10 * time.Second
+	DefaultHealthTimeout   = 2 * time.Second
+	DefaultRetries         = 2
+	DefaultRetryWaitMin    = 20 * time.Millisecond
+	DefaultRetryWaitMax    = 200 * time.Millisecond
+	// DefaultMaxBody bounds one upstream answer held in memory: 500 readings in raw form
+	// are well under it.
+	DefaultMaxBody = 16 << 20
+	// minAttempt is the least time worth giving one more attempt.
+	minAttempt = 50 * time.Millisecond
+)
+
+// Options configure Upstreams.
+type Options struct {
+	// Services maps a service id to its internal base URL (http://host:port).
+	Services      map[string]string
+	InternalToken string
+	Timeouts      Timeouts
+	// Retries is how many times an idempotent call is tried again after a connection
+	// error or a 502/503/504, while its deadline leaves room (negative: none).
+	Retries                    int
+	RetryWaitMin, RetryWaitMax time.Duration
+	// MaxIdleConnsPerHost sizes each service's keep-alive pool; it should cover the
+	// expected concurrency so that a busy gateway never dials per request.
+	MaxIdleConnsPerHost int
+	MaxBody             int
+	Logger              *slog.Logger
+	// Metrics receives one observation per call (sensorgate_upstream_request_duration_seconds
+	// by service and outcome); nil records nothing.
+	Metrics *obs.Metrics
+}
+
+// Response is an upstream answer as the gateway keeps it: immutable once built, so cache
+// hits and coalesced callers share it.
+type Response struct {
+	Status      int
+	ContentType string
+	Body        []byte
+	ETag        string // strong validator of Body
+	FetchedAt   time.Time
+}
+
+// Upstreams calls the backing services. Each service has its own transport and retrying
+// client, so one failing service (whose failures make retryablehttp drop idle
+// connections) never empties the pools of the others.
+type Upstreams struct {
+	services map[string]*service
+	opt      Options
+	bufs     sync.Pool
+}
+
+type service struct {
+	id   string
+	base string
+	rc   *retryablehttp.Client
+	tr   *http.Transport
+}
+
+// New builds the clients. Every service URL must be an absolute http(s) URL.
+func New(opt Options) (*Upstreams, error) {
+	if opt.Timeouts.Latest <= 0 {
+		opt.Timeouts.Latest = DefaultLatestTimeout
+	}
+	if opt.Timeouts.Readings <= 0 {
+		opt.Timeouts.Readings = DefaultReadingsTimeout
+	}
+	if opt.Timeouts.Health <= 0 {
+		opt.Timeouts.Health = DefaultHealthTimeout
+	}
+	if opt.Retries == 0 {
+		opt.Retries = DefaultRetries
+	} else if opt.Retries < 0 {
+		opt.Retries = 0
+	}
+	if opt.RetryWaitMin <= 0 {
+		opt.RetryWaitMin = DefaultRetryWaitMin
+	}
+	if opt.RetryWaitMax < opt.RetryWaitMin {
+		opt.RetryWaitMax = max(DefaultRetryWaitMax, opt.RetryWaitMin)
+	}
+	if opt.MaxIdleConnsPerHost <= 0 {
+		opt.MaxIdleConnsPerHost = 256
+	}
+	if opt.MaxBody <= 0 {
+		opt.MaxBody = DefaultMaxBody
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	u := &Upstreams{
+		services: make(map[string]*service, len(opt.Services)),
+		opt:      opt,
+		bufs:     sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 16<<10)) }},
+	}
+	for id, base := range opt.Services {
+		s, err := u.newService(id, base)
+		if err != nil {
+			return nil, err
+		}
+		u.services[id] = s
+	}
+	return u, nil
+}
+
+func (u *Upstreams) newService(id, base string) (*service, error) {
+	base = strings.TrimRight(base, "/")
+	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		return nil, fmt.Errorf("service %q: URL %q is not http:// or https://", id, base)
+	}
+	tr := &http.Transport{
+		Proxy:                 nil, // internal network: never through an environment proxy
+		DialContext:           (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          u.opt.MaxIdleConnsPerHost,
+		MaxIdleConnsPerHost:   u.opt.MaxIdleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		// The services answer plain JSON on the internal network; asking for gzip would
+		// cost both sides CPU for bytes that never leave the machine.
+		DisableCompression: true,
+		ForceAttemptHTTP2:  false,
+	}
+	s := &service{id: id, base: base, tr: tr}
+	s.rc = &retryablehttp.Client{
+		HTTPClient:   &http.Client{Transport: tr},
+		RetryWaitMin: u.opt.RetryWaitMin,
+		RetryWaitMax: u.opt.RetryWaitMax,
+		RetryMax:     u.opt.Retries,
+		CheckRetry:   u.checkRetry,
+		Backoff:      retryablehttp.DefaultBackoff,
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+	}
+	return s, nil
+}
+
+// checkRetry retries connection errors and 502/503/504 answers of idempotent calls, and
+// only while the deadline leaves room for the longest wait plus one useful attempt: a retry
+// that cannot finish in time only delays the client's 502/504.
+func (u *Upstreams) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if resp != nil && resp.Request != nil && !idempotent(resp.Request.Method) {
+		return false, nil
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < u.opt.RetryWaitMax+minAttempt {
+		return false, nil
+	}
+	if err != nil {
+		return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+	}
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true, nil
+	}
+	return false, nil
+}
+
+func idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	return false
+}
+
+// Has reports whether service id is configured.
+func (u *Upstreams) Has(id string) bool { _, ok := u.services[id]; return ok }
+
+// IDs lists the configured services.
+func (u *Upstreams) IDs() []string {
+	out := make([]string, 0, len(u.services))
+	for id := range u.services {
+		out = append(out, id)
+	}
+	return out
+}
+
+func (u *Upstreams) timeout(r Route) time.Duration {
+	switch r {
+	case RouteLatest:
+		return u.opt.Timeouts.Latest
+	case RouteReadings:
+		return u.opt.Timeouts.Readings
+	}
+	return u.opt.Timeouts.Health
+}
+
+// Get calls GET pathQuery (already escaped, e.g. contract.LatestPath(id)+"?"+query) on the
+// service within the route's deadline. A service's answer, any status, is returned as a
+// Response; errors are *apierr.Error: 502 upstream_unavailable (not configured, refused,
+// reset, 5xx after retries, or a 4xx that is not the JSON error shape) or 504
+// upstream_timeout. A caller that went away gets its context's error.
+func (u *Upstreams) Get(ctx context.Context, serviceID string, route Route, pathQuery string) (*Response, error) {
+	s, ok := u.services[serviceID]
+	if !ok {
+		return nil, apierr.New(apierr.UpstreamUnavailable, "service %q is not configured on this gateway", serviceID)
+	}
+	start := time.Now()
+	resp, outcome, err := u.get(ctx, s, route, pathQuery)
+	if u.opt.Metrics != nil {
+		u.opt.Metrics.ObserveUpstream(serviceID, outcome, time.Since(start))
+	}
+	return resp, err
+}
+
+func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQuery string) (*Response, string, error) {
+	timeout := u.timeout(route)
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, s.base+pathQuery, nil)
+	if err != nil {
+		return nil, obs.OutcomeUnavailable, fmt.Errorf("upstream %s: build request: %w", s.id, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if u.opt.InternalToken != "" {
+		req.Header.Set(contract.HeaderInternalToken, u.opt.InternalToken)
+	}
+	if id := obs.RequestID(parent); id != "" {
+		req.Header.Set(contract.HeaderRequestID, id)
+	}
+	resp, err := s.rc.Do(req)
+	if err != nil {
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		return u.failure(parent, ctx, s, route, timeout, err)
+	}
+	defer resp.Body.Close()
+
+	buf := u.bufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 1<<20 { // keep the pool from holding on to rare huge pages
+			u.bufs.Put(buf)
+		}
+	}()
+	n, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(u.opt.MaxBody)+1))
+	if err != nil {
+		return u.failure(parent, ctx, s, route, timeout, err)
+	}
+	if n > int64(u.opt.MaxBody) {
+		u.opt.Logger.ErrorContext(parent, "upstream answer too large", "service", s.id, "route", route.String(), "limit", u.opt.MaxBody)
+		return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q answered more than %d bytes", s.id, u.opt.MaxBody)
+	}
+	ct := resp.Header.Get("Content-Type")
+	if resp.StatusCode >= 500 {
+		u.opt.Logger.WarnContext(parent, "upstream error", "service", s.id, "route", route.String(), "status", resp.StatusCode, "body", snippet(buf.Bytes()))
+		return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q failed to answer (HTTP %d)", s.id, resp.StatusCode)
+	}
+	if resp.StatusCode >= 400 && !isJSONError(ct, buf.Bytes()) {
+		// A 401 for a wrong internal token, or a 404 from a service that lacks the route:
+		// a gateway fault, not the client's; its detail goes to the log only.
+		u.opt.Logger.ErrorContext(parent, "upstream answered a non-JSON error", "service", s.id, "route", route.String(), "status", resp.StatusCode, "body", snippet(buf.Bytes()))
+		return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q could not answer this request", s.id)
+	}
+	body := make([]byte, buf.Len())
+	copy(body, buf.Bytes())
+	out := &Response{
+		Status:      resp.StatusCode,
+		ContentType: ct,
+		Body:        body,
+		ETag:        `"` + strconv.FormatUint(xxhash.Sum64(body), 36) + `"`,
+		FetchedAt:   time.Now(),
+	}
+	return out, obs.OutcomeOK, nil
+}
+
+// failure maps a transport error: the caller's own cancellation is returned as such (no
+// one is listening), the route deadline is 504, everything else 502.
+func (u *Upstreams) failure(parent, ctx context.Context, s *service, route Route, timeout time.Duration, err error) (*Response, string, error) {
+	if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
+		return nil, obs.OutcomeCanceled, fmt.Errorf("upstream %s: %w", s.id, parent.Err())
+	}
+	var ne net.Error
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		u.opt.Logger.WarnContext(parent, "upstream timeout", "service", s.id, "route", route.String(), "timeout", timeout, "err", err)
+		return nil, obs.OutcomeTimeout, apierr.New(apierr.UpstreamTimeout, "service %q did not answer within %s", s.id, timeout)
+	}
+	u.opt.Logger.WarnContext(parent, "upstream unavailable", "service", s.id, "route", route.String(), "err", err)
+	return nil, obs.OutcomeUnavailable, apierr.New(apierr.UpstreamUnavailable, "service %q is unavailable", s.id)
+}
+
+// isJSONError reports whether an error answer has the {error, code} shape, which the
+// gateway passes through (sensor_not_found, no_readings, invalid_parameter).
+func isJSONError(contentType string, body []byte) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	b := bytes.TrimSpace(body)
+	return len(b) > 0 && b[0] == '{' && bytes.Contains(b, []byte(`"code"`))
+}
+
+func snippet(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "..."
+	}
+	return string(b)
+}
+
+// CloseIdleConnections releases the pools, at shutdown.
+func (u *Upstreams) CloseIdleConnections() {
+	for _, s := range u.services {
+		s.tr.CloseIdleConnections()
+	}
+}
