@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 	"github.com/sensorgate/sensorgate/services/observation"
 	"github.com/sensorgate/sensorgate/services/runtime/config"
 	"github.com/sensorgate/sensorgate/services/runtime/httpapi"
@@ -65,10 +66,33 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 	}
 	log := newLogger(cfg, stdout).With("service", def.ID)
 
-	st, err := store.Open(ctx, store.Options{DatabaseURL: cfg.ReadingsDatabaseURL, SQLitePath: cfg.SQLitePath, ServiceID: def.ID, Logger: log})
+	// Observability (pkg/obs): metrics at /metrics, tracing only when OTEL_* asks for it.
+	reg, err := obs.NewRegistry()
 	if err != nil {
 		return fmt.Errorf("%s: %w", def.ID, err)
 	}
+	metrics, err := obs.NewMetrics(reg, def.ID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", def.ID, err)
+	}
+	metrics.BuildInfo.WithLabelValues(Version).Set(1)
+	tracing, err := obs.SetupTracing(ctx, "sensorgate-"+def.ID, getenv)
+	if err != nil {
+		return fmt.Errorf("%s: tracing: %w", def.ID, err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(sctx); err != nil {
+			log.Warn("tracing: spans lost at shutdown", "err", err)
+		}
+	}()
+
+	rawStore, err := store.Open(ctx, store.Options{DatabaseURL: cfg.ReadingsDatabaseURL, SQLitePath: cfg.SQLitePath, ServiceID: def.ID, Logger: log})
+	if err != nil {
+		return fmt.Errorf("%s: %w", def.ID, err)
+	}
+	st := store.Instrument(rawStore, metrics)
 	defer st.Close()
 
 	live := map[string]ingest.LiveConfig{}
@@ -83,6 +107,9 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", def.ID, err)
+	}
+	if err := reg.Register(obs.NewIngestCollector(def.ID, sched.Health)); err != nil {
+		return fmt.Errorf("%s: ingest metrics: %w", def.ID, err)
 	}
 
 	mcpSrv, err := mcpserver.New(ctx, "sensorgate-"+def.ID, Version, mcpserver.Deps{ServiceID: def.ID, Store: st, Logger: log}, def.Tools...)
@@ -108,6 +135,7 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 			}
 		},
 		LastIngest: sched.LastIngest, MCP: mcpSrv, InternalToken: cfg.InternalToken, Logger: log,
+		Metrics: metrics, Registry: reg, Tracing: tracing,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -167,8 +195,10 @@ func newLogger(c config.Config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.LogLevel))
 	opts := &slog.HandlerOptions{Level: lvl}
+	// The context handler puts the request id (and trace id) on every line logged with a
+	// request's context.
 	if c.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(obs.NewContextHandler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(obs.NewContextHandler(slog.NewTextHandler(w, opts)))
 }

@@ -16,8 +16,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
 
@@ -42,6 +45,13 @@ type Deps struct {
 	InternalToken string
 	Logger        *slog.Logger
 	Now           func() time.Time
+	// Metrics, Registry and Tracing wire the shared observability (pkg/obs): request ids
+	// (passed on by the gateway) on every log line, HTTP metrics by route pattern, a
+	// server span continuing the gateway's traceparent, and, with Registry, GET /metrics.
+	// Nil switches that part off.
+	Metrics  *obs.Metrics
+	Registry *prometheus.Registry
+	Tracing  *obs.Tracing
 }
 
 // Server is the internal API.
@@ -101,7 +111,7 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 	}
 	want := []byte(s.d.InternalToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == contract.PathHealthz || r.URL.Path == contract.PathReadyz {
+		if r.URL.Path == contract.PathHealthz || r.URL.Path == contract.PathReadyz || r.URL.Path == obs.PathMetrics {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -111,42 +121,6 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r)
-	})
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection (flushes for MCP).
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (s *Server) logRequests(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
-		level := slog.LevelDebug
-		if sw.status >= 500 {
-			level = slog.LevelWarn
-		}
-		s.d.Logger.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
-			"latency_ms", float64(time.Since(start).Microseconds())/1000, "request_id", r.Header.Get(contract.HeaderRequestID))
 	})
 }
 

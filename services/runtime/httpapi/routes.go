@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // routes is the whole internal API of a backing service.
@@ -18,6 +19,13 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}/readings/latest", s.latest())
 	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}/readings", s.readings())
 	s.handle(mux, http.MethodPost, contract.PathMCP, s.mcp)
+	if s.d.Registry != nil {
+		s.handle(mux, http.MethodGet, obs.PathMetrics, obs.MetricsHandler(s.d.Registry).ServeHTTP)
+	}
 	mux.HandleFunc("/", s.notFound)
-	return s.logRequests(s.requireToken(mux))
+	// The mux is passed to the middleware directly (requireToken keeps the request), so
+	// the metrics see the pattern it matched, never the raw path.
+	return obs.Middleware(s.requireToken(mux), obs.HTTPOptions{
+		Logger: s.d.Logger, Metrics: s.d.Metrics, Tracing: s.d.Tracing, Quiet: obs.DefaultQuiet(),
+	})
 }

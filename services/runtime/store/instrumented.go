@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/obs"
+)
+
+// Instrument returns s with every call timed in sensorgate_store_query_duration_seconds
+// (store "readings", op the method) and traced as a child span of the request in its
+// context. A station or reading that is not there is an answer, not a failure, so it is
+// counted as ok. m nil returns s unchanged.
+func Instrument(s Store, m *obs.Metrics) Store {
+	if m == nil {
+		return s
+	}
+	return &instrumented{s: s, m: m}
+}
+
+type instrumented struct {
+	s Store
+	m *obs.Metrics
+}
+
+var _ Store = (*instrumented)(nil)
+
+// failure hides the expected misses from the error series.
+func failure(err error) error {
+	if errors.Is(err, ErrStationNotFound) || errors.Is(err, ErrNoReadings) {
+		return nil
+	}
+	return err
+}
+
+func (i *instrumented) Station(ctx context.Context, externalID string) (contract.Station, error) {
+	ctx, done := i.m.StoreQuery(ctx, "readings", "station")
+	st, err := i.s.Station(ctx, externalID)
+	done(failure(err))
+	return st, err
+}
+
+func (i *instrumented) Stations(ctx context.Context, f StationFilter) ([]contract.Station, int, error) {
+	ctx, done := i.m.StoreQuery(ctx, "readings", "stations")
+	out, n, err := i.s.Stations(ctx, f)
+	done(failure(err))
+	return out, n, err
+}
+
+func (i *instrumented) LatestReading(ctx context.Context, externalID string) (Reading, error) {
+	ctx, done := i.m.StoreQuery(ctx, "readings", "latest_reading")
+	r, err := i.s.LatestReading(ctx, externalID)
+	done(failure(err))
+	return r, err
+}
+
+func (i *instrumented) Readings(ctx context.Context, externalID string, q contract.ReadingsQuery) ([]Reading, int, error) {
+	ctx, done := i.m.StoreQuery(ctx, "readings", "readings")
+	out, n, err := i.s.Readings(ctx, externalID, q)
+	done(failure(err))
+	return out, n, err
+}
+
+func (i *instrumented) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
+	ctx, done := i.m.StoreQuery(ctx, "readings", "ingest")
+	res, err := i.s.Ingest(ctx, b)
+	done(err)
+	return res, err
+}
+
+func (i *instrumented) Ping(ctx context.Context) error {
+	ctx, done := i.m.StoreQuery(ctx, "readings", "ping")
+	err := i.s.Ping(ctx)
+	done(err)
+	return err
+}
+
+func (i *instrumented) Stats(ctx context.Context) (Stats, error) {
+	ctx, done := i.m.StoreQuery(ctx, "readings", "stats")
+	st, err := i.s.Stats(ctx)
+	done(err)
+	return st, err
+}
+
+func (i *instrumented) Footprint(ctx context.Context) (Footprint, error) {
+	ctx, done := i.m.StoreQuery(ctx, "readings", "footprint")
+	f, err := i.s.Footprint(ctx)
+	done(err)
+	return f, err
+}
+
+func (i *instrumented) Close() error { return i.s.Close() }
