@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensorgate/sensorgate/gateway/auth"
+	"github.com/sensorgate/sensorgate/gateway/openapi"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -23,6 +24,16 @@ func addRoutes(r *gin.Engine, d Deps) {
 		Name: "store", Critical: true,
 		Probe: func(ctx context.Context) (any, error) { return nil, d.Store.Ping(ctx) },
 	}}, d.Checks...)))
+
+	// --- Public: the OpenAPI document and its reference page (package openapi). ---
+	if docs, err := openapi.NewHandler(); err != nil {
+		// Cannot happen with the embedded document (its tests load it); the API still serves.
+		d.Logger.Error("openapi document unavailable", "err", err)
+	} else {
+		r.GET(openapi.PathJSON, gin.WrapH(docs))
+		r.GET(openapi.PathDocs, gin.WrapH(docs))
+		r.GET(openapi.PathAssets+"*file", gin.WrapH(docs))
+	}
 
 	// --- Authenticated: every /api/v1 route needs x-api-key (SPEC.md 5), then counts
 	// against the key's rate limit. ---

@@ -65,8 +65,8 @@ func NewServer(d Deps) http.Handler {
 	}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	// An API answers the path it is given: a redirect would turn a typo into a 301 or
-	// 307 that clients follow silently (and re-send a POST body to).
+	// No redirects: trimTrailingSlash serves a trailing slash in place, and a fixed-up
+	// path would turn a typo into a 301 or 307 that clients follow silently.
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.ContextWithFallback = true
@@ -84,7 +84,26 @@ func NewServer(d Deps) http.Handler {
 	addRoutes(r, d)
 	// obs.Middleware outside Gin: request id (echoed, passed upstream, on every log line),
 	// access log, metrics by route template, server spans.
-	return obs.Middleware(r, obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
+	return obs.Middleware(trimTrailingSlash(r), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
+}
+
+// trimTrailingSlash serves /a/b/ as /a/b: the same resource, without a redirect that clients
+// would follow silently (and that would re-send a POST body).
+func trimTrailingSlash(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+			r2 := *r
+			u := *r.URL
+			u.Path = strings.TrimRight(p, "/")
+			if u.Path == "" {
+				u.Path = "/"
+			}
+			u.RawPath = ""
+			r2.URL = &u
+			r = &r2
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // fail records err for renderErrors and stops the chain.

@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sensorgate/sensorgate/gateway/ratelimit"
 )
 
 // Environments of the gateway and of API keys.
@@ -70,8 +72,16 @@ type Config struct {
 	RateLimit RateLimit
 }
 
-// RateLimit is the rate limiter's configuration (RATE_LIMIT_*).
-type RateLimit struct{}
+// RateLimit is the rate limiter's configuration (RATE_LIMIT_*). Development keys always
+// get SPEC.md's 1000 requests an hour; production keys get their plan's budget.
+type RateLimit struct {
+	// Plans maps production plan names to budgets (RATE_LIMIT_PLANS); a key whose plan is
+	// not listed gets the "default" plan, else the development budget.
+	Plans ratelimit.Plans
+	// FailClosed refuses requests (503) while Redis is down instead of counting per
+	// replica (RATE_LIMIT_FAIL_CLOSED).
+	FailClosed bool
+}
 
 // setting binds one environment variable to its flag, default and parser.
 type setting struct {
@@ -199,6 +209,22 @@ func settings() []setting {
 				return fmt.Errorf("want debug, info, warn or error, got %q", v)
 			}
 			c.LogLevel = l
+			return nil
+		}},
+		{env: "RATE_LIMIT_PLANS", flag: "rate-limit-plans", def: "", usage: "budgets of production plans as name=rate/unit[:burst] pairs, e.g. free=1000/h,pro=10000/h (a \"default\" plan covers unlisted plans; development keys: 1000/h)", set: func(c *Config, v string) error {
+			p, err := ratelimit.ParsePlans(v)
+			if err != nil {
+				return err
+			}
+			c.RateLimit.Plans = p
+			return nil
+		}},
+		{env: "RATE_LIMIT_FAIL_CLOSED", flag: "rate-limit-fail-closed", def: "false", usage: "while Redis is down, refuse requests (503) instead of counting per replica", set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("want true or false, got %q", v)
+			}
+			c.RateLimit.FailClosed = b
 			return nil
 		}},
 		{env: "SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: DefaultShutdownTimeout.String(), usage: "how long shutdown waits for in-flight requests", set: func(c *Config, v string) error {

@@ -1,0 +1,150 @@
+// Package app is the gateway binary's wiring: the commands (serve, migrate, keys, catalog
+// import), the configuration they read, and the HTTP server's life cycle. main only calls
+// Run, so tests start a whole gateway in-process exactly as the binary does.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/sensorgate/sensorgate/gateway/config"
+	"github.com/sensorgate/sensorgate/gateway/store"
+)
+
+const usage = `usage: gateway [command] [flags]
+
+commands:
+  serve                     run the HTTP gateway (default)
+  migrate                   bring the catalog schema up to date and exit
+  keys create --owner NAME [--env development|production] [--plan NAME] [--name LABEL]
+                            create an API key and print it (once)
+  keys list                 list keys: id, prefix, owner, env, plan, created, revoked
+  keys revoke ID|PREFIX     revoke a key (every replica refuses it within KEY_CACHE_TTL)
+  catalog import FILE       load a JSON catalog file into the catalog
+
+Every command takes the configuration flags (run "gateway serve -h" to list them); each
+flag overrides the environment variable named in its help.
+`
+
+// Run runs the gateway command named by args (args[0] is the program name). It returns when
+// the command is done or, for serve, when ctx ends and the server has drained.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	rest := args
+	if len(rest) > 0 {
+		rest = rest[1:]
+	}
+	cmd := "serve"
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		cmd, rest = rest[0], rest[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, rest, getenv, stdout)
+	case "migrate":
+		return migrate(ctx, rest, getenv, stdout)
+	case "keys":
+		if len(rest) == 0 {
+			return fmt.Errorf("keys: want a subcommand: create, list or revoke\n\n%s", usage)
+		}
+		switch rest[0] {
+		case "create":
+			return keysCreate(ctx, rest[1:], getenv, stdout)
+		case "list":
+			return keysList(ctx, rest[1:], getenv, stdout)
+		case "revoke":
+			return keysRevoke(ctx, rest[1:], getenv, stdout)
+		}
+		return fmt.Errorf("keys: unknown subcommand %q; want create, list or revoke", rest[0])
+	case "catalog":
+		if len(rest) == 0 || rest[0] != "import" {
+			return fmt.Errorf("catalog: want the subcommand import FILE\n\n%s", usage)
+		}
+		return catalogImport(ctx, rest[1:], getenv, stdout)
+	case "help":
+		_, _ = io.WriteString(stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
+}
+
+// command is what every command starts from: its flags (the configuration's plus its
+// own) parsed, the configuration validated.
+type command struct {
+	fs     *flag.FlagSet
+	loader *config.Loader
+	cfg    config.Config
+}
+
+func newCommand(name string, getenv func(string) string, stdout io.Writer, omit ...string) *command {
+	fs := flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	return &command{fs: fs, loader: config.Register(fs, getenv, omit...)}
+}
+
+// parse parses the flags and loads the configuration; nargs is the exact number of
+// positional arguments the command takes.
+func (c *command) parse(args []string, nargs int, argNames string) error {
+	if err := c.fs.Parse(args); err != nil {
+		return err
+	}
+	if c.fs.NArg() != nargs {
+		if nargs == 0 {
+			return fmt.Errorf("%s: unexpected argument %q (flags go before arguments? see -h)", c.fs.Name(), c.fs.Arg(0))
+		}
+		return fmt.Errorf("%s: want %s, got %d arguments", c.fs.Name(), argNames, c.fs.NArg())
+	}
+	cfg, err := c.loader.Load()
+	if err != nil {
+		return err
+	}
+	c.cfg = cfg
+	return nil
+}
+
+// newLogger builds the process logger from the configuration.
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	opt := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opt))
+	}
+	return slog.New(slog.NewTextHandler(w, opt))
+}
+
+// adminLogger keeps admin commands' output clean: only warnings and errors reach it.
+func adminLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	cfg.LogLevel = max(cfg.LogLevel, slog.LevelWarn)
+	return newLogger(cfg, w)
+}
+
+func storeConfig(cfg config.Config, log *slog.Logger) store.Config {
+	return store.Config{DatabaseURL: cfg.DatabaseURL, SQLitePath: cfg.SQLitePath, Logger: log}
+}
+
+func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.Store, error) {
+	s, err := store.Open(ctx, storeConfig(cfg, log))
+	if err != nil {
+		return nil, fmt.Errorf("open catalog: %w", err)
+	}
+	return s, nil
+}
+
+func migrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("migrate", getenv, stdout)
+	if err := c.parse(args, 0, ""); err != nil {
+		return err
+	}
+	log := newLogger(c.cfg, stdout)
+	if err := store.Migrate(ctx, storeConfig(c.cfg, log)); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	_, err := fmt.Fprintln(stdout, "catalog schema is up to date")
+	return err
+}
+
+// errUsage marks a mistake in the command line (as opposed to a failure while running).
+var errUsage = errors.New("usage")

@@ -1,0 +1,78 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sensorgate/sensorgate/gateway/api"
+	"github.com/sensorgate/sensorgate/gateway/auth"
+	"github.com/sensorgate/sensorgate/gateway/config"
+	"github.com/sensorgate/sensorgate/gateway/ratelimit"
+)
+
+// redisKeyPrefix namespaces the gateway's counters in a shared Redis.
+const redisKeyPrefix = "sensorgate:"
+
+// rateLimiting is the limiter middleware, its readiness check and what to close at exit.
+type rateLimiting struct {
+	middleware gin.HandlerFunc
+	check      api.Check
+	close      func() error
+}
+
+// newRateLimiting counts in Redis (REDIS_URL, batched, falling back to local counting or
+// refusing when Redis is down) or, without Redis, in process (the embedded default).
+func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Logger) (rateLimiting, error) {
+	identify := func(c *gin.Context) (ratelimit.Identity, bool) {
+		id, ok := auth.FromGin(c)
+		if !ok {
+			return ratelimit.Identity{}, false
+		}
+		return ratelimit.Identity{KeyID: id.KeyID.String(), Environment: id.Environment, Plan: id.Plan}, true
+	}
+	local := ratelimit.NewMemory(nil)
+	if cfg.RedisURL == "" {
+		return rateLimiting{
+			middleware: ratelimit.Middleware(local, cfg.RateLimit.Plans, identify, log),
+			check: api.Check{Name: "ratelimit", Probe: func(context.Context) (any, error) {
+				return ratelimit.Status{Backend: "memory"}, nil
+			}},
+			close: func() error { return nil },
+		}, nil
+	}
+	opt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return rateLimiting{}, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	rdb := redis.NewClient(opt)
+	primary := ratelimit.NewRedis(rdb, redisKeyPrefix, 0)
+	fb, err := ratelimit.NewFallback(ratelimit.NewBatcher(primary, 0, 0), local, ratelimit.FallbackOptions{
+		FailClosed: cfg.RateLimit.FailClosed, Registerer: reg, Logger: log, Name: "redis",
+	})
+	if err != nil {
+		_ = rdb.Close()
+		return rateLimiting{}, err
+	}
+	return rateLimiting{
+		middleware: ratelimit.Middleware(fb, cfg.RateLimit.Plans, identify, log),
+		// Not critical: with Redis down the gateway keeps serving under the local limiter
+		// (or refuses, fail-closed), and says so here.
+		check: api.Check{Name: "redis", Critical: cfg.RateLimit.FailClosed, Probe: func(ctx context.Context) (any, error) {
+			st := fb.Status()
+			if err := primary.Ping(ctx); err != nil {
+				return st, err
+			}
+			if st.Degraded {
+				return st, errors.New("rate limiting is degraded: " + st.LastError)
+			}
+			return st, nil
+		}},
+		close: rdb.Close,
+	}, nil
+}

@@ -1,0 +1,185 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sensorgate/sensorgate/gateway/api"
+	"github.com/sensorgate/sensorgate/gateway/auth"
+	"github.com/sensorgate/sensorgate/gateway/catalogsync"
+	"github.com/sensorgate/sensorgate/gateway/config"
+	"github.com/sensorgate/sensorgate/pkg/obs"
+)
+
+// Server timeouts. Reads are small (MCP bodies are capped at 1 MiB); writes allow for a
+// proxied readings page from a slow service, whose own timeout is shorter.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("serve", getenv, stdout)
+	if err := c.parse(args, 0, ""); err != nil {
+		return err
+	}
+	cfg := c.cfg
+	log, err := obs.NewLogger(stdout, obs.LogConfig{Format: cfg.LogFormat, Level: cfg.LogLevel.String(), Env: cfg.Env})
+	if err != nil {
+		return err
+	}
+	tracing, err := obs.SetupTracing(ctx, "gateway", getenv)
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(sctx); err != nil {
+			log.Warn("tracing shutdown", "err", err)
+		}
+	}()
+	reg, err := obs.NewRegistry()
+	if err != nil {
+		return err
+	}
+	met, err := obs.NewMetrics(reg, "gateway")
+	if err != nil {
+		return err
+	}
+
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if cfg.Env == config.EnvDevelopment {
+		if err := auth.BootstrapDevelopment(ctx, st, cfg.DevAPIKey); err != nil {
+			return err
+		}
+		log.Info("development key ready", "prefix", auth.DisplayPrefix(cfg.DevAPIKey), "owner", auth.DevOwnerName)
+	}
+	authn, err := auth.New(st, auth.Options{Environment: cfg.Env, CacheTTL: cfg.KeyCacheTTL, Metrics: met})
+	if err != nil {
+		return err
+	}
+
+	// Background work stops when serve returns, before the store closes.
+	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var bg sync.WaitGroup
+	defer func() {
+		stopBG()
+		bg.Wait()
+	}()
+	if cfg.SyncInterval > 0 {
+		services := make(map[string]string, len(cfg.Services))
+		for _, s := range cfg.Services {
+			services[s.ID] = s.URL
+		}
+		syncer, err := catalogsync.New(st, catalogsync.Config{Services: services, Token: cfg.InternalToken, Logger: log})
+		if err != nil {
+			return fmt.Errorf("catalog sync: %w", err)
+		}
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			if err := syncer.Run(bgCtx, cfg.SyncInterval); err != nil {
+				log.Error("catalog sync stopped", "err", err)
+			}
+		}()
+	}
+
+	rl, err := newRateLimiting(cfg, reg, log)
+	if err != nil {
+		return err
+	}
+	defer rl.close()
+
+	handler := api.NewServer(api.Deps{
+		Store: st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
+		MetricsHandler: obs.MetricsHandler(reg),
+		RateLimit:      rl.middleware,
+		Checks:         []api.Check{rl.check},
+	})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (GATEWAY_ADDR): %w", cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("gateway listening", "url", "http://"+ln.Addr().String(), "env", cfg.Env,
+		"catalog", catalogName(cfg), "pid", os.Getpid())
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown: in-flight requests did not finish within %s: %w", cfg.ShutdownTimeout, err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// catalogName says which database holds the catalog, without credentials.
+func catalogName(cfg config.Config) string {
+	if cfg.DatabaseURL != "" {
+		return "postgresql"
+	}
+	return "sqlite:" + cfg.SQLitePath
+}
+
+func catalogImport(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("catalog import", getenv, stdout)
+	if err := c.parse(args, 1, "one catalog file (JSON)"); err != nil {
+		return err
+	}
+	path := c.fs.Arg(0)
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("catalog import: %w", err)
+	}
+	defer f.Close()
+	st, err := openStore(ctx, c.cfg, adminLogger(c.cfg, stdout))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	res, err := catalogsync.Import(ctx, st, f)
+	if err != nil {
+		return fmt.Errorf("catalog import %s: %w", path, err)
+	}
+	for _, r := range res {
+		fmt.Fprintf(stdout, "%s: %d inserted, %d updated, %d unchanged, %d marked missing\n",
+			r.ServiceID, r.Inserted, r.Updated, r.Unchanged, r.MarkedMissing)
+	}
+	return nil
+}
