@@ -306,6 +306,9 @@ func TestParseActiveStations(t *testing.T) {
 	if len(b.Stations) != len(tests) {
 		t.Fatalf("stations = %d, want %d", len(b.Stations), len(tests))
 	}
+	if d := b.Stations[byID["TPLM2"]].Description; d != "NDBC; NDBC Meteorological/Ocean; NDBC type fixed; measures meteorology; elevation 0 m" {
+		t.Errorf("TPLM2 description = %q", d)
+	}
 	for _, tt := range tests {
 		i, ok := byID[tt.id]
 		if !ok {

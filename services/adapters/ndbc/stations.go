@@ -113,6 +113,15 @@ func stationFromXML(xs xmlStation, n int) (contract.Station, *observation.Reject
 	if t := strings.TrimSpace(xs.Type); t != "" {
 		desc = append(desc, "NDBC type "+t)
 	}
+	var measures []string
+	for _, f := range []struct{ flag, what string }{{xs.Met, "meteorology"}, {xs.Currents, "currents"}, {xs.WaterQuality, "water quality"}, {xs.DART, "tsunami (DART)"}} {
+		if flag(f.flag) {
+			measures = append(measures, f.what)
+		}
+	}
+	if len(measures) > 0 {
+		desc = append(desc, "measures "+strings.Join(measures, ", "))
+	}
 	if e := strings.TrimSpace(xs.Elev); e != "" {
 		desc = append(desc, "elevation "+e+" m")
 	}
