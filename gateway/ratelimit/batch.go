@@ -20,7 +20,7 @@ type Batcher struct {
 	timeout time.Duration
 
 	mu     sync.Mutex
-	queues map[string]*queue
+	queues map[stateKey]*queue
 }
 
 type queue struct{ waiting []chan answer }
@@ -41,12 +41,12 @@ func NewBatcher(backend Backend, maxBatch int, timeout time.Duration) *Batcher {
 	if timeout <= 0 {
 		timeout = 2 * DefaultRedisTimeout
 	}
-	return &Batcher{backend: backend, max: maxBatch, timeout: timeout, queues: make(map[string]*queue)}
+	return &Batcher{backend: backend, max: maxBatch, timeout: timeout, queues: make(map[stateKey]*queue)}
 }
 
 // Allow implements Limiter.
 func (b *Batcher) Allow(ctx context.Context, key string, l Limit) (Result, error) {
-	qk := key + "\x00" + l.String()
+	qk := stateKey{key, l}
 	b.mu.Lock()
 	q, busy := b.queues[qk]
 	if !busy {
@@ -72,7 +72,7 @@ func (b *Batcher) Allow(ctx context.Context, key string, l Limit) (Result, error
 
 // drain hands the requests that queued behind a finished call to one goroutine that decides
 // them in batches until the key is idle.
-func (b *Batcher) drain(qk, key string, l Limit) {
+func (b *Batcher) drain(qk stateKey, key string, l Limit) {
 	batch := b.take(qk)
 	if batch == nil {
 		return
@@ -85,7 +85,7 @@ func (b *Batcher) drain(qk, key string, l Limit) {
 }
 
 // take removes up to max waiters of qk, or forgets qk and returns nil when none wait.
-func (b *Batcher) take(qk string) []chan answer {
+func (b *Batcher) take(qk stateKey) []chan answer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	q := b.queues[qk]

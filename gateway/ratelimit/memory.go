@@ -13,7 +13,7 @@ type Memory struct {
 	now func() time.Time
 
 	mu        sync.Mutex
-	tat       map[string]time.Time
+	tat       map[stateKey]time.Time
 	nextSweep time.Time
 }
 
@@ -25,7 +25,7 @@ func NewMemory(now func() time.Time) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{now: now, tat: make(map[string]time.Time)}
+	return &Memory{now: now, tat: make(map[stateKey]time.Time)}
 }
 
 // Allow implements Limiter.
@@ -45,7 +45,7 @@ func (m *Memory) AllowUpTo(_ context.Context, key string, l Limit, n int) (Batch
 	if n < 1 {
 		n = 1
 	}
-	k := key + "\x00" + l.String()
+	k := stateKey{key, l}
 	emission := l.Interval()
 	burstOffset := emission * time.Duration(l.Burst)
 
@@ -66,6 +66,13 @@ func (m *Memory) AllowUpTo(_ context.Context, key string, l Limit, n int) (Batch
 	newTat := tat.Add(emission * time.Duration(cost))
 	m.tat[k] = newTat
 	return Batch{Limit: l, Allowed: cost, Remaining: remaining - cost, ResetAfter: newTat.Sub(now)}, nil
+}
+
+// stateKey separates the budgets of one key under different limits (a plan change starts
+// a fresh budget), as the batcher's queues do.
+type stateKey struct {
+	key   string
+	limit Limit
 }
 
 // sweep drops keys whose budget is full again (their state equals a fresh key's), at most

@@ -278,7 +278,7 @@ func TestBatcherDecidesWaitersInOneCall(t *testing.T) {
 		}
 		results <- r
 	}()
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.queues["k\x00"+l.String()] != nil })
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.queues[stateKey{"k", l}] != nil })
 	for range 10 {
 		go func() {
 			r, err := b.Allow(context.Background(), "k", l)
@@ -291,7 +291,7 @@ func TestBatcherDecidesWaitersInOneCall(t *testing.T) {
 	waitFor(t, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return len(b.queues["k\x00"+l.String()].waiting) == 10
+		return len(b.queues[stateKey{"k", l}].waiting) == 10
 	})
 	close(cb.release)
 	allowed, remainings := 0, map[int]bool{}
