@@ -90,6 +90,9 @@ type Options struct {
 	// Metrics receives one observation per call (sensorgate_upstream_request_duration_seconds
 	// by service and outcome); nil records nothing.
 	Metrics *obs.Metrics
+	// Tracing, when enabled, gives every attempt a client span and sends its W3C
+	// traceparent to the service; nil traces nothing.
+	Tracing *obs.Tracing
 }
 
 // Response is an upstream answer as the gateway keeps it: immutable once built, so cache
@@ -184,7 +187,7 @@ func (u *Upstreams) newService(id, base string) (*service, error) {
 	}
 	s := &service{id: id, base: base, tr: tr}
 	s.rc = &retryablehttp.Client{
-		HTTPClient:   &http.Client{Transport: tr},
+		HTTPClient:   &http.Client{Transport: obs.Transport(tr, u.opt.Tracing)},
 		RetryWaitMin: u.opt.RetryWaitMin,
 		RetryWaitMax: u.opt.RetryWaitMax,
 		RetryMax:     u.opt.Retries,

@@ -172,10 +172,22 @@ func Transport(base http.RoundTripper, t *Tracing) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if t == nil {
-		t = NoTracing()
+	if t == nil || !t.Enabled() {
+		return &idTransport{base: base}
 	}
 	return &transport{base: base, tracer: t.Tracer(), prop: t.Propagator()}
+}
+
+// idTransport only passes the request id on: with tracing off there is no span to start
+// and, usually, nothing to copy.
+type idTransport struct{ base http.RoundTripper }
+
+func (t *idTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if id := RequestID(req.Context()); id != "" && req.Header.Get(HeaderRequestID) != id {
+		req = req.Clone(req.Context())
+		req.Header.Set(HeaderRequestID, id)
+	}
+	return t.base.RoundTrip(req)
 }
 
 type transport struct {

@@ -497,3 +497,29 @@ func TestStreamingStillFlushes(t *testing.T) {
 	}), HTTPOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 }
+
+func TestTransportPassesRequestIDWithTracingOff(t *testing.T) {
+	t.Parallel()
+	var got, traceparent string
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, traceparent = r.Header.Get(HeaderRequestID), r.Header.Get("traceparent")
+	}))
+	t.Cleanup(svc.Close)
+	client := &http.Client{Transport: Transport(nil, NoTracing())}
+	ctx := WithRequestID(context.Background(), "off-1")
+	req, _ := http.NewRequestWithContext(ctx, "GET", svc.URL, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got != "off-1" {
+		t.Errorf("service saw request id %q, want off-1", got)
+	}
+	if traceparent != "" {
+		t.Errorf("tracing is off, yet traceparent %q was sent", traceparent)
+	}
+	if req.Header.Get(HeaderRequestID) != "" {
+		t.Error("the transport changed the caller's request")
+	}
+}
