@@ -17,6 +17,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // Tool-name styles of tools/list. Some MCP clients reject dots in tool names; they ask for
@@ -262,9 +263,10 @@ func requestInfoOf(c *gin.Context) (requestInfo, error) {
 		}
 		info.protocolVersion = v
 	}
-	info.requestID = c.GetHeader(contract.HeaderRequestID)
+	// obs.Middleware assigns the id (or keeps the client's); a bare engine has only the header.
+	info.requestID = obs.RequestID(c.Request.Context())
 	if info.requestID == "" {
-		info.requestID = c.Writer.Header().Get(contract.HeaderRequestID)
+		info.requestID = c.GetHeader(contract.HeaderRequestID)
 	}
 	return info, nil
 }

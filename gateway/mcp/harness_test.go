@@ -1,0 +1,308 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/sensorgate/sensorgate/gateway/auth"
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/catalogsync"
+	"github.com/sensorgate/sensorgate/gateway/mcp"
+	"github.com/sensorgate/sensorgate/gateway/store"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
+)
+
+const (
+	devKey        = "sg_dev_mcp_test_key_0123456789abcdef"
+	internalToken = "mcp-test-internal-token"
+)
+
+// binaries builds the service binaries once per test process: the tests talk to the real
+// ocean service over HTTP, as the gateway does in production.
+var binaries struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func serviceBinary(tb testing.TB, id string) string {
+	tb.Helper()
+	binaries.once.Do(func() {
+		binaries.dir, binaries.err = os.MkdirTemp("", "sensorgate-mcp-test-")
+		if binaries.err != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binaries.dir, "github.com/sensorgate/sensorgate/services/cmd/ocean")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binaries.err = fmt.Errorf("go build services/cmd/ocean: %v\n%s", err, out)
+		}
+	})
+	if binaries.err != nil {
+		tb.Fatalf("service binary: %v", binaries.err)
+	}
+	return filepath.Join(binaries.dir, id)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binaries.dir != "" {
+		_ = os.RemoveAll(binaries.dir)
+	}
+	os.Exit(code)
+}
+
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startService runs the ocean binary in simulate mode and waits until it is ready.
+func startService(tb testing.TB, stations int) string {
+	tb.Helper()
+	bin := serviceBinary(tb, "ocean")
+	addr := freeAddr(tb)
+	var out bytes.Buffer
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(),
+		"SERVICE_ADDR="+addr,
+		"READINGS_SQLITE_PATH="+filepath.Join(tb.TempDir(), "ocean.db"),
+		"SOURCE_MODE=simulate",
+		fmt.Sprintf("SIM_STATIONS=%d", stations),
+		"SIM_DAYS=2",
+		"SIM_SEED=11",
+		"INTERNAL_TOKEN="+internalToken,
+		"LOG_LEVEL=warn",
+	)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start ocean: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	base := "http://" + addr
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(base + contract.PathReadyz)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		select {
+		case err := <-exited:
+			tb.Fatalf("ocean exited: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("ocean not ready after 60s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// gateway is the MCP handlers mounted as routes.go mounts them, behind the real API-key
+// authentication, on a real catalog synced from a real ocean service.
+type gateway struct {
+	URL        string
+	ServiceURL string
+	Store      *store.Store
+	Handler    *mcp.Handler
+	Sensors    []catalog.Sensor // the ocean sensors, by name
+	OwnerID    uuid.UUID
+}
+
+func newGateway(tb testing.TB, stations int) *gateway {
+	tb.Helper()
+	ctx := context.Background()
+	svcURL := startService(tb, stations)
+	st, err := store.Open(ctx, store.Config{DatabaseURL: testenv.Postgres(tb), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		tb.Fatalf("open store: %v", err)
+	}
+	tb.Cleanup(func() { _ = st.Close() })
+	syncer, err := catalogsync.New(st, catalogsync.Config{Services: map[string]string{"ocean": svcURL}, Token: internalToken, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := syncer.SyncOnce(ctx); err != nil {
+		tb.Fatalf("catalog sync: %v", err)
+	}
+	if err := auth.BootstrapDevelopment(ctx, st, devKey); err != nil {
+		tb.Fatalf("bootstrap key: %v", err)
+	}
+	authn, err := auth.New(st, auth.Options{Environment: catalog.EnvDevelopment, CacheTTL: time.Minute})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h, err := mcp.New(mcp.Config{
+		Store: st, InternalToken: internalToken, Logger: slog.New(slog.DiscardHandler),
+		Viewer: func(c *gin.Context) (uuid.UUID, bool) {
+			id, ok := auth.FromGin(c)
+			return id.OwnerID, ok
+		},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	v1 := r.Group("/api/v1", renderErrors, auth.Middleware(authn))
+	for path, handler := range map[string]gin.HandlerFunc{
+		"/services/:id/mcp":     h.ServiceMCP(),
+		"/sensors/:id/mcp":      h.SensorMCP(),
+		"/sensors/registry/mcp": h.RegistryMCP(),
+		"/projects/:id/mcp":     h.ProjectMCP(),
+		"/catalog/mcp":          h.CatalogMCP(),
+	} {
+		v1.POST(path, handler)
+		v1.GET(path, handler)
+	}
+	srv := httptest.NewServer(r)
+	tb.Cleanup(srv.Close)
+
+	page, err := st.ListSensors(ctx, catalog.SensorFilter{ServiceID: "ocean", Page: 1, Limit: 100})
+	if err != nil || len(page.Sensors) == 0 {
+		tb.Fatalf("synced catalog has no ocean sensors: %v", err)
+	}
+	return &gateway{URL: srv.URL, ServiceURL: svcURL, Store: st, Handler: h, Sensors: page.Sensors, OwnerID: auth.OwnerID("development")}
+}
+
+// renderErrors writes the error the auth middleware records, as the gateway's own error
+// middleware does.
+func renderErrors(c *gin.Context) {
+	c.Next()
+	if len(c.Errors) > 0 && !c.Writer.Written() {
+		apierr.Write(c.Writer, c.Errors.Last().Err)
+	}
+}
+
+// rpcResult is a decoded HTTP answer of an MCP endpoint.
+type rpcResult struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	Msg    struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result"`
+		Error   *struct {
+			Code    int             `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		} `json:"error"`
+	}
+}
+
+// post sends body to path the way a bare client does: x-api-key and Content-Type only.
+func (g *gateway) post(tb testing.TB, path, body string, header ...string) rpcResult {
+	tb.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.URL+path, bytes.NewBufferString(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("x-api-key", devKey)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] == "" {
+			req.Header.Del(header[i])
+			continue
+		}
+		req.Header.Set(header[i], header[i+1])
+	}
+	return do(tb, req)
+}
+
+func do(tb testing.TB, req *http.Request) rpcResult {
+	tb.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := rpcResult{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	if len(b) > 0 && resp.Header.Get("Content-Type") != "" {
+		_ = json.Unmarshal(b, &r.Msg)
+	}
+	return r
+}
+
+// call sends a tools/call and decodes the tool result.
+func (g *gateway) call(tb testing.TB, path, tool string, args any, header ...string) toolResult {
+	tb.Helper()
+	params := map[string]any{"name": tool, "arguments": args}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+	r := g.post(tb, path, string(b), header...)
+	if r.Status != http.StatusOK || r.Msg.Error != nil {
+		tb.Fatalf("tools/call %s at %s: status %d: %s", tool, path, r.Status, r.Body)
+	}
+	var tr toolResult
+	if err := json.Unmarshal(r.Msg.Result, &tr); err != nil {
+		tb.Fatalf("tools/call %s: result %s: %v", tool, r.Msg.Result, err)
+	}
+	return tr
+}
+
+type toolResult struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+}
+
+func (tr toolResult) text() string {
+	if len(tr.Content) == 0 {
+		return ""
+	}
+	return tr.Content[0].Text
+}
+
+func (tr toolResult) decode(tb testing.TB, v any) {
+	tb.Helper()
+	if tr.IsError {
+		tb.Fatalf("tool failed: %s", tr.text())
+	}
+	if err := json.Unmarshal(tr.StructuredContent, v); err != nil {
+		tb.Fatalf("structuredContent %s: %v", tr.StructuredContent, err)
+	}
+}
