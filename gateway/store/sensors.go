@@ -34,6 +34,11 @@ const (
 // fetched whole.
 const deferredJoinOffset = 200
 
+// filterFirstMax is the largest exact total for which a filtered page is found by
+// collecting every match first and sorting it (see ListSensors); above it, matches are
+// dense enough that walking the (name, id) index finds a page quickly.
+const filterFirstMax = 20_000
+
 func (d dialect) sensorColumns(prefix string) string {
 	p := prefix
 	return strings.Join([]string{
@@ -207,7 +212,14 @@ func validCoord(name string, v, lo, hi float64) error {
 func fnum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // buildSensorQuery turns a filter into SQL. Bad values are *apierr.Error naming the field.
-func (d dialect) buildSensorQuery(f catalog.SensorFilter) (sensorQuery, error) {
+//
+// Map filters come in two forms with the same meaning. With geoIndex, boxes are written as
+// containment in the GiST index, which finds matches fast but which the planner costs with
+// a fixed guess of 0.1 % of rows; without, as comparisons of latitude and longitude, which
+// no index serves but which the planner estimates from column statistics. Counting and
+// collecting matches use the first; walking the name index uses the second, so that the
+// planner does not abandon the walk for a "tiny" box that holds a tenth of the catalog.
+func (d dialect) buildSensorQuery(f catalog.SensorFilter, geoIndex bool) (sensorQuery, error) {
 	var q sensorQuery
 	if f.Search != "" {
 		term := strings.ToLower(f.Search)
@@ -257,11 +269,10 @@ func (d dialect) buildSensorQuery(f catalog.SensorFilter) (sensorQuery, error) {
 		if b.MinLat > b.MaxLat {
 			return q, apierr.Invalid("min_lat", "must not be greater than max_lat (%g > %g)", b.MinLat, b.MaxLat)
 		}
-		q.add("latitude >= " + fnum(b.MinLat) + " AND latitude <= " + fnum(b.MaxLat))
 		if b.MinLon <= b.MaxLon {
-			q.add("longitude >= " + fnum(b.MinLon) + " AND longitude <= " + fnum(b.MaxLon))
-		} else { // crosses the antimeridian
-			q.add("(longitude >= " + fnum(b.MinLon) + " OR longitude <= " + fnum(b.MaxLon) + ")")
+			q.add(d.boxesSQL([]geoBox{{b.MinLat, b.MaxLat, b.MinLon, b.MaxLon}}, geoIndex))
+		} else { // crosses the antimeridian: the part east of MinLon and the part west of MaxLon
+			q.add(d.boxesSQL([]geoBox{{b.MinLat, b.MaxLat, b.MinLon, 180}, {b.MinLat, b.MaxLat, -180, b.MaxLon}}, geoIndex))
 		}
 	}
 	if n := f.Near; n != nil {
@@ -274,11 +285,9 @@ func (d dialect) buildSensorQuery(f catalog.SensorFilter) (sensorQuery, error) {
 		if math.IsNaN(n.RadiusKM) || math.IsInf(n.RadiusKM, 0) || n.RadiusKM <= 0 {
 			return q, apierr.Invalid("radius_km", "want a positive number of kilometres, got %v", n.RadiusKM)
 		}
-		// A bounding box of the circle first, so the (latitude, longitude) index does the
-		// coarse work; the haversine formula then decides exactly.
-		for _, c := range radiusBoxes(n.Lat, n.Lon, n.RadiusKM) {
-			q.add(c)
-		}
+		// The bounding boxes of the circle first, so the spatial index does the coarse
+		// work; the haversine formula then decides exactly.
+		q.add(d.boxesSQL(radiusBoxes(n.Lat, n.Lon, n.RadiusKM), geoIndex))
 		q.distSQL = d.haversineSQL(n.Lat, n.Lon)
 		q.add(q.distSQL + " <= " + fnum(n.RadiusKM))
 	}
@@ -292,31 +301,48 @@ func (d dialect) haversineSQL(lat, lon float64) string {
 		fnum(EarthRadiusKM), d.least(), fnum(lat), fnum(lat), fnum(lon))
 }
 
-// radiusBoxes bounds the circle of radius r km around (lat, lon) by latitude and, when no
-// pole lies inside it, by longitude (wrapping across the antimeridian).
-func radiusBoxes(lat, lon, r float64) []string {
+// geoBox is a latitude/longitude rectangle that does not cross the antimeridian.
+type geoBox struct{ minLat, maxLat, minLon, maxLon float64 }
+
+// boxesSQL matches sensors inside any of the boxes: with geoIndex on PostgreSQL through
+// the GiST index on point(longitude, latitude) (migration 0002), otherwise by comparisons.
+func (d dialect) boxesSQL(boxes []geoBox, geoIndex bool) string {
+	parts := make([]string, 0, len(boxes))
+	for _, b := range boxes {
+		if d.postgres && geoIndex {
+			parts = append(parts, "point(longitude, latitude) <@ box(point("+fnum(b.minLon)+", "+fnum(b.minLat)+
+				"), point("+fnum(b.maxLon)+", "+fnum(b.maxLat)+"))")
+		} else {
+			parts = append(parts, "(latitude >= "+fnum(b.minLat)+" AND latitude <= "+fnum(b.maxLat)+
+				" AND longitude >= "+fnum(b.minLon)+" AND longitude <= "+fnum(b.maxLon)+")")
+		}
+	}
+	return "(" + strings.Join(parts, " OR ") + ")"
+}
+
+// radiusBoxes bounds the circle of radius r km around (lat, lon): by latitude and, when no
+// pole lies inside it, by longitude, split in two where it crosses the antimeridian.
+func radiusBoxes(lat, lon, r float64) []geoBox {
 	ang := r / EarthRadiusKM // angular radius, radians
 	dLat := ang * 180 / math.Pi
-	minLat, maxLat := lat-dLat, lat+dLat
-	out := []string{"latitude >= " + fnum(math.Max(minLat, -90)) + " AND latitude <= " + fnum(math.Min(maxLat, 90))}
+	minLat, maxLat := math.Max(lat-dLat, -90), math.Min(lat+dLat, 90)
 	if minLat <= -90 || maxLat >= 90 || ang >= math.Pi/2 {
-		return out
+		return []geoBox{{minLat, maxLat, -180, 180}}
 	}
 	s := math.Sin(ang) / math.Cos(lat*math.Pi/180)
 	if s >= 1 {
-		return out
+		return []geoBox{{minLat, maxLat, -180, 180}}
 	}
 	dLon := math.Asin(s) * 180 / math.Pi
 	minLon, maxLon := lon-dLon, lon+dLon
 	switch {
 	case minLon < -180:
-		out = append(out, "(longitude >= "+fnum(minLon+360)+" OR longitude <= "+fnum(maxLon)+")")
+		return []geoBox{{minLat, maxLat, minLon + 360, 180}, {minLat, maxLat, -180, maxLon}}
 	case maxLon > 180:
-		out = append(out, "(longitude >= "+fnum(minLon)+" OR longitude <= "+fnum(maxLon-360)+")")
+		return []geoBox{{minLat, maxLat, minLon, 180}, {minLat, maxLat, -180, maxLon - 360}}
 	default:
-		out = append(out, "longitude >= "+fnum(minLon)+" AND longitude <= "+fnum(maxLon))
+		return []geoBox{{minLat, maxLat, minLon, maxLon}}
 	}
-	return out
 }
 
 // Haversine is the great-circle distance in km between two points given in degrees.
@@ -349,7 +375,7 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 	if f.Page > math.MaxInt32/f.Limit {
 		return page, apierr.Invalid("page", "page %d is beyond any catalog", f.Page)
 	}
-	q, err := s.d.buildSensorQuery(f)
+	q, err := s.d.buildSensorQuery(f, true)
 	if err != nil {
 		return page, err
 	}
@@ -364,15 +390,34 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 		return page, nil
 	}
 	order := " ORDER BY name, id"
+	innerOrder := order
+	distCol := ""
 	if f.Near != nil && f.SortByDistance {
 		order = " ORDER BY " + q.distSQL + ", name, id"
+		innerOrder = " ORDER BY dist, name, id"
+		distCol = ", " + q.distSQL + " AS dist"
 	}
 	var query string
 	args := append([]any{}, q.args...)
-	if offset >= deferredJoinOffset {
+	filterFirst, err := s.filterFirst(db, f, q, total, offset)
+	if err != nil {
+		return page, err
+	}
+	if !filterFirst && (f.BBox != nil || f.Near != nil) {
+		if q, err = s.d.buildSensorQuery(f, false); err != nil {
+			return page, err
+		}
+		args = append([]any{}, q.args...)
+	}
+	switch {
+	case filterFirst:
+		query = "WITH m AS MATERIALIZED (SELECT id, name" + distCol + " FROM sensors" + q.whereSQL() + ") " +
+			"SELECT " + s.d.sensorColumns("") + " FROM sensors WHERE id IN (SELECT id FROM m" + innerOrder +
+			" LIMIT ? OFFSET ?)" + order
+	case offset >= s.deferredJoinOffset:
 		query = "SELECT " + s.d.sensorColumns("") + " FROM sensors WHERE id IN (SELECT id FROM sensors" +
 			q.whereSQL() + order + " LIMIT ? OFFSET ?)" + order
-	} else {
+	default:
 		query = "SELECT " + s.d.sensorColumns("") + " FROM sensors" + q.whereSQL() + order + " LIMIT ? OFFSET ?"
 	}
 	args = append(args, f.Limit, offset)
@@ -397,6 +442,37 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 	}
 	return page, nil
 }
+
+// filterFirst decides how a filtered page is found, knowing the exact number of matches:
+// collect every match through the filter's own index (trigram, GIN, GiST) and sort them,
+// or walk the (name, id) index until the page is filled. Walking reads about
+// (offset+limit) * catalog/total rows when matches are spread evenly, collecting reads
+// total rows; PostgreSQL's planner guesses total instead of knowing it. A search always
+// collects (up to filterFirstMax matches): its matches cluster in name order, since a
+// word found in names mostly starts them ("harbor" finds the "Harbor ..." stretch of the
+// index), and walking to that stretch reads much of the catalog.
+func (s *Store) filterFirst(db *gorm.DB, f catalog.SensorFilter, q sensorQuery, total, offset int) (bool, error) {
+	switch {
+	case len(q.where) == 0:
+		return false, nil
+	case f.Near != nil && f.SortByDistance:
+		return true, nil // no index gives distance order anyway
+	case total > s.filterFirstMax:
+		return false, nil
+	case f.Search != "":
+		return true, nil
+	}
+	all, err := s.countSensors(db, sensorQuery{})
+	if err != nil {
+		return false, err
+	}
+	k := float64(offset + f.Limit)
+	return float64(total)*float64(total) <= walkCost*k*float64(all), nil
+}
+
+// walkCost weighs a row read in name order (an index probe and a random heap read) against
+// a row collected by a bitmap scan (sequential-ish heap reads).
+const walkCost = 4
 
 func (s *Store) countSensors(db *gorm.DB, q sensorQuery) (int, error) {
 	gen, err := generation(db)

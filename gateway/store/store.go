@@ -49,6 +49,10 @@ type Store struct {
 	d      dialect
 	log    *slog.Logger
 	counts *countCache
+	// Plan thresholds of ListSensors (filterFirstMax, deferredJoinOffset); fields so
+	// that tests can force every plan on a small catalog.
+	filterFirstMax     int
+	deferredJoinOffset int
 }
 
 var _ catalog.Store = (*Store)(nil)
@@ -66,7 +70,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, d: d, log: cfg.Logger, counts: newCountCache(cfg.CountCacheSize)}
+	s := &Store{db: db, d: d, log: cfg.Logger, counts: newCountCache(cfg.CountCacheSize),
+		filterFirstMax: filterFirstMax, deferredJoinOffset: deferredJoinOffset}
 	if !cfg.SkipMigrations {
 		if err := s.Migrate(ctx); err != nil {
 			_ = s.Close()
