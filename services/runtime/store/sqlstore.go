@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/ids"
 )
@@ -498,12 +497,9 @@ func (s *sqlStore) prepareRows(ctx context.Context, b Batch) ([]row, []string, e
 	rawSamples := map[string][][]byte{}
 	mSamples := map[string][][]byte{}
 	seenStation := map[string]map[string]bool{}
+	me := newMeasEncoder()
 	for i, o := range b.Observations {
-		m := o.Measurements
-		if m == nil {
-			m = []canon.Measurement{}
-		}
-		j, err := json.Marshal(m)
+		j, err := me.encode(nil, o.Measurements)
 		if err != nil {
 			return nil, nil, fmt.Errorf("ingest: measurements of %s at %s: %w", o.StationID, o.Time.Format(time.RFC3339), err)
 		}

@@ -1,0 +1,195 @@
+// Command readingsbench measures a service's readings store and internal API at scale:
+// it loads stations x readings (NDBC-shaped) into PostgreSQL through the store's ingest
+// path, reports the ingest rate and the bytes per reading on disk, then serves the
+// internal API on a loopback port and measures latest-reading and 500-row-page latency
+// over real HTTP.
+//
+//	go run ./services/runtime/cmd/readingsbench -db postgres://postgres@127.0.0.1:5432/sensorgate_bench?sslmode=disable
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/runtime/benchdata"
+	"github.com/sensorgate/sensorgate/services/runtime/httpapi"
+	"github.com/sensorgate/sensorgate/services/runtime/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "readingsbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("readingsbench", flag.ContinueOnError)
+	db := fs.String("db", "", "PostgreSQL URL of the (dedicated) benchmark database; empty: SQLite at -sqlite")
+	sqlitePath := fs.String("sqlite", "", "SQLite file, when -db is empty")
+	stations := fs.Int("stations", 1000, "stations to load")
+	per := fs.Int("per-station", 10000, "readings per station")
+	method := fs.String("insert", store.InsertCopy, "PostgreSQL insert method: copy, unnest or values")
+	requests := fs.Int("requests", 2000, "requests per query kind")
+	conc := fs.Int("concurrency", 4, "concurrent HTTP clients")
+	skipLoad := fs.Bool("skip-load", false, "do not load (the database already holds the data)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *db == "" && *sqlitePath == "" {
+		return errors.New("give -db (PostgreSQL) or -sqlite")
+	}
+	st, err := store.Open(ctx, store.Options{DatabaseURL: *db, SQLitePath: *sqlitePath, ServiceID: "ocean", InsertMethod: *method, MaxConns: 16})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if !*skipLoad {
+		// Batches of 10,000 readings: 100 stations x 100 consecutive readings, walking
+		// forward in time as a live feed would.
+		const stationsPerBatch, readingsPerBatch = 100, 100
+		t0 := time.Now()
+		var n int64
+		for off := 0; off < *per; off += readingsPerBatch {
+			for first := 0; first < *stations; first += stationsPerBatch {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				k := min(readingsPerBatch, *per-off)
+				b := benchdata.Batch(first, min(stationsPerBatch, *stations-first), k, start.Add(time.Duration(off)*10*time.Minute))
+				res, err := st.Ingest(ctx, b)
+				if err != nil {
+					return err
+				}
+				n += int64(res.Inserted)
+			}
+			if off%1000 == 0 {
+				fmt.Fprintf(out, "loaded %d readings, %.0f readings/s\n", n, float64(n)/time.Since(t0).Seconds())
+			}
+		}
+		el := time.Since(t0)
+		fmt.Fprintf(out, "ingest: %d readings in %s = %.0f readings/s (insert method %s, batches of 10000, generation and encoding included)\n",
+			n, el.Round(time.Millisecond), float64(n)/el.Seconds(), *method)
+	}
+	fp, err := st.Footprint(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "storage: %d readings, %d bytes (tables + indexes) = %.1f bytes/reading\n", fp.Readings, fp.Bytes, float64(fp.Bytes)/float64(max(fp.Readings, 1)))
+
+	api := httpapi.NewServer(httpapi.Deps{Meta: contract.ServiceMeta{ID: "ocean"}, Store: st})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *conc}}
+
+	pages := max(*per/500, 1)
+	kinds := []struct {
+		name string
+		url  func(r *rand.Rand) string
+	}{
+		{"latest", func(r *rand.Rand) string { return base + contract.LatestPath(benchdata.StationID(r.IntN(*stations))) }},
+		{"page of 500 (page 1)", func(r *rand.Rand) string {
+			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(*stations))) + "?limit=500"
+		}},
+		{"page of 500 (random page)", func(r *rand.Rand) string {
+			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(*stations))) + fmt.Sprintf("?limit=500&page=%d", 1+r.IntN(pages))
+		}},
+		{"page of 500, last 7 days", func(r *rand.Rand) string {
+			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(*stations))) + "?limit=500&since=" +
+				start.Add(time.Duration(*per)*10*time.Minute-7*24*time.Hour).Format(time.RFC3339)
+		}},
+		{"page of 500, raw", func(r *rand.Rand) string {
+			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(*stations))) + "?limit=500&data_format=raw"
+		}},
+	}
+	for _, k := range kinds {
+		// Warm up connections and caches the way a running service is warm.
+		if _, err := measure(ctx, client, k.url, 200, *conc); err != nil {
+			return err
+		}
+		lat, err := measure(ctx, client, k.url, *requests, *conc)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%-28s n=%d concurrency=%d p50=%s p90=%s p99=%s max=%s\n", k.name, len(lat), *conc,
+			pct(lat, 50), pct(lat, 90), pct(lat, 99), lat[len(lat)-1].Round(10*time.Microsecond))
+	}
+	return nil
+}
+
+func measure(ctx context.Context, c *http.Client, url func(*rand.Rand) string, n, conc int) ([]time.Duration, error) {
+	var (
+		mu   sync.Mutex
+		lat  = make([]time.Duration, 0, n)
+		errs []error
+		wg   sync.WaitGroup
+		next = make(chan struct{}, n)
+	)
+	for i := 0; i < n; i++ {
+		next <- struct{}{}
+	}
+	close(next)
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, 42))
+			for range next {
+				if ctx.Err() != nil {
+					return
+				}
+				u := url(r)
+				t0 := time.Now()
+				resp, err := c.Get(u)
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if err == nil && resp.StatusCode != 200 {
+						err = fmt.Errorf("GET %s: status %d", u, resp.StatusCode)
+					}
+				}
+				d := time.Since(t0)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					lat = append(lat, d)
+				}
+				mu.Unlock()
+			}
+		}(uint64(w))
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%d failed requests, first: %w", len(errs), errs[0])
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat, ctx.Err()
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	return sorted[min(max(i-1, 0), len(sorted)-1)].Round(10 * time.Microsecond)
+}
