@@ -179,6 +179,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// API get JSON-RPC errors for those.
 	if rec.status >= 400 {
 		s.log.Debug("mcp: sdk refused", "status", rec.status, "body", truncate(rec.body.String(), 200))
+		if rec.status == http.StatusForbidden {
+			// DNS rebinding protection of a loopback-bound service (a Host that is not
+			// localhost): an HTTP refusal, not a protocol error, as the MCP security
+			// guidance and the conformance suite's dns-rebinding-protection expect.
+			apierr.Write(w, apierr.New(apierr.Forbidden, "%s", truncate(string(bytes.TrimSpace(rec.body.Bytes())), 200)))
+			return
+		}
 		code, msg := -32600, "invalid request: "
 		switch {
 		case rec.status >= 500:

@@ -1,0 +1,192 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/contract"
+)
+
+// ConformanceVersion pins the official MCP conformance suite. 0.1.13 is the newest release
+// that runs on Node 20 (0.1.14 and later need Node 22 for fs.globSync).
+const ConformanceVersion = "0.1.13"
+
+// conformanceScenarios are the suite's server scenarios that apply to a backing service.
+// The others test fixture tools, resources, prompts and features the suite expects a
+// dedicated "everything" server to have (tools-call-* call tools named test_*,
+// json-schema-2020-12 looks for json_schema_2020_12_tool, resources-*, prompts-*,
+// completion-complete, elicitation-*, server-sse-* need server-initiated streams that a
+// stateless JSON endpoint does not offer).
+var conformanceScenarios = []string{
+	"server-initialize",
+	"ping",
+	"tools-list",
+	"logging-set-level",
+	"dns-rebinding-protection",
+}
+
+// TestConformance builds each service binary, starts it on a free loopback port (simulate
+// mode, SQLite) and runs the official conformance suite's applicable server scenarios
+// against its /mcp. It skips, saying why, when npx is missing or the npm registry cannot
+// be reached.
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("conformance suite skipped in -short mode (it downloads @modelcontextprotocol/conformance with npx)")
+	}
+	npx, err := exec.LookPath("npx")
+	if err != nil {
+		t.Skip("npx is not installed: install Node.js 20+ to run the MCP conformance suite")
+	}
+	pkg := "@modelcontextprotocol/conformance@" + ConformanceVersion
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if out, err := npxCommand(ctx, npx, pkg, "list", "--server").CombinedOutput(); err != nil || !strings.Contains(string(out), "server-initialize") {
+		t.Skipf("cannot run %s via npx (offline or registry unavailable?): %v\n%s", pkg, err, tail(string(out), 1500))
+	}
+
+	bin := t.TempDir()
+	for _, id := range []string{"ocean", "weather", "airquality"} {
+		build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, id), "github.com/sensorgate/sensorgate/services/cmd/"+id)
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", id, err, out)
+		}
+	}
+	for _, id := range []string{"ocean", "weather", "airquality"} {
+		t.Run(id, func(t *testing.T) {
+			url := startBinary(t, filepath.Join(bin, id), id) + contract.PathMCP
+			for _, sc := range conformanceScenarios {
+				t.Run(sc, func(t *testing.T) {
+					outDir := t.TempDir()
+					sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					defer cancel()
+					out, err := npxCommand(sctx, npx, pkg, "server", "--url", url, "--scenario", sc, "-o", outDir).CombinedOutput()
+					checks := readChecks(t, outDir)
+					if len(checks) == 0 {
+						t.Fatalf("scenario %s wrote no checks (exit %v):\n%s", sc, err, tail(string(out), 3000))
+					}
+					passed := 0
+					for _, c := range checks {
+						switch c.Status {
+						case "SUCCESS":
+							passed++
+						case "FAILURE":
+							t.Errorf("%s / %s: %s: %s %s", sc, c.ID, c.Description, c.ErrorMessage, c.Details)
+						case "WARNING":
+							t.Logf("%s / %s warning: %s", sc, c.ID, c.ErrorMessage)
+						}
+					}
+					if passed == 0 {
+						t.Errorf("scenario %s passed no check:\n%s", sc, tail(string(out), 3000))
+					}
+					if err != nil && !t.Failed() {
+						t.Errorf("conformance exited with %v:\n%s", err, tail(string(out), 3000))
+					}
+				})
+			}
+		})
+	}
+}
+
+func npxCommand(ctx context.Context, npx, pkg string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, npx, append([]string{"-y", pkg}, args...)...)
+	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false", "npm_config_fund=false", "NO_COLOR=1")
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// check is one entry of the suite's checks.json.
+type check struct {
+	ID           string          `json:"id"`
+	Description  string          `json:"description"`
+	Status       string          `json:"status"`
+	ErrorMessage string          `json:"errorMessage"`
+	Details      json.RawMessage `json:"details"`
+}
+
+func readChecks(t *testing.T, dir string) []check {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []check
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cs []check
+		if err := json.Unmarshal(b, &cs); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		all = append(all, cs...)
+	}
+	return all
+}
+
+// startBinary runs a service binary as a separate process on a free loopback port and
+// waits for /readyz; the process is interrupted (graceful shutdown) when the test ends.
+func startBinary(t *testing.T, path, id string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	logs := &syncBuffer{}
+	cmd := exec.Command(path)
+	cmd.Env = append(os.Environ(), "SERVICE_ADDR="+addr, "READINGS_SQLITE_PATH="+filepath.Join(t.TempDir(), id+".db"),
+		"READINGS_DATABASE_URL=", "SOURCE_MODE=simulate", "SIM_STATIONS=3", "SIM_DAYS=1", "LOG_LEVEL=warn", "INTERNAL_TOKEN=")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Errorf("%s did not stop within 20 s of SIGINT", id)
+		}
+	})
+	base := "http://" + addr
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if resp, err := http.Get(base + contract.PathReadyz); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("%s exited: %v\n%s", id, err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready after 90 s:\n%s", id, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("...%s", s[len(s)-n:])
+}
