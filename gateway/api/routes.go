@@ -50,12 +50,20 @@ func addRoutes(r *gin.Engine, d Deps) {
 	v1.GET("/sensors/registry", h.listSensors(true))
 	v1.GET("/sensors/:id", h.sensor)
 
-	// Readings (SPEC.md 4.7, 4.8): the proxy engineer's section.
+	// Readings (SPEC.md 4.7, 4.8), passed through from the sensor's service (package proxy).
+	if d.Proxy.Latest != nil {
+		v1.GET("/sensors/:id/readings/latest", d.Proxy.Latest)
+		v1.GET("/sensors/:id/readings", d.Proxy.Readings)
+	}
 
 	// Services (SPEC.md 4.13).
 	v1.GET("/services", h.services)
 	v1.GET("/services/:id", h.service)
-	// Service health and MCP: the proxy and MCP engineers' section.
+	// Service health, live from the service or "down" from the gateway's probe (package proxy).
+	if d.Proxy.ServiceHealth != nil {
+		v1.GET("/services/:id/health", d.Proxy.ServiceHealth)
+	}
+	// Service MCP: the MCP engineer's section.
 
 	// Projects (SPEC.md 4.14).
 	v1.GET("/projects", h.listProjects(false))

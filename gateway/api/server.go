@@ -49,6 +49,9 @@ type Deps struct {
 
 	// RateLimit, when set, runs after authentication on every /api/v1 route.
 	RateLimit gin.HandlerFunc
+
+	// Proxy, when set, answers the readings and service health routes (package proxy).
+	Proxy ProxyHandlers
 }
 
 // NewServer returns the gateway's HTTP handler.
@@ -105,6 +108,15 @@ func trimTrailingSlash(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// ProxyHandlers are the routes answered by the backing services through the gateway.
+type ProxyHandlers struct {
+	Latest, Readings, ServiceHealth gin.HandlerFunc
+}
+
+// Fail records err for the one error renderer and stops the chain, for handlers of other
+// packages.
+func Fail(c *gin.Context, err error) { fail(c, err) }
 
 // fail records err for renderErrors and stops the chain.
 func fail(c *gin.Context, err error) {

@@ -106,10 +106,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer rl.close()
 
+	px, err := newProxying(cfg, st, reg, met, tracing, log)
+	if err != nil {
+		return err
+	}
+	defer px.close()
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		_ = px.prober.Run(bgCtx)
+	}()
+
 	handler := api.NewServer(api.Deps{
 		Store: st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
 		MetricsHandler: obs.MetricsHandler(reg),
 		RateLimit:      rl.middleware,
+		Proxy:          px.handlers,
 		Checks:         []api.Check{rl.check},
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)

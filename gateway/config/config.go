@@ -70,6 +70,24 @@ type Config struct {
 	// RateLimit holds the RATE_LIMIT_* settings; the rate limit engineer adds its fields
 	// and their entries in settings.
 	RateLimit RateLimit
+
+	// Proxy holds the readings/health proxy settings (UPSTREAM_*, READINGS_CACHE_TTL,
+	// PROBE_INTERVAL).
+	Proxy Proxy
+}
+
+// Proxy is the configuration of the path to the backing services (package proxy).
+type Proxy struct {
+	// Timeout is the deadline of one readings call to a service, retries included
+	// (UPSTREAM_TIMEOUT); past it the client gets 504 upstream_timeout.
+	Timeout time.Duration
+	// HealthTimeout bounds a health call and each background probe (UPSTREAM_HEALTH_TIMEOUT).
+	HealthTimeout time.Duration
+	// CacheTTL is the freshness bound of cached readings answers (READINGS_CACHE_TTL; 0
+	// keeps only the coalescing of identical concurrent requests).
+	CacheTTL time.Duration
+	// ProbeInterval is how often every service's health is probed (PROBE_INTERVAL).
+	ProbeInterval time.Duration
 }
 
 // RateLimit is the rate limiter's configuration (RATE_LIMIT_*). Development keys always
@@ -225,6 +243,50 @@ func settings() []setting {
 				return fmt.Errorf("want true or false, got %q", v)
 			}
 			c.RateLimit.FailClosed = b
+			return nil
+		}},
+		{env: "UPSTREAM_TIMEOUT", flag: "upstream-timeout", def: "10s", usage: "deadline of one readings call to a backing service, retries included (then 504 upstream_timeout)", set: func(c *Config, v string) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			if d < 100*time.Millisecond || d > 5*time.Minute {
+				return fmt.Errorf("want a duration from 100ms to 5m, got %s", v)
+			}
+			c.Proxy.Timeout = d
+			return nil
+		}},
+		{env: "UPSTREAM_HEALTH_TIMEOUT", flag: "upstream-health-timeout", def: "2s", usage: "deadline of a service health call and of each background probe (a service that misses it is down)", set: func(c *Config, v string) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			if d < 100*time.Millisecond || d > time.Minute {
+				return fmt.Errorf("want a duration from 100ms to 1m, got %s", v)
+			}
+			c.Proxy.HealthTimeout = d
+			return nil
+		}},
+		{env: "READINGS_CACHE_TTL", flag: "readings-cache-ttl", def: "3s", usage: "freshness bound of cached readings answers (0 to 1m; 0 keeps only the coalescing of identical concurrent requests)", set: func(c *Config, v string) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			if d < 0 || d > time.Minute {
+				return fmt.Errorf("want a duration from 0s to 1m, got %s", v)
+			}
+			c.Proxy.CacheTTL = d
+			return nil
+		}},
+		{env: "PROBE_INTERVAL", flag: "probe-interval", def: "15s", usage: "how often every backing service's health is probed for the service list status", set: func(c *Config, v string) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			if d < time.Second {
+				return fmt.Errorf("want at least 1s, got %s", v)
+			}
+			c.Proxy.ProbeInterval = d
 			return nil
 		}},
 		{env: "SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: DefaultShutdownTimeout.String(), usage: "how long shutdown waits for in-flight requests", set: func(c *Config, v string) error {
