@@ -32,6 +32,11 @@ func TestGateway(t *testing.T) {
 		"catalog":  "/api/v1/catalog/mcp",
 	}
 
+	t.Run("official go-sdk client", func(t *testing.T) {
+		t.Parallel()
+		testGoSDK(t, g)
+	})
+
 	t.Run("http errors", func(t *testing.T) {
 		t.Parallel()
 		big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", mcp.MaxBodyBytes) + `"}}`

@@ -1,0 +1,153 @@
+package mcp_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sensorgate/sensorgate/gateway/mcp"
+)
+
+// headerTransport adds fixed headers to every request, as an MCP host configured with an
+// API key does.
+type headerTransport struct {
+	header http.Header
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.header {
+		r.Header[k] = v
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// sdkCase is one endpoint and a tool call that must succeed there.
+type sdkCase struct {
+	scope, path, tool string
+	args              map[string]any
+}
+
+func sdkCases(g *gateway) []sdkCase {
+	s0 := g.Sensors[0]
+	return []sdkCase{
+		{"service", "/api/v1/services/ocean/mcp", "ocean.latest_observation", map[string]any{"station_id": s0.ExternalID}},
+		{"sensor", "/api/v1/sensors/" + s0.ID.String() + "/mcp", "ocean.latest_observation", map[string]any{}},
+		{"project", "/api/v1/projects/" + s0.FeedSlug + "/mcp", "list_project_sensors", map[string]any{"limit": 2}},
+		{"registry", "/api/v1/sensors/registry/mcp", "sensor_last_reading", map[string]any{"sensor_id": s0.ID.String()}},
+		{"catalog", "/api/v1/catalog/mcp", "get_readings", map[string]any{"sensor_id": s0.ExternalID, "limit": 2}},
+	}
+}
+
+// testGoSDK drives every gateway MCP endpoint with the official Go SDK client over its
+// streamable HTTP transport: initialize (the SDK first tries the stateless server/discover
+// of 2026-07-28 and falls back), tools/list, tools/call, with only an x-api-key header
+// added.
+func testGoSDK(t *testing.T, g *gateway) {
+	for _, c := range sdkCases(g) {
+		for _, version := range []string{"", "2025-06-18", "2024-11-05"} {
+			t.Run(c.scope+"/"+orLatest(version), func(t *testing.T) {
+				t.Parallel()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				cs := connectSDK(ctx, t, g, c.path, version, http.Header{"X-Api-Key": {devKey}})
+				defer cs.Close()
+				want := version
+				if want == "" {
+					want = mcp.LatestProtocolVersion
+				}
+				if got := cs.InitializeResult().ProtocolVersion; got != want {
+					t.Errorf("negotiated %q, want %q", got, want)
+				}
+				if cs.InitializeResult().Capabilities.Tools == nil {
+					t.Errorf("no tools capability")
+				}
+				tools, err := cs.ListTools(ctx, nil)
+				if err != nil {
+					t.Fatalf("tools/list: %v", err)
+				}
+				var names []string
+				for _, tool := range tools.Tools {
+					names = append(names, tool.Name)
+				}
+				if !slices.Contains(names, c.tool) {
+					t.Fatalf("tools/list %v lacks %s", names, c.tool)
+				}
+				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
+				if err != nil {
+					t.Fatalf("tools/call %s: %v", c.tool, err)
+				}
+				if res.IsError || res.StructuredContent == nil || len(res.Content) == 0 {
+					t.Fatalf("tools/call %s: isError %v, structured %v, content %v", c.tool, res.IsError, res.StructuredContent, res.Content)
+				}
+				if err := cs.Ping(ctx, nil); err != nil {
+					t.Errorf("ping: %v", err)
+				}
+			})
+		}
+	}
+
+	t.Run("underscore names through the SDK", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		path := "/api/v1/sensors/" + g.Sensors[0].ID.String() + "/mcp"
+		cs := connectSDK(ctx, t, g, path, "", http.Header{"X-Api-Key": {devKey}, mcp.HeaderToolNames: {"underscore"}})
+		defer cs.Close()
+		tools, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range tools.Tools {
+			if strings.Contains(tool.Name, ".") {
+				t.Errorf("dotted name %q in underscore mode", tool.Name)
+			}
+		}
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "ocean__latest_observation", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("alias call: %v %+v", err, res)
+		}
+	})
+
+	t.Run("SDK sees a missing key", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		client := sdk.NewClient(&sdk.Implementation{Name: "sensorgate-test", Version: "1"}, nil)
+		_, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: g.URL + "/api/v1/catalog/mcp", MaxRetries: -1}, nil)
+		if err == nil || !strings.Contains(err.Error(), "401") && !strings.Contains(strings.ToLower(err.Error()), "unauthorized") {
+			t.Errorf("connect without a key: %v, want a 401", err)
+		}
+	})
+}
+
+func connectSDK(ctx context.Context, t *testing.T, g *gateway, path, version string, header http.Header) *sdk.ClientSession {
+	t.Helper()
+	client := sdk.NewClient(&sdk.Implementation{Name: "sensorgate-test", Version: "1"}, nil)
+	transport := &sdk.StreamableClientTransport{
+		Endpoint:   g.URL + path,
+		HTTPClient: &http.Client{Transport: headerTransport{header: header}, Timeout: 30 * time.Second},
+		MaxRetries: -1,
+	}
+	var opts *sdk.ClientSessionOptions
+	if version != "" {
+		opts = &sdk.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := client.Connect(ctx, transport, opts)
+	if err != nil {
+		t.Fatalf("connect %s: %v", path, err)
+	}
+	return cs
+}
+
+func orLatest(v string) string {
+	if v == "" {
+		return "sdk-default"
+	}
+	return v
+}
