@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/services/adapters/internal/batch"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
 
@@ -74,7 +75,7 @@ func Testdata(tb testing.TB, name string) []byte {
 func CheckBatch(tb testing.TB, b observation.Batch) {
 	tb.Helper()
 	for i, o := range b.Observations {
-		if o.StationID == "" || o.Time.IsZero() {
+		if u := o.Time.Unix(); o.StationID == "" || u < batch.MinUnix || u >= batch.MaxUnix {
 			tb.Fatalf("observation %d has no station or time: %+v", i, o)
 		}
 		if len(o.Measurements) == 0 {

@@ -5,6 +5,7 @@ package batch
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -28,6 +29,14 @@ const (
 	ReasonDuplicate          = "duplicate"
 	ReasonNoMeasurements     = "no_measurements"
 	ReasonBadStationMetadata = "bad_station_metadata"
+)
+
+// Observation times outside [MinUnix, MaxUnix) seconds are bad_timestamp rejections: no
+// provider has sensor readings from before 1900, and year 1 or 9999 means a broken
+// timestamp.
+const (
+	MinUnix = -2208988800 // 1900-01-01T00:00:00Z
+	MaxUnix = 7258118400  // 2200-01-01T00:00:00Z
 )
 
 // Builder collects observations, rejections and station facts for one payload.
@@ -100,6 +109,10 @@ func (b *Builder) Reject(station string, line int, field, reason, detail string)
 // second row of the same station and time is a duplicate rejection (the first one wins).
 func (m *Measurements) Emit(t time.Time, lat, lon *float64, raw json.RawMessage, rawFormat string) {
 	b := m.b
+	if u := t.Unix(); u < MinUnix || u >= MaxUnix {
+		b.Reject(m.station, m.line, "", ReasonBadTimestamp, fmt.Sprintf("time %s is outside 1900..2199", t.UTC().Format(time.RFC3339)))
+		return
+	}
 	if len(m.list) == 0 {
 		b.Reject(m.station, m.line, "", ReasonNoMeasurements, "row has no usable canonical value")
 		return
