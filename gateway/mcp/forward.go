@@ -18,6 +18,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // ForwardRequest is one JSON-RPC call on its way to a service's POST /mcp.
@@ -48,6 +49,9 @@ type HTTPForwarderConfig struct {
 	Timeout time.Duration
 	// MaxResponseBytes bounds a service's answer (default 16 MiB).
 	MaxResponseBytes int64
+	// Tracing, when enabled, gives each forwarded call a client span whose W3C
+	// traceparent goes to the service (only for the default Client).
+	Tracing *obs.Tracing
 }
 
 // HTTPForwarder forwards over HTTP. A call is retried once, and only when the connection
@@ -64,7 +68,7 @@ var _ Forwarder = (*HTTPForwarder)(nil)
 // NewHTTPForwarder returns a Forwarder with cfg's settings.
 func NewHTTPForwarder(cfg HTTPForwarderConfig) *HTTPForwarder {
 	if cfg.Client == nil {
-		cfg.Client = newPooledClient()
+		cfg.Client = newPooledClient(cfg.Tracing)
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 15 * time.Second
@@ -77,13 +81,13 @@ func NewHTTPForwarder(cfg HTTPForwarderConfig) *HTTPForwarder {
 
 // newPooledClient keeps enough idle connections per service that the forwarding hot path
 // never pays for a new TCP connection under load.
-func newPooledClient() *http.Client {
+func newPooledClient(tracing *obs.Tracing) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 512
 	t.MaxIdleConnsPerHost = 128
 	t.IdleConnTimeout = 90 * time.Second
 	t.ResponseHeaderTimeout = 30 * time.Second
-	return &http.Client{Transport: t}
+	return &http.Client{Transport: obs.Transport(t, tracing)}
 }
 
 // Forward implements Forwarder.

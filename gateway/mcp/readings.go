@@ -15,6 +15,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // Readings reads one station's readings from its service's internal API
@@ -34,6 +35,9 @@ type HTTPReadingsConfig struct {
 	Timeout time.Duration
 	// MaxResponseBytes bounds an answer (default 32 MiB: 500 raw readings are large).
 	MaxResponseBytes int64
+	// Tracing, when enabled, traces each call and sends its traceparent to the service
+	// (only for the default Client).
+	Tracing *obs.Tracing
 }
 
 // HTTPReadings is Readings over plain HTTP. GETs are idempotent, so a refused connection
@@ -50,7 +54,7 @@ var _ Readings = (*HTTPReadings)(nil)
 // NewHTTPReadings returns a Readings with cfg's settings.
 func NewHTTPReadings(cfg HTTPReadingsConfig) *HTTPReadings {
 	if cfg.Client == nil {
-		cfg.Client = newPooledClient()
+		cfg.Client = newPooledClient(cfg.Tracing)
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
