@@ -1,6 +1,7 @@
 // Package airnow reads US EPA AirNow API payloads: monitoring-site data (/aq/data/:
 // concentration, raw concentration and AQI per pollutant, -999 for missing) and current
-// observations by location (/aq/observation/...: AQI only, with its category).
+// observations by location (/aq/observation/...: AQI only, with its category); and it
+// simulates monitoring-site data for synthetic US sites.
 package airnow
 
 import (
@@ -36,7 +37,7 @@ const SensorType = "air_quality_monitor"
 // ReportingIntervalS is AirNow's hourly cadence.
 const ReportingIntervalS = 3600
 
-// Adapter is the AirNow observation.Adapter.
+// Adapter is the AirNow observation.Adapter and observation.Simulator.
 type Adapter struct{}
 
 var _ observation.Adapter = Adapter{}
