@@ -96,6 +96,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == PathJSON:
 		h.serveBytes(w, r, "application/json; charset=utf-8", h.json, h.etag)
 	case p == PathDocs || p == PathDocs+"/":
+		w.Header().Set("Content-Security-Policy", docsCSP)
 		h.serveBytes(w, r, "text/html; charset=utf-8", h.page, "")
 	case strings.HasPrefix(p, PathAssets):
 		h.serveAsset(w, r, strings.TrimPrefix(p, PathAssets))
@@ -144,6 +145,13 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg, "code": code})
 }
+
+// docsCSP keeps the reference page on this origin: the bundled Redoc would otherwise load
+// its "powered by" logo from a CDN. Redoc needs inline styles (styled-components), eval
+// (its schema compiler) and blob workers (search).
+const docsCSP = "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; " +
+	"img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; " +
+	"object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 
 // pageOperation is one row of the page's no-script index.
 type pageOperation struct {

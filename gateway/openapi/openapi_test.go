@@ -136,4 +136,9 @@ func TestPageUsesNoCDN(t *testing.T) {
 			t.Errorf("page refers to %q: the page must work offline", bad)
 		}
 	}
+	// The bundled renderer refers to a CDN logo; the policy keeps the browser on this origin.
+	csp := rec.Header().Get("Content-Security-Policy")
+	if !strings.Contains(csp, "default-src 'self'") || strings.Contains(csp, "http") {
+		t.Errorf("Content-Security-Policy %q must confine the page to its own origin", csp)
+	}
 }
