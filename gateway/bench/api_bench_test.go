@@ -78,7 +78,7 @@ func BenchmarkAPIListSensors(b *testing.B) {
 					b.Fatal(err)
 				}
 				var body struct {
-					Sensors    []json.RawMessage `json:"sensors"`
+					Sensors    []json.RawMessage   `json:"sensors"`
 					Pagination struct{ Total int } `json:"pagination"`
 				}
 				if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
