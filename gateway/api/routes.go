@@ -63,12 +63,22 @@ func addRoutes(r *gin.Engine, d Deps) {
 	if d.Proxy.ServiceHealth != nil {
 		v1.GET("/services/:id/health", d.Proxy.ServiceHealth)
 	}
-	// Service MCP: the MCP engineer's section.
+	// Service MCP (SPEC.md 4.13): forwarded to the service, tool names unchanged.
+	if d.MCP.Service != nil {
+		v1.POST("/services/:id/mcp", d.MCP.Service)
+	}
 
 	// Projects (SPEC.md 4.14).
 	v1.GET("/projects", h.listProjects(false))
 	v1.GET("/projects/my", h.listProjects(true))
 	v1.GET("/projects/:id", h.project)
 
-	// MCP endpoints (SPEC.md 4.9-4.12): the MCP engineer's section.
+	// MCP endpoints (SPEC.md 4.9-4.12, package mcp). POST only: a GET gets the engine's
+	// 405. The literal /sensors/registry/mcp is matched before the :id parameter.
+	if d.MCP.Catalog != nil {
+		v1.POST("/sensors/registry/mcp", d.MCP.Registry)
+		v1.POST("/sensors/:id/mcp", d.MCP.Sensor)
+		v1.POST("/projects/:id/mcp", d.MCP.Project)
+		v1.POST("/catalog/mcp", d.MCP.Catalog)
+	}
 }

@@ -52,6 +52,9 @@ type Deps struct {
 
 	// Proxy, when set, answers the readings and service health routes (package proxy).
 	Proxy ProxyHandlers
+
+	// MCP, when set, answers the MCP endpoints (package mcp).
+	MCP MCPHandlers
 }
 
 // NewServer returns the gateway's HTTP handler.
@@ -112,6 +115,11 @@ func trimTrailingSlash(next http.Handler) http.Handler {
 // ProxyHandlers are the routes answered by the backing services through the gateway.
 type ProxyHandlers struct {
 	Latest, Readings, ServiceHealth gin.HandlerFunc
+}
+
+// MCPHandlers are the MCP endpoints (SPEC.md 4.9-4.12): one JSON-RPC message per POST.
+type MCPHandlers struct {
+	Service, Sensor, Project, Registry, Catalog gin.HandlerFunc
 }
 
 // Fail records err for the one error renderer and stops the chain, for handlers of other

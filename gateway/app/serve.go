@@ -117,11 +117,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		_ = px.prober.Run(bgCtx)
 	}()
 
+	mcpHandlers, err := newMCP(cfg, st, log)
+	if err != nil {
+		return err
+	}
 	handler := api.NewServer(api.Deps{
 		Store: st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
 		MetricsHandler: obs.MetricsHandler(reg),
 		RateLimit:      rl.middleware,
 		Proxy:          px.handlers,
+		MCP:            mcpHandlers,
 		Checks:         []api.Check{rl.check},
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)

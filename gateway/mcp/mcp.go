@@ -39,6 +39,13 @@ type Config struct {
 	// InternalToken is the shared secret sent to services in contract.HeaderInternalToken
 	// by the default Forwarder and Readings.
 	InternalToken string
+	// UpstreamTimeout bounds one call of the default Forwarder and Readings to a service,
+	// retries included (default 15s and 10s).
+	UpstreamTimeout time.Duration
+	// ServiceURLs maps service ids to internal base URLs; a configured URL wins over the
+	// one the catalog recorded at sync, so that the gateway reaches services where its
+	// configuration says they are.
+	ServiceURLs map[string]string
 	// Viewer returns the authenticated caller's owner id, which decides what private
 	// projects it may reach. Nil, or false: the caller sees public projects only.
 	Viewer func(c *gin.Context) (uuid.UUID, bool)
@@ -63,6 +70,7 @@ type Handler struct {
 	log      *slog.Logger
 	now      func() time.Time
 	version  string
+	urls     map[string]string
 
 	sensors  *ttlCache[uuid.UUID, catalog.Sensor]
 	services *ttlCache[string, catalog.Service]
@@ -91,10 +99,10 @@ func New(cfg Config) (*Handler, error) {
 		cfg.CacheTTL = 5 * time.Second
 	}
 	if cfg.Forwarder == nil {
-		cfg.Forwarder = NewHTTPForwarder(HTTPForwarderConfig{InternalToken: cfg.InternalToken})
+		cfg.Forwarder = NewHTTPForwarder(HTTPForwarderConfig{InternalToken: cfg.InternalToken, Timeout: cfg.UpstreamTimeout})
 	}
 	if cfg.Readings == nil {
-		cfg.Readings = NewHTTPReadings(HTTPReadingsConfig{InternalToken: cfg.InternalToken})
+		cfg.Readings = NewHTTPReadings(HTTPReadingsConfig{InternalToken: cfg.InternalToken, Timeout: cfg.UpstreamTimeout})
 	}
 	h := &Handler{
 		store:    cfg.Store,
@@ -104,6 +112,7 @@ func New(cfg Config) (*Handler, error) {
 		log:      cfg.Logger,
 		now:      cfg.Now,
 		version:  cfg.Version,
+		urls:     cfg.ServiceURLs,
 		sensors:  newTTLCache[uuid.UUID, catalog.Sensor](cfg.CacheTTL, 10000),
 		services: newTTLCache[string, catalog.Service](cfg.CacheTTL, 256),
 		projects: newTTLCache[string, catalog.Project](cfg.CacheTTL, 1024),
@@ -142,6 +151,9 @@ func (h *Handler) service(ctx context.Context, id string) (catalog.Service, erro
 	s, err := h.store.Service(ctx, id)
 	if err != nil {
 		return s, err
+	}
+	if u, ok := h.urls[id]; ok && u != "" {
+		s.URL = u
 	}
 	h.services.put(id, s, now)
 	return s, nil

@@ -1,0 +1,43 @@
+package app
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/sensorgate/sensorgate/gateway/api"
+	"github.com/sensorgate/sensorgate/gateway/auth"
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/config"
+	"github.com/sensorgate/sensorgate/gateway/mcp"
+)
+
+// newMCP builds the MCP endpoints: services are reached at their configured URLs with the
+// internal token, within the proxy's upstream timeout, and private projects are visible to
+// their owner's keys.
+func newMCP(cfg config.Config, st catalog.Store, log *slog.Logger) (api.MCPHandlers, error) {
+	urls := make(map[string]string, len(cfg.Services))
+	for _, s := range cfg.Services {
+		urls[s.ID] = s.URL
+	}
+	h, err := mcp.New(mcp.Config{
+		Store:           st,
+		InternalToken:   cfg.InternalToken,
+		UpstreamTimeout: cfg.Proxy.Timeout,
+		ServiceURLs:     urls,
+		Logger:          log,
+		Viewer: func(c *gin.Context) (uuid.UUID, bool) {
+			id, ok := auth.FromGin(c)
+			return id.OwnerID, ok
+		},
+	})
+	if err != nil {
+		return api.MCPHandlers{}, fmt.Errorf("mcp: %w", err)
+	}
+	return api.MCPHandlers{
+		Service: h.ServiceMCP(), Sensor: h.SensorMCP(), Project: h.ProjectMCP(),
+		Registry: h.RegistryMCP(), Catalog: h.CatalogMCP(),
+	}, nil
+}
