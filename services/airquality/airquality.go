@@ -1,6 +1,5 @@
-// Package airquality defines the air-quality service: OpenAQ monitors (and EPA AirNow when
-// its adapter is wired), how each is polled live, which recorded files are whose, and the
-// service's metadata.
+// Package airquality defines the air-quality service: OpenAQ and EPA AirNow monitors, how
+// each is polled live, which recorded files are whose, and the service's metadata.
 package airquality
 
 import (
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sensorgate/sensorgate/services/adapters/airnow"
 	"github.com/sensorgate/sensorgate/services/adapters/openaq"
 	"github.com/sensorgate/sensorgate/services/observation"
 	"github.com/sensorgate/sensorgate/services/runtime/app"
@@ -25,11 +25,11 @@ func Definition(tools ...mcpserver.Registrar) app.Definition {
 	return app.Definition{
 		ID:              ID,
 		Name:            "Air quality",
-		Description:     "Air-quality monitors: PM2.5, PM10, ozone and the air quality index from OpenAQ.",
+		Description:     "Air-quality monitors: PM2.5, PM10, ozone and the air quality index from OpenAQ and EPA AirNow.",
 		Domain:          "air_quality",
 		TemporalPattern: "periodic",
 		DefaultPort:     8083,
-		Providers:       []ingest.Provider{OpenAQ()},
+		Providers:       []ingest.Provider{OpenAQ(), AirNow()},
 		Tools:           tools,
 	}
 }
@@ -72,6 +72,43 @@ func OpenAQ() ingest.Provider {
 				return observation.Payload{Format: openaq.FormatLatest, Body: body}, true
 			case bytes.Contains(t, []byte(`"date":{"utc"`)) || bytes.Contains(t, []byte(`"date": {`)):
 				return observation.Payload{Format: openaq.FormatMeasurements, Body: body}, true
+			}
+			return observation.Payload{}, false
+		},
+	}
+}
+
+// AirNow is the EPA AirNow API: current observations by ZIP code (AIRNOW_STATIONS are ZIP
+// codes; AIRNOW_API_KEY is required). There is no simulator: the air-quality service
+// simulates OpenAQ monitors.
+func AirNow() ingest.Provider {
+	return ingest.Provider{
+		Adapter: airnow.Adapter{},
+		Cadence: time.Hour,
+		Live: ingest.LiveSpec{
+			DefaultBaseURL:  "https://www.airnowapi.org",
+			DefaultStations: []string{"90012", "10001", "60601", "98101", "80202"},
+			NeedsAPIKey:     true,
+			Targets: func(base string, zips []string, key string) []ingest.Target {
+				base = strings.TrimRight(base, "/")
+				var out []ingest.Target
+				for _, z := range zips {
+					q := url.Values{"format": {"application/json"}, "zipCode": {z}, "distance": {"25"}, "API_KEY": {key}}
+					out = append(out, ingest.Target{URL: base + "/aq/observation/zipCode/current/?" + q.Encode(), Format: airnow.FormatObservation})
+				}
+				return out
+			},
+		},
+		Classify: func(rel string, body []byte) (observation.Payload, bool) {
+			t := bytes.TrimSpace(body)
+			if len(t) == 0 || t[0] != '[' {
+				return observation.Payload{}, false
+			}
+			switch {
+			case bytes.Contains(t, []byte(`"dateObserved"`)) && bytes.Contains(t, []byte(`"parameterName"`)):
+				return observation.Payload{Format: airnow.FormatObservation, Body: body}, true
+			case bytes.Contains(t, []byte(`"Parameter"`)) && bytes.Contains(t, []byte(`"UTC"`)):
+				return observation.Payload{Format: airnow.FormatData, Body: body}, true
 			}
 			return observation.Payload{}, false
 		},

@@ -1,15 +1,18 @@
-// Package ocean defines the ocean service: NOAA NDBC buoys and C-MAN stations (and CO-OPS
-// water levels and temperatures when its adapter is wired), how each is polled live, which
-// recorded files are whose, and the service's metadata.
+// Package ocean defines the ocean service: NOAA NDBC buoys and C-MAN stations and NOAA
+// CO-OPS tide stations, how each is polled live, which recorded files are whose, and the
+// service's metadata.
 package ocean
 
 import (
+	"bytes"
 	"net/http"
+	"net/url"
 	"path"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/sensorgate/sensorgate/services/adapters/coops"
 	"github.com/sensorgate/sensorgate/services/adapters/ndbc"
 	"github.com/sensorgate/sensorgate/services/observation"
 	"github.com/sensorgate/sensorgate/services/runtime/app"
@@ -25,11 +28,11 @@ func Definition(tools ...mcpserver.Registrar) app.Definition {
 	return app.Definition{
 		ID:              ID,
 		Name:            "Ocean observations",
-		Description:     "Buoys and coastal stations: waves, wind, pressure, air and water temperature from NOAA NDBC.",
+		Description:     "Buoys and coastal stations: waves, wind, pressure, air and water temperature from NOAA NDBC and NOAA CO-OPS.",
 		Domain:          "ocean",
 		TemporalPattern: "periodic",
 		DefaultPort:     8081,
-		Providers:       []ingest.Provider{NDBC()},
+		Providers:       []ingest.Provider{NDBC(), COOPS()},
 		Tools:           tools,
 	}
 }
@@ -76,6 +79,65 @@ func NDBC() ingest.Provider {
 				return observation.Payload{Format: ndbc.FormatStdmet, StationID: ndbc.CanonicalID(m[1]), Body: body}, true
 			}
 			return observation.Payload{}, false
+		},
+	}
+}
+
+// coopsProducts are the datagetter products polled live, in the order their names are
+// looked for in recorded file names.
+var coopsProducts = []struct{ product, format string }{
+	{coops.ProductWaterTemperature, coops.FormatWaterTemperature},
+	{coops.ProductAirTemperature, coops.FormatAirTemperature},
+	{coops.ProductAirPressure, coops.FormatAirPressure},
+	{coops.ProductHumidity, coops.FormatHumidity},
+}
+
+// COOPS is NOAA CO-OPS (Tides & Currents): the datagetter JSON of each product per station
+// (last 24 hours, metric, GMT); new records every 6 minutes.
+func COOPS() ingest.Provider {
+	a := coops.Adapter{}
+	return ingest.Provider{
+		Adapter:   a,
+		Simulator: a,
+		Cadence:   6 * time.Minute,
+		Live: ingest.LiveSpec{
+			DefaultBaseURL:  "https://api.tidesandcurrents.noaa.gov",
+			DefaultStations: []string{"8723970", "8454000", "8518750", "9414290", "8724580", "8775237"},
+			Targets: func(base string, stations []string, _ string) []ingest.Target {
+				base = strings.TrimRight(base, "/")
+				var out []ingest.Target
+				for _, s := range stations {
+					for _, p := range coopsProducts {
+						q := url.Values{"product": {p.product}, "station": {s}, "range": {"24"}, "units": {"metric"},
+							"time_zone": {"gmt"}, "format": {"json"}, "application": {"sensorgate"}}
+						out = append(out, ingest.Target{URL: base + "/api/prod/datagetter?" + q.Encode(), Format: p.format})
+					}
+				}
+				return out
+			},
+		},
+		Classify: func(rel string, body []byte) (observation.Payload, bool) {
+			t := bytes.TrimSpace(body)
+			if len(t) == 0 || t[0] != '{' {
+				return observation.Payload{}, false
+			}
+			isData := bytes.Contains(t, []byte(`"metadata"`)) && bytes.Contains(t, []byte(`"data"`))
+			isError := bytes.Contains(t, []byte(`"error"`)) && bytes.Contains(t, []byte(`"message"`)) && !bytes.Contains(t, []byte(`"results"`))
+			name := strings.ToLower(path.Base(strings.ReplaceAll(rel, "\\", "/")))
+			if !isData && !(isError && strings.Contains(name, "datagetter")) {
+				return observation.Payload{}, false
+			}
+			format := coops.FormatWaterTemperature
+			for _, p := range coopsProducts {
+				if strings.Contains(name, p.product) {
+					format = p.format
+					break
+				}
+			}
+			if strings.Contains(name, "english") {
+				format += ".english"
+			}
+			return observation.Payload{Format: format, Body: body}, true
 		},
 	}
 }

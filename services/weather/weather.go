@@ -1,15 +1,19 @@
-// Package weather defines the weather service: NOAA NWS station observations (and
-// personal weather stations when their adapters are wired), how each is polled live, which
-// recorded files are whose, and the service's metadata.
+// Package weather defines the weather service: NOAA NWS station observations and personal
+// weather stations (Ambient Weather, Davis WeatherLink; imperial units), how each is polled
+// live, which recorded files are whose, and the service's metadata.
 package weather
 
 import (
 	"bytes"
 	"net/http"
 	"net/url"
+	"path"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/sensorgate/sensorgate/services/adapters/ambient"
+	"github.com/sensorgate/sensorgate/services/adapters/davis"
 	"github.com/sensorgate/sensorgate/services/adapters/nws"
 	"github.com/sensorgate/sensorgate/services/observation"
 	"github.com/sensorgate/sensorgate/services/runtime/app"
@@ -25,11 +29,11 @@ func Definition(tools ...mcpserver.Registrar) app.Definition {
 	return app.Definition{
 		ID:              ID,
 		Name:            "Weather observations",
-		Description:     "Surface weather stations: air temperature, humidity, wind, pressure from the NOAA National Weather Service.",
+		Description:     "Surface weather stations: air temperature, humidity, wind, pressure from the NOAA National Weather Service and personal weather stations.",
 		Domain:          "weather",
 		TemporalPattern: "periodic",
 		DefaultPort:     8082,
-		Providers:       []ingest.Provider{NWS()},
+		Providers:       []ingest.Provider{NWS(), Ambient(), Davis()},
 		Tools:           tools,
 	}
 }
@@ -69,6 +73,85 @@ func NWS() ingest.Provider {
 				return observation.Payload{Format: nws.FormatObservations, Body: body}, true
 			case bytes.Contains(t, []byte(`"stationIdentifier"`)):
 				return observation.Payload{Format: nws.FormatStations, Body: body}, true
+			}
+			return observation.Payload{}, false
+		},
+	}
+}
+
+// macInName finds a device MAC in a recorded file's name (device data does not name its
+// device): 00-0E-C6-20-0B-DA, 00:0e:c6:20:0b:da or 000ec6200bda.
+var macInName = regexp.MustCompile(`(?i)([0-9a-f]{2}[:_-]?){5}[0-9a-f]{2}`)
+
+// Ambient is Ambient Weather's REST API: /v1/devices/{mac} per device (the last day of
+// 5-minute records) and /v1/devices for metadata. Its API needs two keys, given as
+// AMBIENT_WEATHER_API_KEY=<apiKey>:<applicationKey>; stations are device MACs.
+func Ambient() ingest.Provider {
+	a := ambient.Adapter{}
+	return ingest.Provider{
+		Adapter:   a,
+		Simulator: a,
+		Cadence:   5 * time.Minute,
+		Live: ingest.LiveSpec{
+			DefaultBaseURL: "https://rt.ambientweather.net",
+			NeedsAPIKey:    true,
+			Targets: func(base string, stations []string, key string) []ingest.Target {
+				base = strings.TrimRight(base, "/")
+				apiKey, appKey, _ := strings.Cut(key, ":")
+				auth := url.Values{"apiKey": {apiKey}, "applicationKey": {appKey}}
+				out := []ingest.Target{{URL: base + "/v1/devices?" + auth.Encode(), Format: ambient.FormatDevices, MetadataOnly: true}}
+				for _, mac := range stations {
+					q := url.Values{"apiKey": {apiKey}, "applicationKey": {appKey}, "limit": {"288"}}
+					out = append(out, ingest.Target{URL: base + "/v1/devices/" + url.PathEscape(mac) + "?" + q.Encode(),
+						Format: ambient.FormatDeviceData, StationID: ambient.CanonicalID(mac)})
+				}
+				return out
+			},
+		},
+		Classify: func(rel string, body []byte) (observation.Payload, bool) {
+			t := bytes.TrimSpace(body)
+			switch {
+			case len(t) == 0:
+				return observation.Payload{}, false
+			case bytes.Contains(t, []byte(`"macAddress"`)) && bytes.Contains(t, []byte(`"lastData"`)):
+				return observation.Payload{Format: ambient.FormatDevices, Body: body}, true
+			case t[0] == '[' && bytes.Contains(t, []byte(`"dateutc"`)) && bytes.Contains(t, []byte(`"tempf"`)):
+				mac := macInName.FindString(path.Base(rel))
+				if mac == "" {
+					return observation.Payload{}, false // device data names no device
+				}
+				return observation.Payload{Format: ambient.FormatDeviceData, StationID: ambient.CanonicalID(mac), Body: body}, true
+			}
+			return observation.Payload{}, false
+		},
+	}
+}
+
+// Davis is Davis WeatherLink v2 /current/{station-id}. Live polling needs the API key
+// (DAVIS_WEATHERLINK_API_KEY=<api-key>:<api-secret>); stations are WeatherLink station
+// ids. There is no simulator: the weather service simulates NWS and Ambient stations.
+func Davis() ingest.Provider {
+	return ingest.Provider{
+		Adapter: davis.Adapter{},
+		Cadence: 15 * time.Minute,
+		Live: ingest.LiveSpec{
+			DefaultBaseURL: "https://api.weatherlink.com",
+			NeedsAPIKey:    true,
+			Targets: func(base string, stations []string, key string) []ingest.Target {
+				base = strings.TrimRight(base, "/")
+				apiKey, secret, _ := strings.Cut(key, ":")
+				var out []ingest.Target
+				for _, s := range stations {
+					out = append(out, ingest.Target{URL: base + "/v2/current/" + url.PathEscape(s) + "?" + url.Values{"api-key": {apiKey}}.Encode(),
+						Format: davis.FormatCurrent, Header: http.Header{"X-Api-Secret": {secret}}})
+				}
+				return out
+			},
+		},
+		Classify: func(rel string, body []byte) (observation.Payload, bool) {
+			t := bytes.TrimSpace(body)
+			if len(t) > 0 && t[0] == '{' && bytes.Contains(t, []byte(`"station_id"`)) && bytes.Contains(t, []byte(`"sensors"`)) {
+				return observation.Payload{Format: davis.FormatCurrent, Body: body}, true
 			}
 			return observation.Payload{}, false
 		},

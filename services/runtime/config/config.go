@@ -89,8 +89,13 @@ func EnvNames(providerSlugs []string) []string {
 		p := ProviderPrefix(s)
 		out = append(out, p+SuffixBaseURL, p+SuffixStations, p+SuffixAPIKey, p+SuffixInterval)
 	}
-	return out
+	return append(out, TracingEnv...)
 }
+
+// TracingEnv are the OpenTelemetry variables the tracing setup (pkg/obs) reads; the
+// OpenTelemetry SDK itself may read further standard OTEL_* variables.
+var TracingEnv = []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"}
 
 // Load reads the configuration of service serviceID (default port defaultPort) from getenv
 // and args (flags win). Every mistake is reported, joined in one error.

@@ -216,17 +216,29 @@ func (s *Scheduler) loop(ctx context.Context, p Provider, src source) {
 			s.fail(slug, err)
 			s.log.Warn("ingest: poll", "provider", slug, "err", err)
 		}
+		landed := 0
 		for _, it := range items {
 			if ctx.Err() != nil {
 				break // drain: the batch in flight finished; start no new one
 			}
-			ok := s.ingest(ctx, p, it)
+			ack, ok := s.ingest(ctx, p, it)
 			if it.done != nil {
-				it.done(ok)
+				it.done(ack)
+			}
+			if ok {
+				landed++
 			}
 		}
 		s.mu.Lock()
-		s.state[slug].cycles++
+		st := s.state[slug]
+		st.cycles++
+		// A cycle succeeded when its poll did (nothing new, 304s included) or when
+		// anything it fetched landed: one bad document or one station down among many
+		// shows in last_error, but only a cycle that got nothing marks the provider
+		// unhealthy.
+		if ctx.Err() == nil && (err == nil || landed > 0) {
+			st.lastSuccess = s.o.Now()
+		}
 		s.mu.Unlock()
 		if first {
 			first = false
@@ -243,14 +255,16 @@ func (s *Scheduler) loop(ctx context.Context, p Provider, src source) {
 }
 
 // ingest parses and writes one payload. The write runs on a context that shutdown does
-// not cancel (bounded by WriteTimeout), so a batch in flight always finishes.
-func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) bool {
+// not cancel (bounded by WriteTimeout), so a batch in flight always finishes. ack says the
+// document need not be fetched again (it landed, or it is unreadable and will stay so);
+// landed that its batch was written.
+func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) (ack, landed bool) {
 	slug := p.Slug()
 	b, err := p.Adapter.Parse(it.payload)
 	if err != nil {
 		s.fail(slug, fmt.Errorf("parse %s: %w", it.origin, err))
 		s.reject(slug, map[string]int64{"unreadable_payload": 1})
-		return true // a bad document stays bad; do not refetch it
+		return true, false
 	}
 	now := s.o.Now()
 	reasons := map[string]int64{}
@@ -272,7 +286,7 @@ func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) bool {
 	}
 	if len(b.Stations) == 0 && len(obs) == 0 {
 		s.reject(slug, reasons)
-		return true
+		return true, true
 	}
 	batch := store.Batch{Provider: slug, Feed: p.Feed(), FetchedAt: now, Stations: b.Stations, Observations: obs}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.WriteTimeout)
@@ -291,7 +305,7 @@ func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) bool {
 	if err != nil {
 		s.fail(slug, fmt.Errorf("store %s: %w", it.origin, err))
 		s.log.Error("ingest: store", "provider", slug, "origin", it.origin, "err", err)
-		return false
+		return false, false
 	}
 	s.mu.Lock()
 	st := s.state[slug]
@@ -307,7 +321,7 @@ func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) bool {
 	s.mu.Unlock()
 	s.log.Debug("ingest: batch", "provider", slug, "origin", it.origin, "inserted", res.Inserted,
 		"duplicates", res.Duplicates, "stations", res.Stations, "rejected", len(b.Rejections))
-	return true
+	return true, true
 }
 
 func (s *Scheduler) fail(slug string, err error) {
