@@ -150,18 +150,19 @@ func TestInternalAPISimulate(t *testing.T) {
 
 	var meta contract.ServiceMeta
 	if code, b := get(t, base+contract.PathMeta, nil, &meta); code != 200 || meta.ID != "ocean" || meta.Port == 0 ||
-		len(meta.Providers) != 1 || len(meta.Feeds) != 1 || meta.SensorCount != 6 || meta.LastIngestAt == nil ||
+		len(meta.Providers) != 2 || len(meta.Feeds) != 2 || meta.SensorCount != 12 || meta.LastIngestAt == nil ||
 		len(meta.Tools) != 1 || meta.Tools[0] != "ocean.station_name" {
 		t.Fatalf("meta = %d %s", code, b)
 	}
 	var health contract.Health
 	if code, b := get(t, base+contract.PathHealth, nil, &health); code != 200 || health.Status != contract.StatusOK ||
-		!health.Store.Reachable || len(health.Providers) != 1 || health.Providers[0].RowsIngested == 0 || health.Providers[0].LagSeconds == nil {
+		!health.Store.Reachable || len(health.Providers) != 2 || health.Providers[0].RowsIngested == 0 || health.Providers[0].LagSeconds == nil {
 		t.Fatalf("health = %d %s", code, b)
 	}
 	var page contract.StationPage
-	if code, b := get(t, base+contract.PathSensors+"?limit=4&page=2", nil, &page); code != 200 || len(page.Sensors) != 2 ||
-		page.Pagination.Total != 6 || page.Pagination.TotalPages != 2 || page.ServerTime.IsZero() {
+	// Six NDBC and six CO-OPS stations.
+	if code, b := get(t, base+contract.PathSensors+"?limit=5&page=3", nil, &page); code != 200 || len(page.Sensors) != 2 ||
+		page.Pagination.Total != 12 || page.Pagination.TotalPages != 3 || page.ServerTime.IsZero() {
 		t.Fatalf("sensors page 2 = %d %s", code, b)
 	}
 	if code, b := get(t, base+contract.PathSensors+"?updated_since="+page.ServerTime.Format(time.RFC3339Nano), nil, &page); code != 200 || len(page.Sensors) != 0 {
