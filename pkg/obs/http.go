@@ -53,7 +53,10 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 		ctx := WithRequestID(r.Context(), id)
 		ri := info(ctx)
 		ri.tracer = tracer
-		ctx = prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+		if o.Tracing.Enabled() {
+			// Without tracing there is no span to continue: skip parsing the headers.
+			ctx = prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+		}
 		ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(
 				attribute.String("http.request.method", r.Method),
