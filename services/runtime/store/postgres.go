@@ -57,6 +57,14 @@ func openPostgres(ctx context.Context, s *sqlStore, o Options) error {
 		greatest: "GREATEST",
 		rebind:   rebindDollar,
 		prepare:  p.ensure,
+		query: func(ctx context.Context, q string, args ...any) (rowsIter, error) {
+			rows, err := pool.Query(ctx, q, args...)
+			if err != nil {
+				return nil, err
+			}
+			return pgRows{rows}, nil
+		},
+		queryRow: func(ctx context.Context, q string, args ...any) scanner { return pool.QueryRow(ctx, q, args...) },
 		inTx: func(ctx context.Context, fn func(txn) error) error {
 			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(pgTx{tx: tx, method: method}) })
 		},
@@ -229,3 +237,8 @@ func (t pgTx) insertValues(ctx context.Context, rows []row) (int64, error) {
 	}
 	return total, nil
 }
+
+// pgRows adapts pgx.Rows to rowsIter.
+type pgRows struct{ pgx.Rows }
+
+func (r pgRows) Close() { r.Rows.Close() }

@@ -39,6 +39,14 @@ func openSQLite(ctx context.Context, s *sqlStore, o Options) error {
 		greatest: "MAX",
 		rebind:   func(q string) string { return q },
 		prepare:  func(context.Context, []row) error { return nil },
+		query: func(ctx context.Context, q string, args ...any) (rowsIter, error) {
+			rows, err := db.QueryContext(ctx, q, args...)
+			if err != nil {
+				return nil, err
+			}
+			return sqlRows{rows}, nil
+		},
+		queryRow: func(ctx context.Context, q string, args ...any) scanner { return db.QueryRowContext(ctx, q, args...) },
 		inTx: func(ctx context.Context, fn func(txn) error) error {
 			tx, err := db.BeginTx(ctx, nil)
 			if err != nil {

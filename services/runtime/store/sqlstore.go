@@ -37,6 +37,19 @@ type txn interface {
 
 type scanner interface{ Scan(dest ...any) error }
 
+// rowsIter is the part of a result set the reads use, over pgx.Rows or *sql.Rows.
+type rowsIter interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// sqlRows adapts *sql.Rows to rowsIter.
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { _ = r.Rows.Close() }
+
 // dialect is what differs between PostgreSQL and SQLite.
 type dialect struct {
 	name     string
@@ -46,6 +59,10 @@ type dialect struct {
 	// prepare runs before a batch is written (PostgreSQL creates missing partitions).
 	prepare func(ctx context.Context, rows []row) error
 	rebind  func(string) string
+	// query and queryRow run reads on the driver's native path (pgx for PostgreSQL: no
+	// database/sql conversions on the 500-row hot path).
+	query    func(ctx context.Context, q string, args ...any) (rowsIter, error)
+	queryRow func(ctx context.Context, q string, args ...any) scanner
 	size    func(ctx context.Context) (int64, error)
 	close   func() error
 }
@@ -125,8 +142,8 @@ func scanStation(sc scanner) (stationRec, error) {
 }
 
 func (s *sqlStore) station(ctx context.Context, externalID string) (stationRec, error) {
-	r, err := scanStation(s.db.QueryRowContext(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper = ?`), strings.ToUpper(externalID)))
-	if errors.Is(err, sql.ErrNoRows) {
+	r, err := scanStation(s.d.queryRow(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper = ?`), strings.ToUpper(externalID)))
+	if isNoRows(err) {
 		return r, fmt.Errorf("%w: %q", ErrStationNotFound, externalID)
 	}
 	if err != nil {
@@ -219,7 +236,7 @@ func (s *sqlStore) Readings(ctx context.Context, externalID string, q contract.R
 		hi = q.Until.UnixMilli()
 	}
 	var total int
-	if err := s.db.QueryRowContext(ctx, s.q(`SELECT count(*) FROM readings WHERE station = ? AND ts >= ? AND ts < ?`),
+	if err := s.d.queryRow(ctx, s.q(`SELECT count(*) FROM readings WHERE station = ? AND ts >= ? AND ts < ?`),
 		st.key, lo, hi).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count readings of %q: %w", externalID, err)
 	}
@@ -251,9 +268,9 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 	// read, so page 20 costs about what page 1 does.
 	if offset > 0 {
 		var edge int64
-		err := s.db.QueryRowContext(ctx, s.q(`SELECT ts FROM readings WHERE station = ? AND ts >= ? AND ts < ? ORDER BY ts `+order+
+		err := s.d.queryRow(ctx, s.q(`SELECT ts FROM readings WHERE station = ? AND ts >= ? AND ts < ? ORDER BY ts `+order+
 			fmt.Sprintf(` LIMIT 1 OFFSET %d`, offset)), st.key, lo, hi).Scan(&edge)
-		if errors.Is(err, sql.ErrNoRows) {
+		if isNoRows(err) {
 			return []Reading{}, nil
 		}
 		if err != nil {
@@ -265,7 +282,7 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 			hi = edge + 1
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+cols+` FROM readings WHERE station = ? AND ts >= ? AND ts < ? ORDER BY ts `+order+
+	rows, err := s.d.query(ctx, s.q(`SELECT `+cols+` FROM readings WHERE station = ? AND ts >= ? AND ts < ? ORDER BY ts `+order+
 		fmt.Sprintf(` LIMIT %d`, limit)), st.key, lo, hi)
 	if err != nil {
 		return nil, fmt.Errorf("readings of %q: %w", st.ExternalID, err)
