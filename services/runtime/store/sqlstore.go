@@ -63,8 +63,8 @@ type dialect struct {
 	// database/sql conversions on the 500-row hot path).
 	query    func(ctx context.Context, q string, args ...any) (rowsIter, error)
 	queryRow func(ctx context.Context, q string, args ...any) scanner
-	size    func(ctx context.Context) (int64, error)
-	close   func() error
+	size     func(ctx context.Context) (int64, error)
+	close    func() error
 }
 
 // sqlStore implements Store over database/sql for reads and a dialect for writes.
