@@ -12,12 +12,13 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/config"
 	"github.com/sensorgate/sensorgate/gateway/mcp"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // newMCP builds the MCP endpoints: services are reached at their configured URLs with the
 // internal token, within the proxy's upstream timeout, and private projects are visible to
 // their owner's keys.
-func newMCP(cfg config.Config, st catalog.Store, log *slog.Logger) (api.MCPHandlers, error) {
+func newMCP(cfg config.Config, st catalog.Store, tracing *obs.Tracing, log *slog.Logger) (api.MCPHandlers, error) {
 	urls := make(map[string]string, len(cfg.Services))
 	for _, s := range cfg.Services {
 		urls[s.ID] = s.URL
@@ -26,6 +27,7 @@ func newMCP(cfg config.Config, st catalog.Store, log *slog.Logger) (api.MCPHandl
 		Store:           st,
 		InternalToken:   cfg.InternalToken,
 		UpstreamTimeout: cfg.Proxy.Timeout,
+		Tracing:         tracing,
 		ServiceURLs:     urls,
 		Logger:          log,
 		Viewer: func(c *gin.Context) (uuid.UUID, bool) {

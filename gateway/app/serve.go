@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
 	"github.com/sensorgate/sensorgate/gateway/config"
+	gwobs "github.com/sensorgate/sensorgate/gateway/obs"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -59,11 +61,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 
-	st, err := openStore(ctx, cfg, log)
+	met.BuildInfo.WithLabelValues(buildVersion()).Set(1)
+
+	raw, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer raw.Close()
+	// Every catalog call is timed (sensorgate_store_query_duration_seconds) and traced.
+	st := gwobs.InstrumentStore(raw, met)
 	if cfg.Env == config.EnvDevelopment {
 		if err := auth.BootstrapDevelopment(ctx, st, cfg.DevAPIKey); err != nil {
 			return err
@@ -117,7 +123,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		_ = px.prober.Run(bgCtx)
 	}()
 
-	mcpHandlers, err := newMCP(cfg, st, log)
+	mcpHandlers, err := newMCP(cfg, st, tracing, log)
 	if err != nil {
 		return err
 	}
@@ -199,4 +205,12 @@ func catalogImport(ctx context.Context, args []string, getenv func(string) strin
 			r.ServiceID, r.Inserted, r.Updated, r.Unchanged, r.MarkedMissing)
 	}
 	return nil
+}
+
+// buildVersion is the module version the binary was built from, for sensorgate_build_info.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
 }

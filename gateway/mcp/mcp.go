@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // MaxBodyBytes is the largest MCP request body accepted (API.md: 1 MiB); larger is 413.
@@ -42,6 +43,9 @@ type Config struct {
 	// UpstreamTimeout bounds one call of the default Forwarder and Readings to a service,
 	// retries included (default 15s and 10s).
 	UpstreamTimeout time.Duration
+	// Tracing, when enabled, makes the default Forwarder and Readings send the W3C
+	// traceparent of a client span to the service (nil: no tracing).
+	Tracing *obs.Tracing
 	// ServiceURLs maps service ids to internal base URLs; a configured URL wins over the
 	// one the catalog recorded at sync, so that the gateway reaches services where its
 	// configuration says they are.
@@ -99,10 +103,10 @@ func New(cfg Config) (*Handler, error) {
 		cfg.CacheTTL = 5 * time.Second
 	}
 	if cfg.Forwarder == nil {
-		cfg.Forwarder = NewHTTPForwarder(HTTPForwarderConfig{InternalToken: cfg.InternalToken, Timeout: cfg.UpstreamTimeout})
+		cfg.Forwarder = NewHTTPForwarder(HTTPForwarderConfig{InternalToken: cfg.InternalToken, Timeout: cfg.UpstreamTimeout, Tracing: cfg.Tracing})
 	}
 	if cfg.Readings == nil {
-		cfg.Readings = NewHTTPReadings(HTTPReadingsConfig{InternalToken: cfg.InternalToken, Timeout: cfg.UpstreamTimeout})
+		cfg.Readings = NewHTTPReadings(HTTPReadingsConfig{InternalToken: cfg.InternalToken, Timeout: cfg.UpstreamTimeout, Tracing: cfg.Tracing})
 	}
 	h := &Handler{
 		store:    cfg.Store,
