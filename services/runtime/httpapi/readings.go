@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/google/uuid"
+
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/ids"
@@ -165,10 +167,11 @@ func ReadingsEnvelope(serviceID string, st contract.Station, rs []store.Reading,
 // appendReading writes one contract.Reading: the stored measurements JSON as it is (or
 // reduced to q.Parameters), or the raw fragment and its format for data_format=raw.
 func appendReading(buf *bytes.Buffer, st contract.Station, r store.Reading, q contract.ReadingsQuery) error {
+	var scratch [40]byte
 	buf.WriteString(`{"id":"`)
-	buf.WriteString(r.ID.String())
+	buf.Write(appendUUID(scratch[:0], r.ID))
 	buf.WriteString(`","timestamp":"`)
-	buf.WriteString(contract.FormatTime(r.Time))
+	buf.Write(r.Time.UTC().AppendFormat(scratch[:0], contract.TimeLayout))
 	buf.WriteString(`",`)
 	if q.Format == contract.FormatRaw {
 		buf.WriteString(`"location":`)
@@ -229,4 +232,16 @@ func appendLocation(buf *bytes.Buffer, st contract.Station, r store.Reading) {
 	buf.WriteByte(',')
 	buf.WriteString(strconv.FormatFloat(*lat, 'f', -1, 64))
 	buf.WriteString(`]}`)
+}
+
+// appendUUID writes u in its canonical dashed form without allocating.
+func appendUUID(dst []byte, u uuid.UUID) []byte {
+	const hexdig = "0123456789abcdef"
+	for i, b := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			dst = append(dst, '-')
+		}
+		dst = append(dst, hexdig[b>>4], hexdig[b&0xf])
+	}
+	return dst
 }

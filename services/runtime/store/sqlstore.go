@@ -288,7 +288,7 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 		return nil, fmt.Errorf("readings of %q: %w", st.ExternalID, err)
 	}
 	defer rows.Close()
-	sensor := ids.Sensor(s.serviceID, st.ExternalID)
+	rid := newReadingIDs(ids.Sensor(s.serviceID, st.ExternalID))
 	out := make([]Reading, 0, limit)
 	for rows.Next() {
 		var (
@@ -301,7 +301,7 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 			return nil, fmt.Errorf("readings of %q: %w", st.ExternalID, err)
 		}
 		t := time.UnixMilli(ts).UTC()
-		r := Reading{ID: ids.Reading(sensor, t), StationID: st.ExternalID, Time: t, FetchedAt: time.UnixMilli(fetched).UTC(), Provider: st.ProviderSlug}
+		r := Reading{ID: rid.id(t), StationID: st.ExternalID, Time: t, FetchedAt: time.UnixMilli(fetched).UTC(), Provider: st.ProviderSlug}
 		if lat.Valid && lon.Valid {
 			r.Lat, r.Lon = &lat.Float64, &lon.Float64
 		}
