@@ -329,3 +329,27 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestRemainingIsExactForInexactIntervals: 1000/h is 3.6 s per request, not exact in
+// binary floating point; the counts must still be whole (999 after the first request).
+func TestRemainingIsExactForInexactIntervals(t *testing.T) {
+	t.Parallel()
+	for name, mk := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b, key := mk(t)
+			ctx := context.Background()
+			l := PerHour(1000)
+			for i := range 3 {
+				r, err := b.Allow(ctx, key, l)
+				if err != nil || !r.Allowed || r.Remaining != 999-i {
+					t.Fatalf("request %d: %+v, %v; want allowed with %d remaining", i+1, r, err, 999-i)
+				}
+			}
+			bt, err := b.AllowUpTo(ctx, key, l, 3)
+			if err != nil || bt.Allowed != 3 || bt.Remaining != 994 {
+				t.Fatalf("batch of 3: %+v, %v; want 3 allowed, 994 remaining", bt, err)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -46,7 +47,7 @@ func (r *Redis) Allow(ctx context.Context, key string, l Limit) (Result, error) 
 	if err != nil {
 		return Result{}, fmt.Errorf("redis rate limit %q: %w", key, err)
 	}
-	out := Result{Limit: l, Allowed: res.Allowed > 0, Remaining: res.Remaining, ResetAfter: max(res.ResetAfter, 0)}
+	out := Result{Limit: l, Allowed: res.Allowed > 0, Remaining: remainingFrom(l, res.ResetAfter), ResetAfter: max(res.ResetAfter, 0)}
 	if !out.Allowed {
 		out.RetryAfter = max(res.RetryAfter, time.Millisecond)
 	}
@@ -108,6 +109,19 @@ func (r *Redis) Ping(ctx context.Context) error {
 		return fmt.Errorf("redis ping: %w", err)
 	}
 	return nil
+}
+
+// remainingFrom derives the remaining count from the time until the budget is full:
+// redis_rate truncates a float that rounding leaves a hair under the whole number (3.6 s
+// per request of 1000/h is not exact in binary), which would show 998 after the first
+// request of 1000. The decision itself is redis_rate's; only the reported count is
+// corrected.
+func remainingFrom(l Limit, resetAfter time.Duration) int {
+	if resetAfter <= 0 {
+		return l.Burst
+	}
+	used := math.Ceil(resetAfter.Seconds()/l.Interval().Seconds() - 1e-6)
+	return max(l.Burst-int(used), 0)
 }
 
 func secondsDur(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
