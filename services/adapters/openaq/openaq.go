@@ -27,6 +27,11 @@ const (
 	FormatLatest       = "openaq.v1.latest"
 	FormatMeasurements = "openaq.v1.measurements"
 	FormatLocations    = "openaq.v1.locations"
+	// API v3 (the live API since v1 and v2 were retired). Sensors and measurements do not
+	// name their location, so Payload.StationID must be its V3StationID.
+	FormatV3Locations    = "openaq.v3.locations"
+	FormatV3Sensors      = "openaq.v3.sensors"      // /v3/locations/{id}/sensors (latest values)
+	FormatV3Measurements = "openaq.v3.measurements" // /v3/sensors/{id}/measurements
 )
 
 // SensorType of OpenAQ locations.
@@ -69,7 +74,7 @@ func (Adapter) Feeds() []contract.Feed {
 
 // Formats implements observation.Adapter.
 func (Adapter) Formats() []string {
-	return []string{FormatLatest, FormatMeasurements, FormatLocations}
+	return []string{FormatLatest, FormatMeasurements, FormatLocations, FormatV3Locations, FormatV3Sensors, FormatV3Measurements}
 }
 
 // Parse implements observation.Adapter.
@@ -81,6 +86,12 @@ func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
 		return ParseMeasurements(p.Body)
 	case FormatLocations:
 		return ParseLocations(p.Body)
+	case FormatV3Locations:
+		return ParseV3Locations(p.Body)
+	case FormatV3Sensors:
+		return ParseV3Sensors(p.StationID, p.Body)
+	case FormatV3Measurements:
+		return ParseV3Measurements(p.StationID, p.Body)
 	default:
 		return observation.Batch{}, fmt.Errorf("openaq: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
 	}

@@ -36,6 +36,8 @@ type envelope struct {
 	StatusCode int    `json:"statusCode"`
 	Error      string `json:"error"`
 	Message    string `json:"message"`
+	// v3 error bodies: {"detail": "..."} or {"message": "Unauthorized. ..."}
+	Detail json.RawMessage `json:"detail"`
 }
 
 func decodeEnvelope(data []byte) (envelope, error) {
@@ -47,6 +49,9 @@ func decodeEnvelope(data []byte) (envelope, error) {
 		return envelope{}, fmt.Errorf("openaq: API error %d %s: %s", env.StatusCode, truncate(env.Error, 60), truncate(env.Message, 200))
 	}
 	if env.Results == nil {
+		if env.Message != "" || len(env.Detail) > 0 {
+			return envelope{}, fmt.Errorf("openaq: API error: %s%s", truncate(env.Message, 200), truncate(string(env.Detail), 200))
+		}
 		return envelope{}, fmt.Errorf("%w: no results array", ErrNotOpenAQ)
 	}
 	return env, nil

@@ -1,0 +1,242 @@
+package openaq
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/adapters/internal/batch"
+	"github.com/sensorgate/sensorgate/services/observation"
+)
+
+// Raw formats of v3 observations.
+const (
+	RawV3Sensors      = "openaq.v3.sensor"
+	RawV3Measurements = "openaq.v3.measurement"
+)
+
+// V3StationID is the external id of an API v3 location: "v3-" and its numeric id. v3
+// locations have ids, unlike v1's, so they are not named by country and name.
+func V3StationID(locationID int64) string { return "v3-" + strconv.FormatInt(locationID, 10) }
+
+type v3Parameter struct {
+	Name  string `json:"name"`
+	Units string `json:"units"`
+}
+
+type v3Time struct {
+	UTC string `json:"utc"`
+}
+
+// ParseV3Locations reads /v3/locations into station records (no observations).
+func ParseV3Locations(data []byte) (observation.Batch, error) {
+	env, err := decodeEnvelope(data)
+	if err != nil {
+		return observation.Batch{}, err
+	}
+	out := observation.Batch{Provider: ProviderSlug}
+	reject := func(id string, n int, field, reason, detail string) {
+		out.Rejections = append(out.Rejections, observation.Rejection{StationID: id, Line: n, Field: field, Reason: reason, Detail: detail})
+	}
+	for i, raw := range env.Results {
+		n := i + 1
+		var r struct {
+			ID       *int64  `json:"id"`
+			Name     string  `json:"name"`
+			Locality *string `json:"locality"`
+			Country  struct {
+				Code string `json:"code"`
+				Name string `json:"name"`
+			} `json:"country"`
+			Provider struct {
+				Name string `json:"name"`
+			} `json:"provider"`
+			Sensors []struct {
+				Parameter v3Parameter `json:"parameter"`
+			} `json:"sensors"`
+			Coordinates *coordinates `json:"coordinates"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			reject("", n, "", batch.ReasonBadStationMetadata, fmt.Sprintf("location %d: %v", n, err))
+			continue
+		}
+		if r.ID == nil || *r.ID < 0 {
+			reject("", n, "id", batch.ReasonMissingStation, fmt.Sprintf("location %d has no id", n))
+			continue
+		}
+		id := V3StationID(*r.ID)
+		p := newParser()
+		place := r.Country.Name
+		if r.Locality != nil && strings.TrimSpace(*r.Locality) != "" {
+			place = strings.TrimSpace(*r.Locality)
+		}
+		p.sites[id] = site{name: r.Name, city: place, country: r.Country.Code, source: r.Provider.Name}
+		lat, lon := p.position(id, n, r.Coordinates)
+		p.b.Note(id, lat, lon)
+		fin := p.finish()
+		out.Rejections = append(out.Rejections, fin.Rejections...)
+		st := fin.Stations[0]
+		var types []string
+		for _, s := range r.Sensors {
+			if c, ok := parameters[strings.ToLower(s.Parameter.Name)]; ok {
+				types = append(types, c)
+				if c == canon.PM25 {
+					types = append(types, canon.AQI)
+				}
+			}
+		}
+		st.DataTypes = batch.MergeTypes(types, nil)
+		out.Stations = append(out.Stations, st)
+	}
+	return out, nil
+}
+
+func v3Station(stationID string) (string, error) {
+	id := strings.TrimSpace(stationID)
+	if err := contract.ValidExternalID(id); err != nil {
+		return "", fmt.Errorf("openaq: v3 sensors and measurements need their location's id as station id: %q: %w", stationID, err)
+	}
+	return id, nil
+}
+
+// ParseV3Sensors reads /v3/locations/{id}/sensors of the location stationID: each sensor's
+// latest value, grouped by time into observations (raw fragment: the sensor object).
+func ParseV3Sensors(stationID string, data []byte) (observation.Batch, error) {
+	id, err := v3Station(stationID)
+	if err != nil {
+		return observation.Batch{}, err
+	}
+	env, err := decodeEnvelope(data)
+	if err != nil {
+		return observation.Batch{}, err
+	}
+	p := newParser()
+	p.b.Note(id, nil, nil)
+	type group struct {
+		t        time.Time
+		ms       *batch.Measurements
+		lat, lon *float64
+		raws     [][]byte
+	}
+	groups := map[time.Time]*group{}
+	var order []*group
+	for i, raw := range env.Results {
+		n := i + 1
+		var r struct {
+			Parameter v3Parameter `json:"parameter"`
+			Latest    *struct {
+				Datetime    v3Time       `json:"datetime"`
+				Value       *float64     `json:"value"`
+				Coordinates *coordinates `json:"coordinates"`
+			} `json:"latest"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			p.b.Reject(id, n, "", batch.ReasonMalformedRow, fmt.Sprintf("sensor %d: %v", n, err))
+			continue
+		}
+		if r.Latest == nil || r.Latest.Value == nil {
+			continue // a sensor without a latest value has nothing to report
+		}
+		t, err := time.Parse(time.RFC3339, r.Latest.Datetime.UTC)
+		if err != nil {
+			p.b.Reject(id, n, "latest.datetime.utc", batch.ReasonBadTimestamp, fmt.Sprintf("latest.datetime.utc %q is not RFC 3339", truncate(r.Latest.Datetime.UTC, 40)))
+			continue
+		}
+		t = t.UTC()
+		cr, err := compact(raw)
+		if err != nil {
+			p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
+			continue
+		}
+		g, ok := groups[t]
+		if !ok {
+			g = &group{t: t, ms: p.b.Start(id, n)}
+			groups[t] = g
+			order = append(order, g)
+		}
+		if g.lat == nil {
+			g.lat, g.lon = p.position(id, n, r.Latest.Coordinates)
+		}
+		g.raws = append(g.raws, cr)
+		p.add(g.ms, id, n, value{field: r.Parameter.Name, param: r.Parameter.Name, v: *r.Latest.Value, unit: r.Parameter.Units})
+	}
+	for _, g := range order {
+		raw := append([]byte(`{"results":[`), joinRaw(g.raws)...)
+		raw = append(raw, "]}"...)
+		p.emit(g.ms, g.t, g.lat, g.lon, raw, RawV3Sensors)
+	}
+	return p.finish(), nil
+}
+
+// ParseV3Measurements reads /v3/sensors/{id}/measurements of a sensor of the location
+// stationID. Each record is one observation at the end of its averaging period
+// (period.datetimeTo), as v1 dated values; flagged records (flagInfo.hasFlags) are
+// quality_control rejections.
+func ParseV3Measurements(stationID string, data []byte) (observation.Batch, error) {
+	id, err := v3Station(stationID)
+	if err != nil {
+		return observation.Batch{}, err
+	}
+	env, err := decodeEnvelope(data)
+	if err != nil {
+		return observation.Batch{}, err
+	}
+	p := newParser()
+	p.b.Note(id, nil, nil)
+	for i, raw := range env.Results {
+		n := i + 1
+		var r struct {
+			Value     *float64    `json:"value"`
+			Parameter v3Parameter `json:"parameter"`
+			FlagInfo  struct {
+				HasFlags bool `json:"hasFlags"`
+			} `json:"flagInfo"`
+			Period struct {
+				DatetimeTo v3Time `json:"datetimeTo"`
+			} `json:"period"`
+			Coordinates *coordinates `json:"coordinates"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			p.b.Reject(id, n, "", batch.ReasonMalformedRow, fmt.Sprintf("measurement %d: %v", n, err))
+			continue
+		}
+		if r.Value == nil {
+			p.b.Reject(id, n, "value", batch.ReasonMissingSentinel, "value is null")
+			continue
+		}
+		if r.FlagInfo.HasFlags {
+			p.b.Reject(id, n, r.Parameter.Name, batch.ReasonQualityControl, fmt.Sprintf("%s = %v is flagged by OpenAQ", r.Parameter.Name, *r.Value))
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, r.Period.DatetimeTo.UTC)
+		if err != nil {
+			p.b.Reject(id, n, "period.datetimeTo.utc", batch.ReasonBadTimestamp, fmt.Sprintf("period.datetimeTo.utc %q is not RFC 3339", truncate(r.Period.DatetimeTo.UTC, 40)))
+			continue
+		}
+		cr, err := compact(raw)
+		if err != nil {
+			p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
+			continue
+		}
+		lat, lon := p.position(id, n, r.Coordinates)
+		ms := p.b.Start(id, n)
+		p.add(ms, id, n, value{field: r.Parameter.Name, param: r.Parameter.Name, v: *r.Value, unit: r.Parameter.Units})
+		p.emit(ms, t.UTC(), lat, lon, cr, RawV3Measurements)
+	}
+	return p.finish(), nil
+}
+
+func joinRaw(raws [][]byte) []byte {
+	var out []byte
+	for i, r := range raws {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, r...)
+	}
+	return out
+}
