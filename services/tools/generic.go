@@ -69,7 +69,7 @@ func (ts *toolset) latestObservation(ctx context.Context, req *mcp.CallToolReque
 	if err != nil {
 		return LatestObservation{}, "", err
 	}
-	ms, err := decodeMeasurements(r.Measurements, in.Parameters)
+	ms, err := decodeMeasurements(r.Measurements, in.Parameters, true)
 	if err != nil {
 		return LatestObservation{}, "", err
 	}
@@ -259,7 +259,7 @@ func (ts *toolset) observations(ctx context.Context, req *mcp.CallToolRequest, i
 	var newest time.Time
 	for i := range rs {
 		r := &rs[i]
-		ms, err := decodeMeasurements(r.Measurements, q.Parameters)
+		ms, err := decodeMeasurements(r.Measurements, q.Parameters, false)
 		if err != nil {
 			return Observations{}, "", err
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
@@ -37,7 +38,7 @@ type obs struct {
 
 // batch builds a store batch of one station from canonical values, each normalized
 // through pkg/canon as an adapter would.
-func batch(t *testing.T, provider, feed string, st contract.Station, rows []obs) store.Batch {
+func batch(t testing.TB, provider, feed string, st contract.Station, rows []obs) store.Batch {
 	t.Helper()
 	b := store.Batch{Provider: provider, Feed: feed, FetchedAt: now.Add(-time.Minute), Stations: []contract.Station{st}}
 	for _, r := range rows {
@@ -62,7 +63,14 @@ func batch(t *testing.T, provider, feed string, st contract.Station, rows []obs)
 
 // serve starts serviceID's MCP endpoint over real HTTP, exactly as the service runtime
 // mounts it (mcpserver + a SQLite readings store), with the tools of tools.For().
-func serve(t *testing.T, serviceID string, batches ...store.Batch) string {
+func serve(t testing.TB, serviceID string, batches ...store.Batch) string {
+	t.Helper()
+	url, _ := serveStore(t, serviceID, batches...)
+	return url
+}
+
+// serveStore is serve that also hands back the store, for tests that break it.
+func serveStore(t testing.TB, serviceID string, batches ...store.Batch) (string, store.Store) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, store.Options{SQLitePath: filepath.Join(t.TempDir(), serviceID+".db"), ServiceID: serviceID})
@@ -84,11 +92,11 @@ func serve(t *testing.T, serviceID string, batches ...store.Batch) string {
 	mux.Handle(contract.PathMCP, srv)
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
-	return hs.URL + contract.PathMCP
+	return hs.URL + contract.PathMCP, st
 }
 
 // sdkSession connects the official Go SDK client to an MCP endpoint.
-func sdkSession(t *testing.T, url string) *mcp.ClientSession {
+func sdkSession(t testing.TB, url string) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -103,7 +111,7 @@ func sdkSession(t *testing.T, url string) *mcp.ClientSession {
 
 // call runs tools/call through the SDK client and returns the result with its structured
 // content decoded into out (when out is not nil and the call succeeded).
-func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, meta map[string]any, out any) *mcp.CallToolResult {
+func call(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any, meta map[string]any, out any) *mcp.CallToolResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -131,6 +139,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any,
 	if res.StructuredContent == nil {
 		t.Fatalf("%s: no structuredContent", name)
 	}
+	validateOutput(t, cs, name, res.StructuredContent)
 	if out != nil {
 		b, err := json.Marshal(res.StructuredContent)
 		if err != nil {
@@ -167,7 +176,7 @@ type rpcResponse struct {
 
 // barePost sends one JSON-RPC message the way the simplest client does: Content-Type
 // application/json and nothing else (no Accept, no session, no protocol header).
-func barePost(t *testing.T, url string, msg string) (int, http.Header, rpcResponse) {
+func barePost(t testing.TB, url string, msg string) (int, http.Header, rpcResponse) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(msg))
 	if err != nil {
@@ -192,11 +201,53 @@ func barePost(t *testing.T, url string, msg string) (int, http.Header, rpcRespon
 	return resp.StatusCode, resp.Header, r
 }
 
-func rpc(t *testing.T, id int, method string, params any) string {
+func rpc(t testing.TB, id int, method string, params any) string {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
 		t.Fatalf("marshal test message: %v", err)
 	}
 	return string(b)
+}
+
+// validateOutput checks a result's structuredContent against the outputSchema the tool
+// lists, since the server does not re-validate its own output on every call.
+func validateOutput(t testing.TB, cs *mcp.ClientSession, name string, structured any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		if tool.Name != name {
+			continue
+		}
+		b, err := json.Marshal(tool.OutputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s jsonschema.Schema
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("%s: output schema: %v", name, err)
+		}
+		rs, err := s.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s: resolve output schema: %v", name, err)
+		}
+		// Validate the JSON form, as a client sees it.
+		b, err = json.Marshal(structured)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		if err := rs.Validate(v); err != nil {
+			t.Fatalf("%s: structuredContent does not match the output schema: %v\n%s", name, err, b)
+		}
+		return
+	}
+	t.Fatalf("%s is not listed", name)
 }

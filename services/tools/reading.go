@@ -127,8 +127,10 @@ func (ts *toolset) value(st contract.Station, v float64, unit string, t time.Tim
 	return &Quantity{Value: v, Unit: unit, ObservedAt: f.Timestamp, AgeSeconds: f.AgeSeconds, Stale: f.Stale}
 }
 
-// decodeMeasurements reads the stored measurements JSON, keeping only params when given.
-func decodeMeasurements(raw json.RawMessage, params []string) ([]Measurement, error) {
+// decodeMeasurements reads the stored measurements JSON, keeping only params when given;
+// withMeaning adds each parameter's meaning (left out of long series, where the units map
+// and describe_station say it once).
+func decodeMeasurements(raw json.RawMessage, params []string, withMeaning bool) ([]Measurement, error) {
 	var ms []canon.Measurement
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &ms); err != nil {
@@ -145,7 +147,7 @@ func decodeMeasurements(raw json.RawMessage, params []string) ([]Measurement, er
 			continue
 		}
 		mm := Measurement{Parameter: m.Parameter, Value: m.Value, Unit: m.Unit, UnitOriginal: m.UnitOriginal, ValueOriginal: m.ValueOriginal}
-		if p, ok := canon.Lookup(m.Parameter); ok {
+		if p, ok := canon.Lookup(m.Parameter); ok && withMeaning {
 			mm.Meaning = p.Meaning
 		}
 		out = append(out, mm)

@@ -20,8 +20,7 @@ func schemaFor[T any](tweak func(props map[string]*jsonschema.Schema)) (*jsonsch
 	return s, nil
 }
 
-// prop returns the named property of a schema's properties, failing loudly in tests (a
-// nil dereference) if a tweak names a field that does not exist.
+// num bounds a numeric property to [min, max].
 func num(min, max float64) func(*jsonschema.Schema) {
 	return func(s *jsonschema.Schema) {
 		s.Minimum, s.Maximum = &min, &max

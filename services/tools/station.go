@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -137,12 +136,4 @@ func clip(s string) string {
 		return s
 	}
 	return string(r[:max]) + "..."
-}
-
-func marshalCompact(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("encode result: %w", err)
-	}
-	return string(b), nil
 }

@@ -18,6 +18,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -181,15 +182,27 @@ func (ts *toolset) name(tool string) string { return ts.service + "." + tool }
 // error whose message is shown to the caller as an isError result.
 type handler[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (Out, string, error)
 
-// add registers a read-only tool whose structured output is Out, with a text rendering as
-// the first content block and the JSON of the structured output as the second (the MCP
-// spec asks servers to include it for clients that predate structuredContent).
+// add registers a read-only tool whose structured output is Out and whose content is one
+// text rendering of it. The rendering carries every value, unit and time of the result, so
+// clients that predate structuredContent lose nothing; the JSON is not repeated as a
+// second text block because it doubled the size of a 500-reading page.
+//
+// It uses the SDK's low-level AddTool: the arguments are validated against the input
+// schema as mcp.AddTool would (defaults applied, unknown properties refused), but the
+// output is marshalled once and not re-validated on every call. Re-validating a 500-reading
+// observations page against its schema cost more than the query itself (see
+// docs/service-tools.md); the tests validate every result against its output schema
+// instead.
 func add[In, Out any](srv *mcp.Server, ts *toolset, tool, title, desc string, in, out *jsonschema.Schema, h handler[In, Out]) error {
-	// Resolve here so a bad schema is an error of Register, not a panic inside the SDK.
-	for _, s := range []*jsonschema.Schema{in, out} {
-		if _, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true}); err != nil {
-			return fmt.Errorf("%w: schema of %s: %v", ErrConfig, ts.name(tool), err)
-		}
+	inResolved, err := in.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		return fmt.Errorf("%w: input schema of %s: %v", ErrConfig, ts.name(tool), err)
+	}
+	if _, err := out.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true}); err != nil {
+		return fmt.Errorf("%w: output schema of %s: %v", ErrConfig, ts.name(tool), err)
+	}
+	if in.Type != "object" {
+		return fmt.Errorf("%w: input schema of %s is not an object", ErrConfig, ts.name(tool))
 	}
 	t := &mcp.Tool{
 		Name:         ts.name(tool),
@@ -204,25 +217,65 @@ func add[In, Out any](srv *mcp.Server, ts *toolset, tool, title, desc string, in
 			OpenWorldHint:  ptr(false),
 		},
 	}
-	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, input In) (*mcp.CallToolResult, Out, error) {
+	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx, cancel := context.WithTimeout(ctx, ts.timeout)
 		defer cancel()
+		input, err := decodeArguments[In](req, inResolved)
+		if err != nil {
+			return errorResult(err), nil
+		}
 		res, text, err := h(ctx, req, input)
 		if err != nil {
-			var zero Out
-			return nil, zero, ts.clientError(ctx, t.Name, err)
+			return errorResult(ts.clientError(ctx, t.Name, err)), nil
 		}
-		js, err := marshalCompact(res)
+		js, err := json.Marshal(res)
 		if err != nil {
-			var zero Out
-			return nil, zero, ts.clientError(ctx, t.Name, err)
+			return errorResult(ts.clientError(ctx, t.Name, fmt.Errorf("encode result: %w", err))), nil
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{
-			&mcp.TextContent{Text: text},
-			&mcp.TextContent{Text: js},
-		}}, res, nil
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+			StructuredContent: json.RawMessage(js),
+		}, nil
 	})
 	return nil
+}
+
+// decodeArguments validates a call's arguments against the resolved input schema (after
+// applying its defaults) and decodes them into In. Absent or null arguments are {}.
+func decodeArguments[In any](req *mcp.CallToolRequest, schema *jsonschema.Resolved) (In, error) {
+	var in In
+	var raw json.RawMessage
+	if req != nil && req.Params != nil {
+		raw = req.Params.Arguments
+	}
+	var v map[string]any
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return in, userErrorf("arguments must be a JSON object: %v", err)
+		}
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	var anyV any = v
+	if err := schema.ApplyDefaults(&anyV); err != nil {
+		return in, userErrorf("invalid arguments: %v", err)
+	}
+	if err := schema.Validate(anyV); err != nil {
+		return in, userErrorf("invalid arguments: %v", err)
+	}
+	b, err := json.Marshal(anyV)
+	if err != nil {
+		return in, userErrorf("invalid arguments: %v", err)
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return in, userErrorf("invalid arguments: %v", err)
+	}
+	return in, nil
+}
+
+func errorResult(err error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -368,3 +368,20 @@ func TestBareJSONClient(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreFailure closes the readings store under a running endpoint: every tool answers
+// an isError result that says the store did not answer, and nothing hangs or panics.
+func TestStoreFailure(t *testing.T) {
+	t.Parallel()
+	url, st := serveStore(t, "ocean", oceanFixture(t)...)
+	cs := sdkSession(t, url)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range tools.Names(tools.Config{ServiceID: "ocean"}) {
+		res := call(t, cs, name, map[string]any{}, map[string]any{"sensor_external_id": "41002"}, nil)
+		if !res.IsError || !strings.Contains(text(res), `the readings store of service "ocean" did not answer`) {
+			t.Errorf("%s with a closed store: isError=%v %q", name, res.IsError, text(res))
+		}
+	}
+}
