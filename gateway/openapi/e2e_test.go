@@ -1,0 +1,216 @@
+package openapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sensorgate/sensorgate/gateway/openapi"
+)
+
+// startProcess runs a freshly built binary until the test ends; its output goes to a file
+// that is shown when the test fails.
+func startProcess(t *testing.T, path string, env ...string) (logPath string) {
+	t.Helper()
+	logPath = filepath.Join(t.TempDir(), filepath.Base(path)+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		_ = f.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Logf("--- %s log ---\n%s", filepath.Base(path), b)
+		}
+	})
+	return logPath
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitFor polls url until cond accepts the answer.
+func waitFor(t *testing.T, what, url string, header http.Header, cond func(int, []byte) bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header = header.Clone()
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if cond(resp.StatusCode, b) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not ready after 90s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestProcessesMatchDocument runs the gateway and the ocean service as processes, as in
+// production, and sends the gateway every readings, health and MCP request of SPEC.md and
+// API.md through the validating transport, so the readings and MCP parts of the document are
+// checked against what the real services answer through the real proxy.
+func TestProcessesMatchDocument(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	for name, pkg := range map[string]string{
+		"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+		"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
+	} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	oceanAddr, gwAddr := freeAddr(t), freeAddr(t)
+	oceanLog := startProcess(t, filepath.Join(dir, "ocean"),
+		"SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(dir, "ocean.db"),
+		"SOURCE_MODE=simulate", "SIM_STATIONS=4", "SIM_DAYS=2", "SIM_SEED=5", "LOG_FORMAT=json")
+	waitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, func(s int, _ []byte) bool { return s == 200 })
+	gatewayLog := startProcess(t, filepath.Join(dir, "gateway"),
+		"GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(dir, "catalog.db"), "SENSORGATE_ENV=development",
+		"DEV_API_KEY="+devKey, "SERVICE_URLS=ocean=http://"+oceanAddr, "SYNC_INTERVAL=1s", "PROBE_INTERVAL=1s",
+		"LOG_FORMAT=json")
+	base := "http://" + gwAddr
+	key := http.Header{"X-Api-Key": {devKey}}
+	var list struct {
+		Sensors []struct {
+			ID         string `json:"id"`
+			ExternalID string `json:"external_id"`
+			FeedID     string `json:"feed_id"`
+		} `json:"sensors"`
+	}
+	waitFor(t, "gateway catalog sync", base+"/api/v1/sensors", key, func(s int, b []byte) bool {
+		return s == 200 && json.Unmarshal(b, &list) == nil && len(list.Sensors) > 0
+	})
+	sensor := list.Sensors[0]
+
+	v, err := openapi.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: v.Transport(t, nil), Timeout: 30 * time.Second}
+	do := func(method, path, ctype, body string, want ...int) []byte {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, _ := http.NewRequest(method, base+path, rd)
+		req.Header.Set("x-api-key", devKey)
+		req.Header.Set("X-Request-Id", "e2e-contract")
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.Header.Get("X-Request-Id") != "e2e-contract" {
+			t.Errorf("%s %s: request id %q not echoed", method, path, resp.Header.Get("X-Request-Id"))
+		}
+		ok := false
+		for _, w := range want {
+			ok = ok || resp.StatusCode == w
+		}
+		if !ok {
+			t.Errorf("%s %s: status %d, want %v: %.300s", method, path, resp.StatusCode, want, b)
+		}
+		return b
+	}
+	s := "/api/v1/sensors/" + sensor.ID
+	ext := "/api/v1/sensors/" + sensor.ExternalID
+	do("GET", s+"/readings/latest", "", "", 200)
+	do("GET", ext+"/readings/latest?data_format=raw", "", "", 200)
+	do("GET", s+"/readings/latest?parameter=water_temperature_c", "", "", 200, 404)
+	do("GET", s+"/readings", "", "", 200)
+	do("GET", s+"/readings?days=1&limit=5&sort=asc", "", "", 200)
+	do("GET", s+"/readings?data_format=raw&limit=3", "", "", 200)
+	do("GET", s+"/readings?since=2000-01-01&until=2000-01-02", "", "", 200)
+	do("GET", s+"/readings?limit=9999", "", "", 200)
+	do("GET", s+"/readings?days=1&since=2026-01-01", "", "", 400)
+	do("GET", s+"/readings?data_format=csv", "", "", 400)
+	do("GET", s+"/readings?parameter=no_such_parameter", "", "", 400)
+	do("GET", "/api/v1/sensors/no-such-sensor/readings", "", "", 404)
+	do("GET", "/api/v1/sensors/no-such-sensor/readings/latest", "", "", 404)
+	do("GET", "/api/v1/services/ocean/health", "", "", 200)
+	do("GET", "/api/v1/services/no-such-service/health", "", "", 404)
+
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
+	for _, ep := range []string{s + "/mcp", "/api/v1/sensors/registry/mcp", "/api/v1/catalog/mcp", "/api/v1/services/ocean/mcp"} {
+		do("POST", ep, "application/json", initialize, 200)
+		do("POST", ep, "application/json", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 202)
+		do("POST", ep, "application/json", `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`, 200)
+		do("POST", ep, "application/json", `{"jsonrpc":"2.0","id":3,"method":"no/such/method"}`, 200)
+		do("POST", ep, "application/json", `{not json`, 200)
+		do("POST", ep, "text/plain", initialize, 415)
+	}
+	do("POST", s+"/mcp", "application/json", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ocean.latest_observation","arguments":{}}}`, 200)
+	do("POST", "/api/v1/sensors/registry/mcp", "application/json", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"list_sensors","arguments":{"limit":2}}}`, 200)
+	do("POST", "/api/v1/sensors/registry/mcp", "application/json", fmt.Sprintf(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"sensor_last_reading","arguments":{"sensor_id":%q}}}`, sensor.ID), 200)
+	do("POST", "/api/v1/catalog/mcp", "application/json", fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_readings","arguments":{"sensor_id":%q,"limit":2}}}`, sensor.ID), 200)
+	do("POST", ext+"/mcp", "application/json", initialize, 404)
+	do("POST", "/api/v1/catalog/mcp", "application/json", `{"jsonrpc":"2.0","id":8,"method":"ping","pad":"`+string(bytes.Repeat([]byte("x"), 1<<20+1))+`"}`, 413)
+	if sensor.FeedID != "" {
+		do("POST", "/api/v1/projects/"+sensor.FeedID+"/mcp", "application/json", `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, 200)
+	}
+	t.Logf("checked: %s", strings.Join(v.Seen(), "; "))
+
+	// The request id travelled: the gateway's and the service's log lines of these
+	// requests carry it, and no log line carries the key.
+	for name, path := range map[string]string{"gateway": gatewayLog, "ocean": oceanLog} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(`"request_id":"e2e-contract"`)) {
+			t.Errorf("the %s log has no line with the request id", name)
+		}
+		if bytes.Contains(b, []byte(devKey)) {
+			t.Errorf("the %s log contains the API key", name)
+		}
+	}
+}
