@@ -33,13 +33,15 @@ type sdkCase struct {
 	args              map[string]any
 }
 
-func sdkCases(g *gateway) []sdkCase {
-	s0 := g.Sensors[0]
+// target is the sensor the cases are about.
+type target struct{ ID, ExternalID, FeedSlug string }
+
+func sdkCases(s0 target) []sdkCase {
 	return []sdkCase{
 		{"service", "/api/v1/services/ocean/mcp", "ocean.latest_observation", map[string]any{"station_id": s0.ExternalID}},
-		{"sensor", "/api/v1/sensors/" + s0.ID.String() + "/mcp", "ocean.latest_observation", map[string]any{}},
+		{"sensor", "/api/v1/sensors/" + s0.ID + "/mcp", "ocean.latest_observation", map[string]any{}},
 		{"project", "/api/v1/projects/" + s0.FeedSlug + "/mcp", "list_project_sensors", map[string]any{"limit": 2}},
-		{"registry", "/api/v1/sensors/registry/mcp", "sensor_last_reading", map[string]any{"sensor_id": s0.ID.String()}},
+		{"registry", "/api/v1/sensors/registry/mcp", "sensor_last_reading", map[string]any{"sensor_id": s0.ID}},
 		{"catalog", "/api/v1/catalog/mcp", "get_readings", map[string]any{"sensor_id": s0.ExternalID, "limit": 2}},
 	}
 }
@@ -49,45 +51,12 @@ func sdkCases(g *gateway) []sdkCase {
 // of 2026-07-28 and falls back), tools/list, tools/call, with only an x-api-key header
 // added.
 func testGoSDK(t *testing.T, g *gateway) {
-	for _, c := range sdkCases(g) {
+	s0 := target{ID: g.Sensors[0].ID.String(), ExternalID: g.Sensors[0].ExternalID, FeedSlug: g.Sensors[0].FeedSlug}
+	for _, c := range sdkCases(s0) {
 		for _, version := range []string{"", "2025-06-18", "2024-11-05"} {
 			t.Run(c.scope+"/"+orLatest(version), func(t *testing.T) {
 				t.Parallel()
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				cs := connectSDK(ctx, t, g, c.path, version, http.Header{"X-Api-Key": {devKey}})
-				defer cs.Close()
-				want := version
-				if want == "" {
-					want = mcp.LatestProtocolVersion
-				}
-				if got := cs.InitializeResult().ProtocolVersion; got != want {
-					t.Errorf("negotiated %q, want %q", got, want)
-				}
-				if cs.InitializeResult().Capabilities.Tools == nil {
-					t.Errorf("no tools capability")
-				}
-				tools, err := cs.ListTools(ctx, nil)
-				if err != nil {
-					t.Fatalf("tools/list: %v", err)
-				}
-				var names []string
-				for _, tool := range tools.Tools {
-					names = append(names, tool.Name)
-				}
-				if !slices.Contains(names, c.tool) {
-					t.Fatalf("tools/list %v lacks %s", names, c.tool)
-				}
-				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
-				if err != nil {
-					t.Fatalf("tools/call %s: %v", c.tool, err)
-				}
-				if res.IsError || res.StructuredContent == nil || len(res.Content) == 0 {
-					t.Fatalf("tools/call %s: isError %v, structured %v, content %v", c.tool, res.IsError, res.StructuredContent, res.Content)
-				}
-				if err := cs.Ping(ctx, nil); err != nil {
-					t.Errorf("ping: %v", err)
-				}
+				sdkRoundTrip(t, g.URL, c, version, devKey)
 			})
 		}
 	}
@@ -97,7 +66,7 @@ func testGoSDK(t *testing.T, g *gateway) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		path := "/api/v1/sensors/" + g.Sensors[0].ID.String() + "/mcp"
-		cs := connectSDK(ctx, t, g, path, "", http.Header{"X-Api-Key": {devKey}, mcp.HeaderToolNames: {"underscore"}})
+		cs := connectSDK(ctx, t, g.URL+path, "", http.Header{"X-Api-Key": {devKey}, mcp.HeaderToolNames: {"underscore"}})
 		defer cs.Close()
 		tools, err := cs.ListTools(ctx, nil)
 		if err != nil {
@@ -126,11 +95,11 @@ func testGoSDK(t *testing.T, g *gateway) {
 	})
 }
 
-func connectSDK(ctx context.Context, t *testing.T, g *gateway, path, version string, header http.Header) *sdk.ClientSession {
+func connectSDK(ctx context.Context, t testing.TB, endpoint, version string, header http.Header) *sdk.ClientSession {
 	t.Helper()
 	client := sdk.NewClient(&sdk.Implementation{Name: "sensorgate-test", Version: "1"}, nil)
 	transport := &sdk.StreamableClientTransport{
-		Endpoint:   g.URL + path,
+		Endpoint:   endpoint,
 		HTTPClient: &http.Client{Transport: headerTransport{header: header}, Timeout: 30 * time.Second},
 		MaxRetries: -1,
 	}
@@ -140,7 +109,7 @@ func connectSDK(ctx context.Context, t *testing.T, g *gateway, path, version str
 	}
 	cs, err := client.Connect(ctx, transport, opts)
 	if err != nil {
-		t.Fatalf("connect %s: %v", path, err)
+		t.Fatalf("connect %s: %v", endpoint, err)
 	}
 	return cs
 }
@@ -150,4 +119,45 @@ func orLatest(v string) string {
 		return "sdk-default"
 	}
 	return v
+}
+
+// sdkRoundTrip connects the Go SDK client to one endpoint and runs initialize, tools/list,
+// tools/call and ping.
+func sdkRoundTrip(t *testing.T, base string, c sdkCase, version, key string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := connectSDK(ctx, t, base+c.path, version, http.Header{"X-Api-Key": {key}})
+	defer cs.Close()
+	want := version
+	if want == "" {
+		want = mcp.LatestProtocolVersion
+	}
+	if got := cs.InitializeResult().ProtocolVersion; got != want {
+		t.Errorf("negotiated %q, want %q", got, want)
+	}
+	if cs.InitializeResult().Capabilities.Tools == nil {
+		t.Errorf("no tools capability")
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.Contains(names, c.tool) {
+		t.Fatalf("tools/list %v lacks %s", names, c.tool)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", c.tool, err)
+	}
+	if res.IsError || res.StructuredContent == nil || len(res.Content) == 0 {
+		t.Fatalf("tools/call %s: isError %v, structured %v, content %v", c.tool, res.IsError, res.StructuredContent, res.Content)
+	}
+	if err := cs.Ping(ctx, nil); err != nil {
+		t.Errorf("ping: %v", err)
+	}
 }
