@@ -37,6 +37,14 @@ func (b *lockedBuffer) String() string {
 // It returns the gateway's base URL and the first sensor.
 func realGateway(tb testing.TB, env map[string]string, key string) (string, target) {
 	tb.Helper()
+	url, _, s0 := realGatewayWith(tb, env, func(context.Context, string) string { return key })
+	return url, s0
+}
+
+// realGatewayWith is realGateway with the key made by mkKey once the gateway has migrated
+// its database (dbURL); it also returns the backing service's URL.
+func realGatewayWith(tb testing.TB, env map[string]string, mkKey func(ctx context.Context, dbURL string) string) (string, string, target) {
+	tb.Helper()
 	svc := startService(tb, 3)
 	addr := freeAddr(tb)
 	base := map[string]string{
@@ -73,11 +81,20 @@ func realGateway(tb testing.TB, env map[string]string, key string) (string, targ
 	})
 	url := "http://" + addr
 	deadline := time.Now().Add(60 * time.Second)
+	key := ""
 	for {
 		select {
 		case err := <-done:
 			tb.Fatalf("gateway exited: %v\n%s", err, log.String())
 		default:
+		}
+		if key == "" {
+			if resp, err := http.Get(url + "/healthz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					key = mkKey(ctx, base["DATABASE_URL"])
+				}
+			}
 		}
 		if key != "" {
 			req, _ := http.NewRequest(http.MethodGet, url+"/api/v1/sensors?limit=100", nil)
@@ -94,7 +111,7 @@ func realGateway(tb testing.TB, env map[string]string, key string) (string, targ
 				resp.Body.Close()
 				if err == nil && len(page.Sensors) > 0 && page.Sensors[0].FeedID != "" {
 					s := page.Sensors[0]
-					return url, target{ID: s.ID, ExternalID: s.ExternalID, FeedSlug: feedSlugOf(tb, url, key, s.FeedID)}
+					return url, svc, target{ID: s.ID, ExternalID: s.ExternalID, FeedSlug: feedSlugOf(tb, url, key, s.FeedID)}
 				}
 			}
 		}
