@@ -241,7 +241,8 @@ func add[In, Out any](srv *mcp.Server, ts *toolset, tool, title, desc string, in
 }
 
 // decodeArguments validates a call's arguments against the resolved input schema (after
-// applying its defaults) and decodes them into In. Absent or null arguments are {}.
+// applying its defaults) and decodes them into In. Absent or null arguments are {}, and a
+// property whose value is null is treated as absent.
 func decodeArguments[In any](req *mcp.CallToolRequest, schema *jsonschema.Resolved) (In, error) {
 	var in In
 	var raw json.RawMessage
@@ -256,6 +257,13 @@ func decodeArguments[In any](req *mcp.CallToolRequest, schema *jsonschema.Resolv
 	}
 	if v == nil {
 		v = map[string]any{}
+	}
+	// An optional argument sent as null (common from language-model clients) means
+	// omitted, not "the wrong type".
+	for k, x := range v {
+		if x == nil {
+			delete(v, k)
+		}
 	}
 	var anyV any = v
 	if err := schema.ApplyDefaults(&anyV); err != nil {

@@ -67,6 +67,7 @@ func TestLatestObservation(t *testing.T) {
 		wantErr    string // substring of the isError message
 	}{
 		{name: "by argument", args: map[string]any{"station_id": "41002"}, wantParams: 5},
+		{name: "null arguments are omitted", args: map[string]any{"station_id": nil, "parameters": nil}, meta: map[string]any{"sensor_external_id": "41002"}, wantParams: 5},
 		{name: "empty arguments use the injected external id", meta: map[string]any{"sensor_external_id": "41002", "sensor_name": "South Hatteras"}, wantParams: 5},
 		{name: "injected sensor id alone", meta: map[string]any{"sensor_id": sensor}, wantParams: 5},
 		{name: "sensor UUID as argument", args: map[string]any{"station_id": sensor}, wantParams: 5},
