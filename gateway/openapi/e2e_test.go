@@ -11,11 +11,42 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sensorgate/sensorgate/gateway/openapi"
 )
+
+// binaries are built once per test run and shared by the tests that run them.
+var binaries = struct {
+	once sync.Once
+	dir  string
+	err  error
+}{}
+
+func buildBinaries(t *testing.T) map[string]string {
+	t.Helper()
+	binaries.once.Do(func() {
+		binaries.dir, binaries.err = os.MkdirTemp("", "sensorgate-openapi-e2e-")
+		if binaries.err != nil {
+			return
+		}
+		for name, pkg := range map[string]string{
+			"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+			"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
+		} {
+			if out, err := exec.Command("go", "build", "-o", filepath.Join(binaries.dir, name), pkg).CombinedOutput(); err != nil {
+				binaries.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+	})
+	if binaries.err != nil {
+		t.Fatal(binaries.err)
+	}
+	return map[string]string{"gateway": filepath.Join(binaries.dir, "gateway"), "ocean": filepath.Join(binaries.dir, "ocean")}
+}
 
 // startProcess runs a freshly built binary until the test ends; its output goes to a file
 // that is shown when the test fails.
@@ -95,20 +126,13 @@ func TestProcessesMatchDocument(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	for name, pkg := range map[string]string{
-		"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
-		"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
-	} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
+	bins := buildBinaries(t)
 	oceanAddr, gwAddr := freeAddr(t), freeAddr(t)
-	oceanLog := startProcess(t, filepath.Join(dir, "ocean"),
+	oceanLog := startProcess(t, bins["ocean"],
 		"SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(dir, "ocean.db"),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=4", "SIM_DAYS=2", "SIM_SEED=5", "LOG_FORMAT=json")
 	waitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, func(s int, _ []byte) bool { return s == 200 })
-	gatewayLog := startProcess(t, filepath.Join(dir, "gateway"),
+	gatewayLog := startProcess(t, bins["gateway"],
 		"GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(dir, "catalog.db"), "SENSORGATE_ENV=development",
 		"DEV_API_KEY="+devKey, "SERVICE_URLS=ocean=http://"+oceanAddr, "SYNC_INTERVAL=1s", "PROBE_INTERVAL=1s",
 		"LOG_FORMAT=json")

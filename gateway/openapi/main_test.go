@@ -1,0 +1,15 @@
+package openapi_test
+
+import (
+	"os"
+	"testing"
+)
+
+// TestMain removes the binaries the process-level tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binaries.dir != "" {
+		_ = os.RemoveAll(binaries.dir)
+	}
+	os.Exit(code)
+}
