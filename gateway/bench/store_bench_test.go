@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"os"
 	"slices"
 	"testing"
@@ -14,8 +16,14 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
-// Env1M turns on the 1,000,000-sensor size (loading it takes minutes).
-const Env1M = "SENSORGATE_BENCH_1M"
+// Environment of the benchmarks.
+const (
+	// Env1M turns on the 1,000,000-sensor size (loading it takes minutes).
+	Env1M = "SENSORGATE_BENCH_1M"
+	// EnvReuse keeps the loaded databases (sgbench_<n>) between runs and reuses them when
+	// they hold n sensors, instead of a fresh database per run.
+	EnvReuse = "SENSORGATE_BENCH_REUSE"
+)
 
 // query is one of the measured list queries, with its HTTP form for the API variant.
 type query struct {
@@ -42,22 +50,67 @@ func sizes() []int {
 	return []int{100_000}
 }
 
-// loadedStore gives a fresh PostgreSQL catalog of n synthetic sensors.
+// loadedStore gives a PostgreSQL catalog of n synthetic sensors: a fresh database, or with
+// EnvReuse the kept one.
 func loadedStore(b *testing.B, n int) (*store.Store, string) {
 	b.Helper()
 	ctx := context.Background()
-	url := testenv.Postgres(b)
+	var url string
+	if os.Getenv(EnvReuse) != "" {
+		url = keptDatabase(b, fmt.Sprintf("sgbench_%d", n))
+	} else {
+		url = testenv.Postgres(b)
+	}
 	s, err := store.Open(ctx, store.Config{DatabaseURL: url, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
+	var have int64
+	if err := s.DB().Raw("SELECT count(*) FROM sensors").Row().Scan(&have); err != nil {
+		b.Fatal(err)
+	}
+	if have == int64(n) {
+		b.Logf("reusing %d loaded sensors", n)
+		return s, url
+	}
+	if have > 0 {
+		if err := s.DB().Exec("TRUNCATE api_keys, sensors, projects, providers, services, users CASCADE").Error; err != nil {
+			b.Fatal(err)
+		}
+	}
 	res, err := Load(ctx, s, url, n, 42)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("loaded %d sensors in %s", res.Sensors, res.Duration.Round(time.Millisecond))
 	return s, url
+}
+
+// keptDatabase returns the URL of database name on the test server, creating it if absent.
+func keptDatabase(b *testing.B, name string) string {
+	b.Helper()
+	admin := testenv.AdminPostgresURL()
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var exists bool
+	if err := db.QueryRow("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		b.Fatal(err)
+	}
+	if !exists {
+		if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+			b.Fatal(err)
+		}
+	}
+	u, err := neturl.Parse(admin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
 }
 
 // percentiles reports p50 and p99 of the samples as benchmark metrics, in milliseconds.

@@ -1,30 +1,45 @@
 package store
 
-import "sync"
+import (
+	"sync"
 
-// countCache keeps exact list totals and distinct-value lists of one catalog generation.
-// When the generation moves (a Sync changed sensors) the whole cache is stale and dropped;
-// when it is full it is dropped too, which is cheap compared with tracking recency and
-// only costs a recount.
+	"github.com/google/uuid"
+)
+
+// countCache keeps what list queries learn about one catalog generation: exact totals,
+// distinct-value lists, and the ordered ids of filters with few matches. When the
+// generation moves (a Sync changed sensors) the whole cache is stale and dropped; when a
+// part is full it is dropped too, which is cheap compared with tracking recency and only
+// costs a recount.
 type countCache struct {
-	mu    sync.Mutex
-	max   int
-	gen   int64
-	ints  map[string]int
-	lists map[string][]string
+	mu     sync.Mutex
+	max    int // entries of ints and lists together
+	maxIDs int // ids of all id lists together
+	gen    int64
+	ints   map[string]int
+	lists  map[string][]string
+	ids    map[string][]uuid.UUID
+	nIDs   int
 }
 
-func newCountCache(max int) *countCache {
-	return &countCache{max: max, ints: map[string]int{}, lists: map[string][]string{}}
+func newCountCache(max, maxIDs int) *countCache {
+	return &countCache{max: max, maxIDs: maxIDs, ints: map[string]int{}, lists: map[string][]string{}, ids: map[string][]uuid.UUID{}}
 }
 
-// at switches the cache to generation gen; the caller holds mu.
-func (c *countCache) at(gen int64) {
-	if gen != c.gen || len(c.ints)+len(c.lists) >= c.max {
+// at switches the cache to generation gen; the caller holds mu. It reports false when gen
+// is older than the cache's, whose values must then not be overwritten.
+func (c *countCache) at(gen int64) bool {
+	switch {
+	case gen < c.gen:
+		return false
+	case gen > c.gen:
 		c.gen = gen
-		c.ints = map[string]int{}
-		c.lists = map[string][]string{}
+		c.ints, c.lists, c.ids, c.nIDs = map[string]int{}, map[string][]string{}, map[string][]uuid.UUID{}, 0
 	}
+	if len(c.ints)+len(c.lists) >= c.max {
+		c.ints, c.lists = map[string]int{}, map[string][]string{}
+	}
+	return true
 }
 
 func (c *countCache) get(gen int64, key string) (int, bool) {
@@ -40,11 +55,9 @@ func (c *countCache) get(gen int64, key string) (int, bool) {
 func (c *countCache) put(gen int64, key string, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen < c.gen {
-		return // a slower reader of an older generation
+	if c.at(gen) {
+		c.ints[key] = n
 	}
-	c.at(gen)
-	c.ints[key] = n
 }
 
 func (c *countCache) getList(gen int64, key string) ([]string, bool) {
@@ -60,9 +73,34 @@ func (c *countCache) getList(gen int64, key string) ([]string, bool) {
 func (c *countCache) putList(gen int64, key string, v []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen < c.gen {
+	if c.at(gen) {
+		c.lists[key] = append([]string(nil), v...)
+	}
+}
+
+// getIDs returns the cached ordered ids of a filter; the slice is shared and read-only.
+func (c *countCache) getIDs(gen int64, key string) ([]uuid.UUID, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return nil, false
+	}
+	v, ok := c.ids[key]
+	return v, ok
+}
+
+func (c *countCache) putIDs(gen int64, key string, v []uuid.UUID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(v) > c.maxIDs || !c.at(gen) {
 		return
 	}
-	c.at(gen)
-	c.lists[key] = append([]string(nil), v...)
+	if c.nIDs+len(v) > c.maxIDs {
+		c.ids, c.nIDs = map[string][]uuid.UUID{}, 0
+	}
+	if old, ok := c.ids[key]; ok {
+		c.nIDs -= len(old)
+	}
+	c.ids[key] = v
+	c.nIDs += len(v)
 }

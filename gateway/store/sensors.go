@@ -360,9 +360,10 @@ func escapeLike(s string) string {
 	return r.Replace(s)
 }
 
-// ListSensors returns one page of the sensors matching f and their exact total. The total
-// is cached per replica, keyed by the filter and the catalog generation, so paging through
-// a large result counts once.
+// ListSensors returns one page of the sensors matching f and their exact total. What it
+// learns is cached per replica for the current catalog generation: the total of each
+// filter, and for filters with few matches their ids in list order, so paging through a
+// result or repeating a popular query costs a primary-key lookup of one page.
 func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalog.SensorPage, error) {
 	page := catalog.SensorPage{Sensors: []catalog.Sensor{}}
 	if f.Page < 1 {
@@ -380,7 +381,11 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 		return page, err
 	}
 	db := s.db.WithContext(ctx)
-	total, err := s.countSensors(db, q)
+	gen, err := generation(db)
+	if err != nil {
+		return page, err
+	}
+	total, err := s.countSensors(db, gen, q)
 	if err != nil {
 		return page, err
 	}
@@ -389,41 +394,46 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 	if offset >= total {
 		return page, nil
 	}
+	byDistance := f.Near != nil && f.SortByDistance
 	order := " ORDER BY name, id"
-	innerOrder := order
-	distCol := ""
-	if f.Near != nil && f.SortByDistance {
+	if byDistance {
 		order = " ORDER BY " + q.distSQL + ", name, id"
-		innerOrder = " ORDER BY dist, name, id"
-		distCol = ", " + q.distSQL + " AS dist"
 	}
-	var query string
-	args := append([]any{}, q.args...)
-	filterFirst, err := s.filterFirst(db, f, q, total, offset)
+	filterFirst, err := s.filterFirst(db, gen, f, q, total, offset)
 	if err != nil {
 		return page, err
 	}
-	if !filterFirst && (f.BBox != nil || f.Near != nil) {
-		if q, err = s.d.buildSensorQuery(f, false); err != nil {
-			return page, err
-		}
-		args = append([]any{}, q.args...)
-	}
+	var rows *sql.Rows
 	switch {
 	case filterFirst:
-		query = "WITH m AS MATERIALIZED (SELECT id, name" + distCol + " FROM sensors" + q.whereSQL() + ") " +
-			"SELECT " + s.d.sensorColumns("") + " FROM sensors WHERE id IN (SELECT id FROM m" + innerOrder +
-			" LIMIT ? OFFSET ?)" + order
-	case offset >= s.deferredJoinOffset:
-		query = "SELECT " + s.d.sensorColumns("") + " FROM sensors WHERE id IN (SELECT id FROM sensors" +
-			q.whereSQL() + order + " LIMIT ? OFFSET ?)" + order
+		ids, err := s.matchIDs(db, gen, q, byDistance)
+		if err != nil {
+			return page, err
+		}
+		ids = ids[min(offset, len(ids)):min(offset+f.Limit, len(ids))]
+		if len(ids) == 0 {
+			return page, nil
+		}
+		rows, err = db.Raw("SELECT "+s.d.sensorColumns("")+" FROM sensors WHERE id IN ?"+order, ids).Rows()
+		if err != nil {
+			return page, fmt.Errorf("store: list sensors: %w", err)
+		}
 	default:
-		query = "SELECT " + s.d.sensorColumns("") + " FROM sensors" + q.whereSQL() + order + " LIMIT ? OFFSET ?"
-	}
-	args = append(args, f.Limit, offset)
-	rows, err := db.Raw(query, args...).Rows()
-	if err != nil {
-		return page, fmt.Errorf("store: list sensors: %w", err)
+		if f.BBox != nil || f.Near != nil {
+			if q, err = s.d.buildSensorQuery(f, false); err != nil {
+				return page, err
+			}
+		}
+		query := "SELECT " + s.d.sensorColumns("") + " FROM sensors" + q.whereSQL() + order + " LIMIT ? OFFSET ?"
+		if offset >= s.deferredJoinOffset {
+			query = "SELECT " + s.d.sensorColumns("") + " FROM sensors WHERE id IN (SELECT id FROM sensors" +
+				q.whereSQL() + order + " LIMIT ? OFFSET ?)" + order
+		}
+		args := append(append([]any{}, q.args...), f.Limit, offset)
+		rows, err = db.Raw(query, args...).Rows()
+		if err != nil {
+			return page, fmt.Errorf("store: list sensors: %w", err)
+		}
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -443,6 +453,28 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 	return page, nil
 }
 
+// matchIDs returns the ids of every sensor matching q in list order, found through the
+// filter's own index (trigram, GIN, GiST) and sorted, and cached for the generation.
+// MATERIALIZED keeps PostgreSQL from turning the collection back into a name-index walk.
+func (s *Store) matchIDs(db *gorm.DB, gen int64, q sensorQuery, byDistance bool) ([]uuid.UUID, error) {
+	key := "ids\x00" + strconv.FormatBool(byDistance) + q.whereSQL() + "\x00" + fmt.Sprintf("%#v", q.args)
+	if ids, ok := s.counts.getIDs(gen, key); ok {
+		return ids, nil
+	}
+	cols, order := "id, name", " ORDER BY name, id"
+	if byDistance {
+		cols, order = "id, name, "+q.distSQL+" AS dist", " ORDER BY dist, name, id"
+	}
+	var ids []uuid.UUID
+	err := db.Raw("WITH m AS MATERIALIZED (SELECT "+cols+" FROM sensors"+q.whereSQL()+") SELECT id FROM m"+order, q.args...).
+		Scan(&ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("store: list sensors: collect matches: %w", err)
+	}
+	s.counts.putIDs(gen, key, ids)
+	return ids, nil
+}
+
 // filterFirst decides how a filtered page is found, knowing the exact number of matches:
 // collect every match through the filter's own index (trigram, GIN, GiST) and sort them,
 // or walk the (name, id) index until the page is filled. Walking reads about
@@ -451,7 +483,7 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 // collects (up to filterFirstMax matches): its matches cluster in name order, since a
 // word found in names mostly starts them ("harbor" finds the "Harbor ..." stretch of the
 // index), and walking to that stretch reads much of the catalog.
-func (s *Store) filterFirst(db *gorm.DB, f catalog.SensorFilter, q sensorQuery, total, offset int) (bool, error) {
+func (s *Store) filterFirst(db *gorm.DB, gen int64, f catalog.SensorFilter, q sensorQuery, total, offset int) (bool, error) {
 	switch {
 	case len(q.where) == 0:
 		return false, nil
@@ -462,7 +494,7 @@ func (s *Store) filterFirst(db *gorm.DB, f catalog.SensorFilter, q sensorQuery, 
 	case f.Search != "":
 		return true, nil
 	}
-	all, err := s.countSensors(db, sensorQuery{})
+	all, err := s.countSensors(db, gen, sensorQuery{})
 	if err != nil {
 		return false, err
 	}
@@ -474,11 +506,7 @@ func (s *Store) filterFirst(db *gorm.DB, f catalog.SensorFilter, q sensorQuery, 
 // a row collected by a bitmap scan (sequential-ish heap reads).
 const walkCost = 4
 
-func (s *Store) countSensors(db *gorm.DB, q sensorQuery) (int, error) {
-	gen, err := generation(db)
-	if err != nil {
-		return 0, err
-	}
+func (s *Store) countSensors(db *gorm.DB, gen int64, q sensorQuery) (int, error) {
 	key := q.whereSQL() + "\x00" + fmt.Sprintf("%#v", q.args)
 	if n, ok := s.counts.get(gen, key); ok {
 		return n, nil

@@ -39,6 +39,9 @@ type Config struct {
 	SkipMigrations bool
 	// CountCacheSize bounds the per-replica cache of exact list totals (default 4096).
 	CountCacheSize int
+	// IDCacheSize bounds the sensor ids the per-replica cache keeps in the ordered match
+	// lists of selective filters (default 2,000,000, about 32 MB).
+	IDCacheSize int
 	// Logger receives migration and slow-path messages (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -66,11 +69,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.CountCacheSize <= 0 {
 		cfg.CountCacheSize = 4096
 	}
+	if cfg.IDCacheSize <= 0 {
+		cfg.IDCacheSize = 2_000_000
+	}
 	db, d, err := connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, d: d, log: cfg.Logger, counts: newCountCache(cfg.CountCacheSize),
+	s := &Store{db: db, d: d, log: cfg.Logger, counts: newCountCache(cfg.CountCacheSize, cfg.IDCacheSize),
 		filterFirstMax: filterFirstMax, deferredJoinOffset: deferredJoinOffset}
 	if !cfg.SkipMigrations {
 		if err := s.Migrate(ctx); err != nil {

@@ -675,6 +675,23 @@ func TestCountCacheFollowsGeneration(t *testing.T) {
 		if err != nil || !slices.Equal(types, []string{"active", "inactive"}) {
 			t.Fatalf("statuses after marking = %v, %v", types, err)
 		}
+		// The ordered matches of a search are cached too, and must follow a rename.
+		search := catalog.SensorFilter{Search: "antimeridian"}
+		if p, _ = s.ListSensors(ctx, search); !slices.Equal(extIDs(p), []string{"PADK", "AM_E", "AM_W", "NFFN"}) {
+			t.Fatalf("search before rename = %v", extIDs(p))
+		}
+		b := batch("weather", true)
+		for i := range b.Sensors {
+			if b.Sensors[i].ExternalID == "AM_W" {
+				b.Sensors[i].Name = "Dateline West"
+			}
+		}
+		if _, err := s.Sync(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if p, _ = s.ListSensors(ctx, search); !slices.Equal(extIDs(p), []string{"PADK", "AM_E", "NFFN"}) || p.Total != 3 {
+			t.Fatalf("search after rename = %v (total %d)", extIDs(p), p.Total)
+		}
 	})
 }
 
