@@ -20,7 +20,8 @@ type HTTPOptions struct {
 	Logger  *slog.Logger
 	Metrics *Metrics
 	Tracing *Tracing
-	// Quiet routes are logged at debug level (health checks and scrapes would drown the log).
+	// Quiet routes or paths are logged at debug level (health checks and scrapes would
+	// drown the log); a path matches whatever pattern style the router uses.
 	Quiet map[string]bool
 }
 
@@ -112,7 +113,7 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 				switch {
 				case status >= 500:
 					level = slog.LevelError
-				case o.Quiet[route]:
+				case o.Quiet[route] || o.Quiet[r.URL.Path]:
 					level = slog.LevelDebug
 				}
 				o.Logger.LogAttrs(ctx, level, "http request",

@@ -523,3 +523,19 @@ func TestTransportPassesRequestIDWithTracingOff(t *testing.T) {
 		t.Error("the transport changed the caller's request")
 	}
 }
+
+func TestQuietPathsLogAtDebug(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	logger, _ := NewLogger(&logs, LogConfig{Format: FormatJSON})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("GET /v1/meta", func(w http.ResponseWriter, r *http.Request) {})
+	h := Middleware(mux, HTTPOptions{Logger: logger, Quiet: DefaultQuiet()})
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/healthz", nil))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/v1/meta", nil))
+	lines := logLines(t, &logs)
+	if len(lines) != 1 || lines[0]["route"] != "GET /v1/meta" {
+		t.Errorf("want only the /v1/meta access line at info, got %v", lines)
+	}
+}
