@@ -152,7 +152,7 @@ func settings() []setting {
 			c.SQLitePath = v
 			return nil
 		}},
-		{env: "DEV_API_KEY", flag: "dev-api-key", def: DefaultDevAPIKey, usage: "development API key created at start in the development environment (never valid in production)", set: func(c *Config, v string) error {
+		{env: "DEV_API_KEY", flag: "dev-api-key", def: DefaultDevAPIKey, usage: "development API key created at start in the development environment (never valid in production)", secret: true, set: func(c *Config, v string) error {
 			if c.Env == EnvDevelopment && len(v) < 16 {
 				return fmt.Errorf("want at least 16 characters, got %d", len(v))
 			}
@@ -355,7 +355,7 @@ type Loader struct {
 func Register(fs *flag.FlagSet, getenv func(string) string, omit ...string) *Loader {
 	l := &Loader{getenv: getenv, values: map[string]*string{}, order: settings()}
 	for _, s := range l.order {
-		v := &flagValue{secret: s.secret}
+		v := &flagValue{secret: s.secret, public: s.def}
 		v.s = s.def
 		if e, ok := lookup(getenv, s.env); ok {
 			v.s = e
@@ -455,17 +455,19 @@ func (c Config) ServiceURL(id string) (string, bool) {
 }
 
 // flagValue is a string flag whose default comes from the environment; a secret one
-// prints as "(hidden)" in -help so that a help screen never leaks a token.
+// prints as "(hidden)" in -help, unless it is the documented default, so that a help
+// screen never leaks a token.
 type flagValue struct {
 	s      string
 	secret bool
+	public string // the documented default, safe to show
 }
 
 func (f *flagValue) String() string {
 	if f == nil {
 		return ""
 	}
-	if f.secret && f.s != "" {
+	if f.secret && f.s != "" && f.s != f.public {
 		return "(hidden)"
 	}
 	return f.s
