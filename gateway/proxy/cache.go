@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,8 +31,7 @@ type Cache struct {
 	maxLen   int
 	now      func() time.Time
 
-	mu    sync.RWMutex
-	items map[string]*Response
+	items *ttlMap[*Response]
 	group singleflight.Group
 
 	lookups *prometheus.CounterVec
@@ -65,7 +63,7 @@ func NewCache(o CacheOptions) (*Cache, error) {
 	}
 	c := &Cache{
 		ttl: o.TTL, maxItems: o.MaxItems, maxLen: o.MaxLen, now: o.Now,
-		items: make(map[string]*Response),
+		items: newTTLMap[*Response](o.TTL, o.MaxItems),
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sensorgate_proxy_cache_lookups_total",
 			Help: "Readings cache lookups by result: hit (fresh answer), shared (joined an in-flight call), miss (made the upstream call).",
@@ -87,13 +85,8 @@ func (c *Cache) Get(key string) (*Response, bool) {
 	if c.ttl <= 0 {
 		return nil, false
 	}
-	c.mu.RLock()
-	r, ok := c.items[key]
-	c.mu.RUnlock()
-	if !ok || c.now().Sub(r.FetchedAt) >= c.ttl {
-		return nil, false
-	}
-	return r, true
+	r, _, ok := c.items.get(key, c.now())
+	return r, ok
 }
 
 // Do returns the fresh answer of key, or joins the in-flight fetch of key, or fetches.
@@ -138,30 +131,10 @@ func (c *Cache) put(key string, r *Response) {
 	if c.ttl <= 0 || len(r.Body) > c.maxLen || (r.Status != 200 && r.Status != 404) {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.items) >= c.maxItems {
-		now := c.now()
-		for k, v := range c.items {
-			if now.Sub(v.FetchedAt) >= c.ttl {
-				delete(c.items, k)
-			}
-		}
-		// Still full of fresh answers: drop arbitrary ones (map order), which only costs
-		// their next request an upstream call.
-		for k := range c.items {
-			if len(c.items) < c.maxItems {
-				break
-			}
-			delete(c.items, k)
-		}
-	}
-	c.items[key] = r
+	c.items.put(key, r, r.FetchedAt, c.now())
 }
 
 // Len is the number of answers held.
 func (c *Cache) Len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.items)
+	return c.items.len()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
@@ -37,6 +38,10 @@ type Handlers struct {
 	now     func() time.Time
 	// cacheControl is the Cache-Control of a 200, computed once from the TTL.
 	cacheControl string
+	// sensors remembers resolved sensors for SensorTTL, so that uncached readings calls
+	// do not each cost a catalog query.
+	sensors     *ttlMap[catalog.Sensor]
+	sensorGroup singleflight.Group
 }
 
 // HandlerOptions configure Handlers; only Upstreams, Cache and Resolve are required.
@@ -49,7 +54,14 @@ type HandlerOptions struct {
 	Error  ErrorFunc
 	Logger *slog.Logger
 	Now    func() time.Time
+	// SensorTTL is how long a resolved sensor is trusted (DefaultSensorTTL when 0,
+	// negative: every request asks the catalog). The catalog changes only by sync, every
+	// SYNC_INTERVAL, so a few seconds more of a sensor's old routing is invisible.
+	SensorTTL time.Duration
 }
+
+// DefaultSensorTTL bounds how long the handlers route by a sensor resolved earlier.
+const DefaultSensorTTL = 5 * time.Second
 
 // NewHandlers returns the handlers.
 func NewHandlers(o HandlerOptions) (*Handlers, error) {
@@ -65,6 +77,12 @@ func NewHandlers(o HandlerOptions) (*Handlers, error) {
 	}
 	if h.fail == nil {
 		h.fail = h.writeError
+	}
+	switch {
+	case o.SensorTTL == 0:
+		h.sensors = newTTLMap[catalog.Sensor](DefaultSensorTTL, DefaultCacheItems)
+	case o.SensorTTL > 0:
+		h.sensors = newTTLMap[catalog.Sensor](o.SensorTTL, DefaultCacheItems)
 	}
 	// Answers are per caller (every request carries an API key), so only the client's
 	// own cache may keep them, and only for as long as the gateway would.
@@ -117,7 +135,7 @@ func (h *Handlers) readings(route Route, params []string, validate func(url.Valu
 		// catalog lookup, within the freshness bound.
 		key := prefix + ref + "\x00" + fwd
 		resp, err := h.cache.Do(c.Request.Context(), key, func(ctx context.Context) (*Response, error) {
-			sn, err := h.resolve(ctx, ref)
+			sn, err := h.sensor(ctx, ref)
 			if err != nil {
 				return nil, err
 			}
@@ -136,6 +154,30 @@ func (h *Handlers) readings(route Route, params []string, validate func(url.Valu
 		}
 		h.write(c, resp)
 	}
+}
+
+// sensor resolves ref through the short-lived sensor cache; concurrent misses of one ref
+// make one catalog query.
+func (h *Handlers) sensor(ctx context.Context, ref string) (catalog.Sensor, error) {
+	if h.sensors == nil {
+		return h.resolve(ctx, ref)
+	}
+	if sn, _, ok := h.sensors.get(ref, h.now()); ok {
+		return sn, nil
+	}
+	v, err, _ := h.sensorGroup.Do(ref, func() (any, error) {
+		sn, err := h.resolve(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		now := h.now()
+		h.sensors.put(ref, sn, now, now)
+		return sn, nil
+	})
+	if err != nil {
+		return catalog.Sensor{}, err
+	}
+	return v.(catalog.Sensor), nil
 }
 
 // isUUID reports the dashed UUID form of a sensor id (SPEC.md 4); anything else must be a

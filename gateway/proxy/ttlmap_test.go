@@ -1,0 +1,58 @@
+package proxy
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestTTLMap(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(0, 0)
+	m := newTTLMap[int](10*time.Second, 3)
+	m.put("a", 1, t0, t0)
+	m.put("b", 2, t0.Add(time.Second), t0.Add(time.Second))
+	m.put("a", 3, t0.Add(2*time.Second), t0.Add(2*time.Second)) // stored again: newer value, newer time
+	tests := []struct {
+		key  string
+		at   time.Duration
+		want int
+		ok   bool
+	}{
+		{"a", 5 * time.Second, 3, true},
+		{"b", 11 * time.Second, 0, false}, // stored at +1s: expired 10s later
+		{"a", 11 * time.Second, 3, true},  // its second put counts
+		{"zz", 0, 0, false},
+	}
+	for _, tt := range tests {
+		v, _, ok := m.get(tt.key, t0.Add(tt.at))
+		if v != tt.want || ok != tt.ok {
+			t.Errorf("get(%s) at +%s = %d, %v; want %d, %v", tt.key, tt.at, v, ok, tt.want, tt.ok)
+		}
+	}
+	// Past max, the oldest go first; expired entries go at the next put.
+	for i := range 5 {
+		m.put("k"+strconv.Itoa(i), i, t0.Add(3*time.Second), t0.Add(3*time.Second))
+	}
+	if n := m.len(); n != 3 {
+		t.Fatalf("len = %d, want the max of 3", n)
+	}
+	if _, _, ok := m.get("k4", t0.Add(4*time.Second)); !ok {
+		t.Error("newest entry evicted")
+	}
+	if _, _, ok := m.get("a", t0.Add(4*time.Second)); ok {
+		t.Error("oldest entry kept past max")
+	}
+	m.put("late", 9, t0.Add(20*time.Second), t0.Add(20*time.Second))
+	if n := m.len(); n != 1 {
+		t.Errorf("after every other entry expired, len = %d, want 1", n)
+	}
+	// A long run keeps the queue compact.
+	for i := range 10000 {
+		at := t0.Add(time.Duration(i) * time.Second)
+		m.put("x", i, at, at)
+	}
+	if len(m.order)-m.head > 2 || cap(m.order) > 4096 {
+		t.Errorf("queue holds %d live of %d slots (cap %d) for one key", len(m.order)-m.head, len(m.order), cap(m.order))
+	}
+}

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Load test of the gateway's traffic path (docs/traffic.md), in one run, side by side:
+#   direct   wrk -> backend (nginx serving a real service answer recorded at start, ~1.7 KB)
+#   nginx    wrk -> nginx as a plain reverse proxy (keepalive upstream) -> backend
+#   gateway  wrk -> gateway (x-api-key auth, Redis rate limiter, proxy) -> backend,
+#            uncached (every request a distinct query, a real upstream call) and hot (the
+#            same request again and again, answered within the cache's freshness bound)
+# Throughput at saturation: wrk, 2 threads, 50 connections. Latency at a fixed 1000 req/s:
+# scripts/loadtest/fixedrate (open loop, measured from when each request was due).
+#
+# usage: scripts/loadtest.sh [-d SECONDS] [-c CONNECTIONS] [-r RATE] [-o FILE]
+# Needs nginx, wrk, redis-server (installed with apt-get when missing and run as root) and Go.
+# Everything it starts listens on 127.0.0.1 and is stopped when it exits.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=10 CONNS=50 RATE=1000 OUT=""
+while getopts "d:c:r:o:" o; do
+  case $o in
+    d) DURATION=$OPTARG ;; c) CONNS=$OPTARG ;; r) RATE=$OPTARG ;; o) OUT=$OPTARG ;;
+    *) echo "usage: $0 [-d seconds] [-c connections] [-r rate] [-o file]" >&2; exit 2 ;;
+  esac
+done
+
+need=()
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "loadtest: missing ${need[*]}; install them: sudo apt-get install -y ${need[*]}" >&2; exit 1
+  fi
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+tmp=$(mktemp -d /tmp/sensorgate-load.XXXXXX)
+chmod 755 "$tmp" # nginx workers (www-data when started as root) read the recorded answers
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
+wait_http() { for _ in $(seq 300); do curl -fsS -o /dev/null "$@" 2>/dev/null && return 0; sleep 0.1; done; echo "loadtest: $* did not answer" >&2; return 1; }
+log() { echo "loadtest: $*" >&2; }
+
+log "building gateway, ocean and the fixed-rate probe"
+mkdir -p "$tmp/bin" "$tmp/www/v1"
+go build -o "$tmp/bin/gateway" ./gateway/cmd/gateway
+go build -o "$tmp/bin/ocean" ./services/cmd/ocean
+(cd scripts/loadtest/fixedrate && GOWORK=off go build -o "$tmp/bin/fixedrate" .)
+
+# 1. Record real answers of the ocean service (simulated NDBC buoys) for the backend.
+P_OCEAN=$(free_port)
+SERVICE_ADDR=127.0.0.1:$P_OCEAN READINGS_SQLITE_PATH=$tmp/ocean.db SIM_STATIONS=3 SIM_DAYS=1 LOG_LEVEL=warn \
+  "$tmp/bin/ocean" >"$tmp/ocean.log" 2>&1 &
+pids+=($!); OCEAN_PID=$!
+wait_http "http://127.0.0.1:$P_OCEAN/readyz"
+S=http://127.0.0.1:$P_OCEAN
+curl -fsS "$S/v1/meta" >"$tmp/www/v1/meta.json"
+curl -fsS "$S/v1/health" >"$tmp/www/v1/health.json"
+curl -fsS "$S/v1/sensors?limit=1000" >"$tmp/www/v1/sensors.json"
+EXT=$(grep -o '"external_id":"[^"]*"' "$tmp/www/v1/sensors.json" | head -1 | cut -d'"' -f4)
+curl -fsS "$S/v1/sensors/$EXT/readings?limit=2" >"$tmp/www/readings.json"
+curl -fsS "$S/v1/sensors/$EXT/readings/latest" >"$tmp/www/latest.json"
+kill "$OCEAN_PID"
+BYTES=$(wc -c <"$tmp/www/readings.json")
+log "backend answer: GET /v1/sensors/$EXT/readings?limit=2, $BYTES bytes"
+
+# 2. nginx: the static backend and the plain reverse proxy in front of it.
+P_BACK=$(free_port) P_NGINX=$(free_port)
+cat >"$tmp/nginx.conf" <<CONF
+worker_processes 2;
+pid $tmp/nginx.pid;
+error_log $tmp/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  default_type application/json;
+  keepalive_requests 1000000;
+  client_body_temp_path $tmp/nginx-body;
+  proxy_temp_path $tmp/nginx-proxy;
+  fastcgi_temp_path $tmp/nginx-fcgi;
+  uwsgi_temp_path $tmp/nginx-uwsgi;
+  scgi_temp_path $tmp/nginx-scgi;
+  server {
+    listen 127.0.0.1:$P_BACK;
+    root $tmp/www;
+    location = /v1/meta { try_files /v1/meta.json =404; }
+    location = /v1/health { try_files /v1/health.json =404; }
+    location = /v1/sensors { try_files /v1/sensors.json =404; }
+    location ~ ^/v1/sensors/[^/]+/readings/latest\$ { try_files /latest.json =404; }
+    location ~ ^/v1/sensors/[^/]+/readings\$ { try_files /readings.json =404; }
+  }
+  upstream backend { server 127.0.0.1:$P_BACK; keepalive 64; }
+  server {
+    listen 127.0.0.1:$P_NGINX;
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+CONF
+"$NGINX" -c "$tmp/nginx.conf" -p "$tmp"
+wait_http "http://127.0.0.1:$P_BACK/v1/meta"
+wait_http "http://127.0.0.1:$P_NGINX/v1/meta"
+
+# 3. Redis and the gateway (production key on a plan far above the load, so every answer is
+#    a 200 that went through the limiter).
+P_REDIS=$(free_port)
+redis-server --port "$P_REDIS" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" >"$tmp/redis.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do redis-cli -p "$P_REDIS" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+P_GW=$(free_port)
+export GATEWAY_ADDR=127.0.0.1:$P_GW SENSORGATE_ENV=production SQLITE_PATH=$tmp/catalog.db \
+  REDIS_URL=redis://127.0.0.1:$P_REDIS/0 RATE_LIMIT_PLANS=bench=1000000000/h \
+  SERVICE_URLS=ocean=http://127.0.0.1:$P_BACK LOG_LEVEL=warn OTEL_SDK_DISABLED=true
+KEY=$("$tmp/bin/gateway" keys create --owner loadtest --env production --plan bench | head -1)
+"$tmp/bin/gateway" >"$tmp/gateway.log" 2>&1 &
+pids+=($!)
+GW=http://127.0.0.1:$P_GW
+wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT"
+wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2"
+TTL=$(curl -fsS -D - -o /dev/null -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2" | tr -d '\r' | awk -F'max-age=' '/^Cache-Control/ {print $2}')
+
+# 4. Measure.
+declare -A RPS P50 P99
+run_wrk() { # name url [lua] [header]
+  local name=$1 url=$2 lua=${3:-} hdr=${4:-}
+  local args=(-t2 -c"$CONNS" -d"${DURATION}s" --latency)
+  [ -n "$lua" ] && args+=(-s "$lua")
+  [ -n "$hdr" ] && args+=(-H "$hdr")
+  "wrk" "${args[@]}" "$url" >"$tmp/wrk-$name.txt" 2>&1 || true
+  local non2xx; non2xx=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk-$name.txt")
+  RPS[$name]=$(awk '/^Requests\/sec/ {printf "%.0f", $2}' "$tmp/wrk-$name.txt")
+  log "$name: ${RPS[$name]} req/s${non2xx:+ ($non2xx non-2xx!)}"
+}
+run_rate() { # name url [header]
+  local name=$1 url=$2 hdr=${3:-}
+  local args=(-rate "$RATE" -duration "${DURATION}s")
+  [ -n "$hdr" ] && args+=(-header "$hdr")
+  "$tmp/bin/fixedrate" "${args[@]}" "$url" >"$tmp/rate-$name.txt" 2>&1 || true
+  P50[$name]=$(awk '/^p50/ {print $2}' "$tmp/rate-$name.txt")
+  P99[$name]=$(awk '/^p50/ {print $6}' "$tmp/rate-$name.txt")
+  log "$name at $RATE/s: p50 ${P50[$name]} p99 ${P99[$name]} ($(head -1 "$tmp/rate-$name.txt" | sed 's/.*statuses //'))"
+}
+LUA=scripts/loadtest/unique.lua
+H="x-api-key: $KEY"
+run_wrk direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2" "$LUA"
+run_wrk nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2" "$LUA"
+run_wrk gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H"
+run_wrk gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "" "$H"
+run_rate direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2&n={n}"
+run_rate nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2&n={n}"
+run_rate gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2&since=2001-01-01T00:00:00Z&page={n}" "$H"
+run_rate gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "$H"
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+ms() { echo "${1%ms}"; }
+diff_ms() { awk -v a="$(ms "$1")" -v b="$(ms "$2")" 'BEGIN { printf "%+.3f", a - b }'; }
+{
+  echo "sensorgate load test, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, wrk -t2 -c$CONNS -d${DURATION}s; fixed rate $RATE req/s for ${DURATION}s (scripts/loadtest/fixedrate)"
+  echo "backend answer: $BYTES bytes (a recorded readings page of the ocean service); gateway cache freshness bound: ${TTL:-?} s"
+  echo
+  echo "| path | req/s at saturation | vs nginx | p50 at $RATE/s | p99 at $RATE/s | p99 vs nginx |"
+  echo "|---|---|---|---|---|---|"
+  for n in direct nginx gateway-uncached gateway-hot; do
+    echo "| $n | ${RPS[$n]} | $(ratio "${RPS[$n]}" "${RPS[nginx]}")x | ${P50[$n]} | ${P99[$n]} | $(diff_ms "${P99[$n]}" "${P99[nginx]}") ms |"
+  done
+  echo
+  echo "targets: gateway-uncached >= 0.5x nginx; gateway-hot >= 1.0x nginx; gateway p99 at $RATE/s <= nginx p99 + 1 ms"
+} | tee ${OUT:+"$OUT"}
