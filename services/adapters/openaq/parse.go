@@ -15,8 +15,8 @@ import (
 	"github.com/sensorgate/sensorgate/services/observation"
 )
 
-// ErrNotOpenAQ is returned for a payload that is not an OpenAQ v1 results document.
-var ErrNotOpenAQ = errors.New("openaq: not an OpenAQ v1 results document")
+// ErrNotOpenAQ is returned for a payload that is not an OpenAQ results document (v1 or v3).
+var ErrNotOpenAQ = errors.New("openaq: not an OpenAQ results document")
 
 // Raw formats recorded on observations.
 const (
