@@ -151,9 +151,33 @@ func (t pgTx) queryRow(ctx context.Context, q string, args ...any) scanner {
 
 var readingCols = []string{"station", "ts", "fetched_ms", "lat", "lon", "measurements", "raw_format", "raw"}
 
-func (t pgTx) insertReadings(ctx context.Context, rows []row) (int64, error) {
+// countInserted wraps an INSERT .. ON CONFLICT DO NOTHING so that it answers how many rows
+// each station gained.
+func countInserted(insert string) string {
+	return `WITH ins AS (` + insert + ` RETURNING station) SELECT station, count(*) FROM ins GROUP BY station`
+}
+
+func (t pgTx) counts(ctx context.Context, q string, args ...any) (map[int32]int64, error) {
+	rows, err := t.tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int32]int64{}
+	for rows.Next() {
+		var k int32
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			return nil, err
+		}
+		out[k] += n
+	}
+	return out, rows.Err()
+}
+
+func (t pgTx) insertReadings(ctx context.Context, rows []row) (map[int32]int64, error) {
 	if len(rows) == 0 {
-		return 0, nil
+		return map[int32]int64{}, nil
 	}
 	switch t.method {
 	case InsertUnnest:
@@ -165,9 +189,9 @@ func (t pgTx) insertReadings(ctx context.Context, rows []row) (int64, error) {
 	}
 }
 
-func (t pgTx) insertCopy(ctx context.Context, rows []row) (int64, error) {
+func (t pgTx) insertCopy(ctx context.Context, rows []row) (map[int32]int64, error) {
 	if _, err := t.tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS readings_stage (LIKE readings) ON COMMIT DELETE ROWS`); err != nil {
-		return 0, fmt.Errorf("ingest: staging table: %w", err)
+		return nil, fmt.Errorf("ingest: staging table: %w", err)
 	}
 	src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 		r := &rows[i]
@@ -178,19 +202,19 @@ func (t pgTx) insertCopy(ctx context.Context, rows []row) (int64, error) {
 		return []any{r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw}, nil
 	})
 	if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"readings_stage"}, readingCols, src); err != nil {
-		return 0, fmt.Errorf("ingest: copy readings: %w", err)
+		return nil, fmt.Errorf("ingest: copy readings: %w", err)
 	}
-	tag, err := t.tx.Exec(ctx, `INSERT INTO readings SELECT * FROM readings_stage ON CONFLICT DO NOTHING`)
+	added, err := t.counts(ctx, countInserted(`INSERT INTO readings SELECT * FROM readings_stage ON CONFLICT DO NOTHING`))
 	if err != nil {
-		return 0, fmt.Errorf("ingest: insert readings: %w", err)
+		return nil, fmt.Errorf("ingest: insert readings: %w", err)
 	}
 	if _, err := t.tx.Exec(ctx, `TRUNCATE readings_stage`); err != nil {
-		return 0, fmt.Errorf("ingest: clear staging table: %w", err)
+		return nil, fmt.Errorf("ingest: clear staging table: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return added, nil
 }
 
-func (t pgTx) insertUnnest(ctx context.Context, rows []row) (int64, error) {
+func (t pgTx) insertUnnest(ctx context.Context, rows []row) (map[int32]int64, error) {
 	n := len(rows)
 	st, ts, fe := make([]int32, n), make([]int64, n), make([]int64, n)
 	lat, lon := make([]*float64, n), make([]*float64, n)
@@ -199,18 +223,18 @@ func (t pgTx) insertUnnest(ctx context.Context, rows []row) (int64, error) {
 	for i, r := range rows {
 		st[i], ts[i], fe[i], lat[i], lon[i], ms[i], rf[i], raw[i] = r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, r.rawFormat, r.raw
 	}
-	tag, err := t.tx.Exec(ctx, `INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw)
+	added, err := t.counts(ctx, countInserted(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw)
 		SELECT * FROM unnest($1::int4[], $2::int8[], $3::int8[], $4::float8[], $5::float8[], $6::bytea[], $7::int4[], $8::bytea[])
-		ON CONFLICT DO NOTHING`, st, ts, fe, lat, lon, ms, rf, raw)
+		ON CONFLICT DO NOTHING`), st, ts, fe, lat, lon, ms, rf, raw)
 	if err != nil {
-		return 0, fmt.Errorf("ingest: insert readings: %w", err)
+		return nil, fmt.Errorf("ingest: insert readings: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return added, nil
 }
 
-func (t pgTx) insertValues(ctx context.Context, rows []row) (int64, error) {
+func (t pgTx) insertValues(ctx context.Context, rows []row) (map[int32]int64, error) {
 	const chunk = 1000 // 8 parameters a row, under the protocol's 65535
-	var total int64
+	total := map[int32]int64{}
 	for start := 0; start < len(rows); start += chunk {
 		part := rows[start:min(start+chunk, len(rows))]
 		var b strings.Builder
@@ -229,11 +253,13 @@ func (t pgTx) insertValues(ctx context.Context, rows []row) (int64, error) {
 			args = append(args, r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw)
 		}
 		b.WriteString(` ON CONFLICT DO NOTHING`)
-		tag, err := t.tx.Exec(ctx, b.String(), args...)
+		added, err := t.counts(ctx, countInserted(b.String()), args...)
 		if err != nil {
-			return 0, fmt.Errorf("ingest: insert readings: %w", err)
+			return nil, fmt.Errorf("ingest: insert readings: %w", err)
 		}
-		total += tag.RowsAffected()
+		for k, n := range added {
+			total[k] += n
+		}
 	}
 	return total, nil
 }

@@ -90,9 +90,9 @@ func (t sqlTx) queryRow(ctx context.Context, q string, args ...any) scanner {
 	return t.tx.QueryRowContext(ctx, q, args...)
 }
 
-func (t sqlTx) insertReadings(ctx context.Context, rows []row) (int64, error) {
+func (t sqlTx) insertReadings(ctx context.Context, rows []row) (map[int32]int64, error) {
 	const chunk = 500
-	var total int64
+	total := map[int32]int64{}
 	for start := 0; start < len(rows); start += chunk {
 		part := rows[start:min(start+chunk, len(rows))]
 		var b strings.Builder
@@ -112,16 +112,25 @@ func (t sqlTx) insertReadings(ctx context.Context, rows []row) (int64, error) {
 			}
 			args = append(args, r.station, r.ts, r.fetched, lat, lon, r.measurements, rf, r.raw)
 		}
-		b.WriteString(` ON CONFLICT DO NOTHING`)
-		res, err := t.tx.ExecContext(ctx, b.String(), args...)
+		b.WriteString(` ON CONFLICT DO NOTHING RETURNING station`)
+		res, err := t.tx.QueryContext(ctx, b.String(), args...)
 		if err != nil {
-			return 0, fmt.Errorf("ingest: insert readings: %w", err)
+			return nil, fmt.Errorf("ingest: insert readings: %w", err)
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return 0, fmt.Errorf("ingest: insert readings: %w", err)
+		for res.Next() {
+			var k int32
+			if err := res.Scan(&k); err != nil {
+				res.Close()
+				return nil, fmt.Errorf("ingest: insert readings: %w", err)
+			}
+			total[k]++
 		}
-		total += n
+		if err := res.Close(); err != nil {
+			return nil, fmt.Errorf("ingest: insert readings: %w", err)
+		}
+		if err := res.Err(); err != nil {
+			return nil, fmt.Errorf("ingest: insert readings: %w", err)
+		}
 	}
 	return total, nil
 }
