@@ -102,6 +102,15 @@ func registrySensor(s *catalog.Sensor) registryJSON {
 	}
 }
 
+// minimalJSON is SPEC.md 2.1's minimal view, exactly.
+type minimalJSON struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	Latitude   *float64 `json:"latitude"`
+	Longitude  *float64 `json:"longitude"`
+	SensorType string   `json:"sensor_type"`
+}
+
 // field is one property a projected item may carry.
 type field struct {
 	name string
@@ -142,8 +151,6 @@ type view []field
 var (
 	fullView     = view{fID, fExternalID, fName, fDesc, fType, fStatus, fDataTypes, fDeploy, fDecom, fLat, fLon, fProvID, fProvName, fProvSlug, fFeedID, fFeedName, fService, fDistance}
 	registryView = view{fID, fExternalID, fName, fType, fStatus, fDataTypes, fProvSlug, fFeedID, fService, fLat, fLon, fDistance}
-	// minimalView is SPEC.md 2.1's minimal view, exactly.
-	minimalView = view{fID, fName, fLat, fLon, fType}
 )
 
 // project keeps the fields of v named in names, in the view's order. No known name means no
@@ -204,13 +211,17 @@ func shapeItems(sensors []catalog.Sensor, q SensorQuery, registry bool) any {
 	if registry {
 		base = registryView
 	}
-	var v view
-	switch {
-	case q.Minimal:
-		v = minimalView
-	default:
-		v = base.project(q.Fields)
+	if q.Minimal {
+		// The map view of large pages: a struct encodes several times faster than the
+		// generic projection.
+		out := make([]minimalJSON, len(sensors))
+		for i := range sensors {
+			s := &sensors[i]
+			out[i] = minimalJSON{ID: s.ID.String(), Name: s.Name, Latitude: s.Latitude, Longitude: s.Longitude, SensorType: s.SensorType}
+		}
+		return out
 	}
+	v := base.project(q.Fields)
 	if v != nil {
 		out := make([]projected, len(sensors))
 		for i := range sensors {
