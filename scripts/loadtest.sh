@@ -8,17 +8,21 @@
 # Throughput at saturation: wrk, 2 threads, 50 connections. Latency at a fixed 1000 req/s:
 # scripts/loadtest/fixedrate (open loop, measured from when each request was due).
 #
-# usage: scripts/loadtest.sh [-d SECONDS] [-c CONNECTIONS] [-r RATE] [-o FILE]
+# Every measurement runs ROUNDS times, interleaved (direct, nginx, gateway, gateway, then
+# again), and the table shows each path's median, so that a burst of other work on the
+# machine skews one round of every path rather than all rounds of one.
+#
+# usage: scripts/loadtest.sh [-d SECONDS] [-c CONNECTIONS] [-r RATE] [-n ROUNDS] [-o FILE]
 # Needs nginx, wrk, redis-server (installed with apt-get when missing and run as root) and Go.
 # Everything it starts listens on 127.0.0.1 and is stopped when it exits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DURATION=10 CONNS=50 RATE=1000 OUT=""
-while getopts "d:c:r:o:" o; do
+DURATION=8 CONNS=50 RATE=1000 ROUNDS=3 OUT=""
+while getopts "d:c:r:n:o:" o; do
   case $o in
-    d) DURATION=$OPTARG ;; c) CONNS=$OPTARG ;; r) RATE=$OPTARG ;; o) OUT=$OPTARG ;;
-    *) echo "usage: $0 [-d seconds] [-c connections] [-r rate] [-o file]" >&2; exit 2 ;;
+    d) DURATION=$OPTARG ;; c) CONNS=$OPTARG ;; r) RATE=$OPTARG ;; n) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;;
+    *) echo "usage: $0 [-d seconds] [-c connections] [-r rate] [-n rounds] [-o file]" >&2; exit 2 ;;
   esac
 done
 
@@ -122,8 +126,9 @@ P_GW=$(free_port)
 export GATEWAY_ADDR=127.0.0.1:$P_GW SENSORGATE_ENV=production SQLITE_PATH=$tmp/catalog.db \
   REDIS_URL=redis://127.0.0.1:$P_REDIS/0 RATE_LIMIT_PLANS=bench=1000000000/h \
   SERVICE_URLS=ocean=http://127.0.0.1:$P_BACK LOG_LEVEL=warn OTEL_SDK_DISABLED=true
-KEY=$("$tmp/bin/gateway" keys create --owner loadtest --env production --plan bench | head -1)
-"$tmp/bin/gateway" >"$tmp/gateway.log" 2>&1 &
+GW_BIN=${GATEWAY_BIN:-$tmp/bin/gateway} # GATEWAY_BIN measures another build of the gateway
+KEY=$("$GW_BIN" keys create --owner loadtest --env production --plan bench | head -1)
+"$GW_BIN" >"$tmp/gateway.log" 2>&1 &
 pids+=($!)
 GW=http://127.0.0.1:$P_GW
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT"
@@ -131,48 +136,55 @@ wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2"
 TTL=$(curl -fsS -D - -o /dev/null -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2" | tr -d '\r' | awk -F'max-age=' '/^Cache-Control/ {print $2}')
 
 # 4. Measure.
+LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A RPS P50 P99
 run_wrk() { # name url [lua] [header]
   local name=$1 url=$2 lua=${3:-} hdr=${4:-}
   local args=(-t2 -c"$CONNS" -d"${DURATION}s" --latency)
   [ -n "$lua" ] && args+=(-s "$lua")
   [ -n "$hdr" ] && args+=(-H "$hdr")
-  "wrk" "${args[@]}" "$url" >"$tmp/wrk-$name.txt" 2>&1 || true
-  local non2xx; non2xx=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk-$name.txt")
-  RPS[$name]=$(awk '/^Requests\/sec/ {printf "%.0f", $2}' "$tmp/wrk-$name.txt")
-  log "$name: ${RPS[$name]} req/s${non2xx:+ ($non2xx non-2xx!)}"
+  wrk "${args[@]}" "$url" >"$tmp/wrk-$name.txt" 2>&1 || true
+  local non2xx rps; non2xx=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk-$name.txt")
+  rps=$(awk '/^Requests\/sec/ {printf "%.0f", $2}' "$tmp/wrk-$name.txt")
+  RPS[$name]="${RPS[$name]:-} $rps"
+  log "round $round $name: $rps req/s${non2xx:+ ($non2xx non-2xx!)}"
 }
 run_rate() { # name url [header]
   local name=$1 url=$2 hdr=${3:-}
   local args=(-rate "$RATE" -duration "${DURATION}s")
   [ -n "$hdr" ] && args+=(-header "$hdr")
   "$tmp/bin/fixedrate" "${args[@]}" "$url" >"$tmp/rate-$name.txt" 2>&1 || true
-  P50[$name]=$(awk '/^p50/ {print $2}' "$tmp/rate-$name.txt")
-  P99[$name]=$(awk '/^p50/ {print $6}' "$tmp/rate-$name.txt")
-  log "$name at $RATE/s: p50 ${P50[$name]} p99 ${P99[$name]} ($(head -1 "$tmp/rate-$name.txt" | sed 's/.*statuses //'))"
+  local p50 p99; p50=$(awk '/^p50/ {print $2}' "$tmp/rate-$name.txt"); p99=$(awk '/^p50/ {print $6}' "$tmp/rate-$name.txt")
+  P50[$name]="${P50[$name]:-} ${p50%ms}"; P99[$name]="${P99[$name]:-} ${p99%ms}"
+  log "round $round $name at $RATE/s: p50 $p50 p99 $p99 ($(head -1 "$tmp/rate-$name.txt" | sed 's/.*statuses //'))"
 }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
 LUA=scripts/loadtest/unique.lua
 H="x-api-key: $KEY"
-run_wrk direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2" "$LUA"
-run_wrk nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2" "$LUA"
-run_wrk gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H"
-run_wrk gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "" "$H"
-run_rate direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2&n={n}"
-run_rate nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2&n={n}"
-run_rate gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2&since=2001-01-01T00:00:00Z&page={n}" "$H"
-run_rate gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "$H"
+for round in $(seq "$ROUNDS"); do
+  run_wrk direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2" "$LUA"
+  run_wrk nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2" "$LUA"
+  run_wrk gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H"
+  run_wrk gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "" "$H"
+  run_rate direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2&n={n}"
+  run_rate nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2&n={n}"
+  run_rate gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2&since=2001-01-01T00:00:00Z&page={n}" "$H"
+  run_rate gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "$H"
+done
+for n in direct nginx gateway-uncached gateway-hot; do
+  RPS[$n]=$(echo "${RPS[$n]}" | median); P50[$n]=$(echo "${P50[$n]}" | median); P99[$n]=$(echo "${P99[$n]}" | median)
+done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-ms() { echo "${1%ms}"; }
-diff_ms() { awk -v a="$(ms "$1")" -v b="$(ms "$2")" 'BEGIN { printf "%+.3f", a - b }'; }
+diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.3f", a - b }'; }
 {
-  echo "sensorgate load test, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, wrk -t2 -c$CONNS -d${DURATION}s; fixed rate $RATE req/s for ${DURATION}s (scripts/loadtest/fixedrate)"
+  echo "sensorgate load test, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores (load average before: $LOADAVG), median of $ROUNDS rounds of wrk -t2 -c$CONNS -d${DURATION}s and of a fixed $RATE req/s for ${DURATION}s (scripts/loadtest/fixedrate)"
   echo "backend answer: $BYTES bytes (a recorded readings page of the ocean service); gateway cache freshness bound: ${TTL:-?} s"
   echo
   echo "| path | req/s at saturation | vs nginx | p50 at $RATE/s | p99 at $RATE/s | p99 vs nginx |"
   echo "|---|---|---|---|---|---|"
   for n in direct nginx gateway-uncached gateway-hot; do
-    echo "| $n | ${RPS[$n]} | $(ratio "${RPS[$n]}" "${RPS[nginx]}")x | ${P50[$n]} | ${P99[$n]} | $(diff_ms "${P99[$n]}" "${P99[nginx]}") ms |"
+    echo "| $n | ${RPS[$n]} | $(ratio "${RPS[$n]}" "${RPS[nginx]}")x | ${P50[$n]} ms | ${P99[$n]} ms | $(diff_ms "${P99[$n]}" "${P99[nginx]}") ms |"
   done
   echo
   echo "targets: gateway-uncached >= 0.5x nginx; gateway-hot >= 1.0x nginx; gateway p99 at $RATE/s <= nginx p99 + 1 ms"
