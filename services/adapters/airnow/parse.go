@@ -376,13 +376,7 @@ func localTime(date string, hourRaw json.RawMessage, zone string) (time.Time, er
 	return d.Add(time.Duration(hour-off) * time.Hour).UTC(), nil
 }
 
-func compactJSON(raw []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+func compactJSON(raw []byte) ([]byte, error) { return batch.CompactRaw(raw) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

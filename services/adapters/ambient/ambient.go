@@ -148,12 +148,12 @@ func (p *parser) record(id string, n int, raw json.RawMessage, lat, lon *float64
 			ms.Add(f.name, f.param, *v, f.unit)
 		}
 	}
-	var c bytes.Buffer
-	if err := json.Compact(&c, raw); err != nil {
+	c, err := batch.CompactRaw(raw)
+	if err != nil {
 		p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
 		return
 	}
-	ms.Emit(t, lat, lon, c.Bytes(), RawFormat)
+	ms.Emit(t, lat, lon, c, RawFormat)
 }
 
 func (p *parser) finish() observation.Batch {

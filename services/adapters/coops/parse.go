@@ -1,7 +1,6 @@
 package coops
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,8 +79,8 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 	if err := contract.ValidExternalID(id); err != nil {
 		return observation.Batch{}, fmt.Errorf("%w: station id %q: %w", ErrNotDatagetter, truncate(md.ID, 40), err)
 	}
-	var mdc bytes.Buffer
-	if err := json.Compact(&mdc, r.Metadata); err != nil {
+	mdc, err := batch.CompactRaw(r.Metadata)
+	if err != nil {
 		return observation.Batch{}, fmt.Errorf("%w: metadata: %w", ErrNotDatagetter, err)
 	}
 	b := batch.New(ProviderSlug)
@@ -98,7 +97,7 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 	}
 	b.Note(id, lat, lon)
 	rawFormat := rawPrefix + productName
-	prefix := append([]byte(`{"metadata":`), mdc.Bytes()...)
+	prefix := append([]byte(`{"metadata":`), mdc...)
 	prefix = append(prefix, `,"data":[`...)
 	for i, raw := range r.Data {
 		n := i + 1
@@ -126,8 +125,8 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 			b.Reject(id, n, "v", batch.ReasonBadNumber, fmt.Sprintf("v %q is not a number", truncate(v, 20)))
 			continue
 		}
-		var rc bytes.Buffer
-		if err := json.Compact(&rc, raw); err != nil {
+		rc, err := batch.CompactRaw(raw)
+		if err != nil {
 			b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
 			continue
 		}
@@ -136,8 +135,8 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 		if ms.Len() == 0 {
 			continue // rejected with its reason by Add
 		}
-		frag := make([]byte, 0, len(prefix)+rc.Len()+2)
-		frag = append(append(append(frag, prefix...), rc.Bytes()...), "]}"...)
+		frag := make([]byte, 0, len(prefix)+len(rc)+2)
+		frag = append(append(append(frag, prefix...), rc...), "]}"...)
 		ms.Emit(t, lat, lon, frag, rawFormat)
 	}
 	name := strings.TrimSpace(md.Name)

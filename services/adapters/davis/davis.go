@@ -4,7 +4,6 @@
 package davis
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -175,11 +174,11 @@ func ParseCurrent(data []byte) (observation.Batch, error) {
 	if bar != nil {
 		ms.Add("bar_sea_level", canon.AirPressureHPa, *bar.BarSeaLevel, "inHg")
 	}
-	var raw bytes.Buffer
-	if err := json.Compact(&raw, data); err != nil {
+	raw, err := batch.CompactRaw(data)
+	if err != nil {
 		return observation.Batch{}, fmt.Errorf("%w: %w", ErrNotWeatherLink, err)
 	}
-	ms.Emit(time.Unix(int64(*ts), 0), nil, nil, raw.Bytes(), RawFormat)
+	ms.Emit(time.Unix(int64(*ts), 0), nil, nil, raw, RawFormat)
 	return b.Finish(base), nil
 }
 

@@ -1,7 +1,6 @@
 package nws
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,12 +142,12 @@ func parseFeature(b *batch.Builder, n int, raw json.RawMessage) {
 		add("barometricPressure", canon.AirPressureHPa, p.BarometricPressure)
 	}
 	add("relativeHumidity", canon.RelativeHumidityPercent, p.RelativeHumidity)
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
+	compact, err := batch.CompactRaw(raw)
+	if err != nil {
 		b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
 		return
 	}
-	ms.Emit(ts, lat, lon, compact.Bytes(), RawFormat)
+	ms.Emit(ts, lat, lon, compact, RawFormat)
 }
 
 // stationFromURL returns the id after "/stations/" in an api.weather.gov URL.

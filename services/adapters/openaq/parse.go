@@ -154,13 +154,7 @@ func (p *parser) finish() observation.Batch {
 	})
 }
 
-func compact(raw []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+func compact(raw []byte) ([]byte, error) { return batch.CompactRaw(raw) }
 
 type latestResult struct {
 	Location     string       `json:"location"`

@@ -4,6 +4,7 @@
 package batch
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -249,4 +250,35 @@ func Interval(times []time.Time, fallback int) int {
 		return fallback
 	}
 	return r
+}
+
+// CompactRaw returns raw without insignificant whitespace, as json.Compact does, but
+// returns raw itself (no copy, no validation pass) when it has none, which is the common
+// case for machine-written payloads. raw must be valid JSON: a json.RawMessage out of a
+// document that json.Unmarshal accepted.
+func CompactRaw(raw json.RawMessage) (json.RawMessage, error) {
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			var buf bytes.Buffer
+			buf.Grow(len(raw))
+			if err := json.Compact(&buf, raw); err != nil {
+				return nil, err
+			}
+			return buf.Bytes(), nil
+		}
+	}
+	return raw, nil
 }

@@ -116,3 +116,23 @@ func TestMergeTypes(t *testing.T) {
 		t.Errorf("MergeTypes = %v", got)
 	}
 }
+
+func TestCompactRaw(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{`{"a":1,"b":"x y"}`, `{"a":1,"b":"x y"}`},
+		{"{\"a\": 1,\n \"b\": \"x \\\" y\"}", `{"a":1,"b":"x \" y"}`},
+		{`{"a":"\\"}`, `{"a":"\\"}`},
+	}
+	for _, tt := range tests {
+		got, err := CompactRaw([]byte(tt.in))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("CompactRaw(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{`{"a": `, "{\"a\":\n"} {
+		if _, err := CompactRaw([]byte(bad)); err == nil {
+			t.Errorf("CompactRaw(%q): want an error", bad)
+		}
+	}
+}
