@@ -228,7 +228,7 @@ type catalogSensor struct {
 }
 
 // newCatalog is a real catalog store (SQLite in a temp dir) holding the given sensors.
-func newCatalog(t *testing.T, sensors []catalogSensor) *store.Store {
+func newCatalog(t testing.TB, sensors []catalogSensor) *store.Store {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, store.Config{SQLitePath: t.TempDir() + "/catalog.db", Logger: slog.New(slog.DiscardHandler)})
@@ -274,3 +274,5 @@ func resolver(st *store.Store) ResolveFunc {
 		return sn, err
 	}
 }
+
+func jsonBytes(v any) ([]byte, error) { return json.Marshal(v) }
