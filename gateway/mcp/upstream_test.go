@@ -1,0 +1,228 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
+)
+
+// The faults below (a 500, a stall, an HTML error page, a refused port) cannot be caused
+// on the real service on demand, so a stand-in plays them; the real service is exercised
+// by the tests in package mcp_test.
+
+func TestHTTPForwarderFaults(t *testing.T) {
+	t.Parallel()
+	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ocean.x"}}`
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    string // the body returned, or "" when an error is expected
+		apiCode string // the *apierr.Error code expected
+		rpcCode int    // the *jsonrpc.Error code expected
+	}{
+		{
+			name: "json answer passes through, headers sent",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Accept") != "application/json, text/event-stream" || r.Header.Get(contract.HeaderInternalToken) != "tok" ||
+					r.Header.Get(HeaderProtocolVersion) != "2025-06-18" || r.Header.Get(contract.HeaderRequestID) != "rid" || r.URL.Path != contract.PathMCP {
+					http.Error(w, "bad headers", http.StatusTeapot)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":7,"result":{"ok":true}}`))
+			},
+			want: `{"jsonrpc":"2.0","id":7,"result":{"ok":true}}`,
+		},
+		{
+			name: "event stream answer is unwrapped",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n"))
+			},
+			want: `{"jsonrpc":"2.0","id":7,"result":{}}`,
+		},
+		{
+			name: "json-rpc error with status 404 passes through",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"nope"}}`))
+			},
+			want: `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"nope"}}`,
+		},
+		{
+			name:    "500 is upstream_unavailable",
+			handler: func(w http.ResponseWriter, r *http.Request) { http.Error(w, "<html>boom</html>", 500) },
+			apiCode: apierr.UpstreamUnavailable,
+		},
+		{
+			name:    "refused token is upstream_unavailable",
+			handler: func(w http.ResponseWriter, r *http.Request) { http.Error(w, "forbidden", 403) },
+			apiCode: apierr.UpstreamUnavailable,
+		},
+		{
+			name: "plain-text 400 is the client's invalid request",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "method invalid during initialization", 400)
+			},
+			rpcCode: jsonrpc.CodeInvalidRequest,
+		},
+		{
+			name: "stall is upstream_timeout",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case <-r.Context().Done():
+				case <-time.After(5 * time.Second):
+				}
+			},
+			apiCode: apierr.UpstreamTimeout,
+		},
+		{
+			name: "200 without a response is upstream_unavailable",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"hello":"world"}`))
+			},
+			apiCode: apierr.UpstreamUnavailable,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(tt.handler)
+			defer srv.Close()
+			f := NewHTTPForwarder(HTTPForwarderConfig{InternalToken: "tok", Timeout: 300 * time.Millisecond})
+			got, err := f.Forward(context.Background(), ForwardRequest{
+				Service: catalog.Service{ID: "ocean", URL: srv.URL + "/"}, Body: []byte(call),
+				ProtocolVersion: "2025-06-18", RequestID: "rid",
+			})
+			switch {
+			case tt.want != "":
+				if err != nil || string(got) != tt.want {
+					t.Errorf("got %s, %v; want %s", got, err, tt.want)
+				}
+			case tt.apiCode != "":
+				var ae *apierr.Error
+				if !errors.As(err, &ae) || ae.Code != tt.apiCode || !strings.Contains(ae.Message, "ocean") {
+					t.Errorf("err = %v, want %s naming the service", err, tt.apiCode)
+				}
+			default:
+				var je *jsonrpc.Error
+				if !errors.As(err, &je) || je.Code != tt.rpcCode {
+					t.Errorf("err = %v, want JSON-RPC %d", err, tt.rpcCode)
+				}
+			}
+		})
+	}
+}
+
+func TestHTTPForwarderRefusedIsRetriedOnce(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens: every dial is refused
+	f := NewHTTPForwarder(HTTPForwarderConfig{Timeout: 2 * time.Second})
+	_, err = f.Forward(context.Background(), ForwardRequest{Service: catalog.Service{ID: "weather", URL: "http://" + addr}, Body: []byte(`{}`)})
+	var ae *apierr.Error
+	if !errors.As(err, &ae) || ae.Code != apierr.UpstreamUnavailable {
+		t.Fatalf("err = %v, want upstream_unavailable", err)
+	}
+	_, err = f.Forward(context.Background(), ForwardRequest{Service: catalog.Service{ID: "weather"}, Body: []byte(`{}`)})
+	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "no internal address") {
+		t.Errorf("service without URL: %v", err)
+	}
+}
+
+func TestHTTPReadings(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		switch {
+		case r.Header.Get(contract.HeaderInternalToken) != "tok":
+			http.Error(w, "no token", 403)
+		case strings.HasSuffix(r.URL.Path, "/EMPTY/readings/latest"):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(404)
+			_, _ = w.Write([]byte(`{"error":"station EMPTY has no readings","code":"no_readings"}`))
+		case strings.HasSuffix(r.URL.Path, "/FLAKY/readings/latest") && n%2 == 1:
+			http.Error(w, "warming up", http.StatusServiceUnavailable)
+		case strings.HasSuffix(r.URL.Path, "/readings/latest"):
+			_ = json.NewEncoder(w).Encode(contract.LatestResponse{ExternalID: strings.Split(r.URL.Path, "/")[3], ServiceID: "ocean"})
+		case strings.HasSuffix(r.URL.Path, "/readings"):
+			if r.URL.Query().Get("limit") != "5" {
+				http.Error(w, "query lost", 400)
+				return
+			}
+			_ = json.NewEncoder(w).Encode(contract.ReadingsResponse{ExternalID: "A", Pagination: contract.NewPagination(1, 5, 9)})
+		default:
+			http.Error(w, "?", 500)
+		}
+	}))
+	defer srv.Close()
+	rd := NewHTTPReadings(HTTPReadingsConfig{InternalToken: "tok", Timeout: 2 * time.Second})
+	svc := catalog.Service{ID: "ocean", URL: srv.URL}
+	ctx := context.Background()
+
+	if lr, err := rd.Latest(ctx, svc, "A", nil); err != nil || lr.ExternalID != "A" {
+		t.Errorf("latest: %+v %v", lr, err)
+	}
+	if rr, err := rd.Readings(ctx, svc, "A", map[string][]string{"limit": {"5"}}); err != nil || rr.Pagination.Total != 9 {
+		t.Errorf("readings: %+v %v", rr, err)
+	}
+	_, err := rd.Latest(ctx, svc, "EMPTY", nil)
+	var ae *apierr.Error
+	if !errors.As(err, &ae) || ae.Code != apierr.NoReadings {
+		t.Errorf("no readings: %v, want the service's no_readings", err)
+	}
+	if lr, err := rd.Latest(ctx, svc, "FLAKY", nil); err != nil || lr.ExternalID != "FLAKY" {
+		t.Errorf("a 503 is retried: %+v %v", lr, err)
+	}
+	if _, err := rd.Latest(ctx, svc, "../etc", nil); !errors.As(err, &ae) || ae.Code != apierr.SensorNotFound {
+		t.Errorf("unsafe id: %v", err)
+	}
+	bad := NewHTTPReadings(HTTPReadingsConfig{InternalToken: "wrong", Timeout: time.Second})
+	if _, err := bad.Latest(ctx, svc, "A", nil); !errors.As(err, &ae) || ae.Code != apierr.UpstreamUnavailable {
+		t.Errorf("refused token: %v, want upstream_unavailable", err)
+	}
+}
+
+// FuzzForwardParams checks that no tools/call params make the rewrite panic, and that an
+// accepted rewrite is an object naming the tool with the injected context.
+func FuzzForwardParams(f *testing.F) {
+	for _, s := range []string{`{"name":"a"}`, `{"name":"ocean__x","_meta":{"k":1}}`, `{"_meta":null}`, `{"_meta":[]}`, `[]`, `{"arguments":{"a":[1,{"b":null}]}}`} {
+		f.Add([]byte(s))
+	}
+	meta := map[string]any{"sensor_id": "u", "feed_slug": "f"}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		out, err := forwardParams(params, dotName("ocean", "ocean__x"), meta)
+		if err != nil {
+			return
+		}
+		var got struct {
+			Name string         `json:"name"`
+			Meta map[string]any `json:"_meta"`
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("rewrite %s is not an object: %v", out, err)
+		}
+		if got.Name != "ocean.x" || got.Meta["sensor_id"] != "u" || got.Meta["feed_slug"] != "f" {
+			t.Fatalf("rewrite lost the name or context: %s", out)
+		}
+	})
+}
