@@ -150,7 +150,7 @@ func (h *Handler) callTool(ctx context.Context, sc *scope, info requestInfo, req
 // because they are the identity of the endpoint; the caller's arguments are never touched.
 func forwardParams(raw json.RawMessage, name string, meta map[string]any) (json.RawMessage, error) {
 	var params map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &params); err != nil {
+	if err := json.Unmarshal(raw, &params); err != nil || params == nil {
 		return nil, errors.New("params must be an object")
 	}
 	nameJSON, err := json.Marshal(name)
@@ -164,6 +164,9 @@ func forwardParams(raw json.RawMessage, name string, meta map[string]any) (json.
 			if err := json.Unmarshal(m, &merged); err != nil {
 				return nil, errors.New("params._meta must be an object")
 			}
+		}
+		if merged == nil { // a null _meta
+			merged = map[string]json.RawMessage{}
 		}
 		for k, v := range meta {
 			b, err := json.Marshal(v)
