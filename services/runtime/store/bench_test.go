@@ -25,6 +25,9 @@ func BenchmarkIngest(b *testing.B) {
 		{"postgres-copy", func(b *testing.B) store.Options {
 			return store.Options{DatabaseURL: testenv.Postgres(b), InsertMethod: store.InsertCopy}
 		}},
+		{"postgres-staged", func(b *testing.B) store.Options {
+			return store.Options{DatabaseURL: testenv.Postgres(b), InsertMethod: store.InsertStaged}
+		}},
 		{"postgres-unnest", func(b *testing.B) store.Options {
 			return store.Options{DatabaseURL: testenv.Postgres(b), InsertMethod: store.InsertUnnest}
 		}},

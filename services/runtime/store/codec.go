@@ -37,11 +37,9 @@ func (c *codec) add(id uint32, content []byte) error {
 	if _, ok := c.dicts[id]; ok {
 		return nil
 	}
-	d := s2.MakeDict(content, nil)
-	if d == nil {
-		return fmt.Errorf("dictionary %d: %d bytes is not a usable S2 dictionary", id, len(content))
-	}
-	c.dicts[id] = d
+	// Samples too small for an S2 dictionary (under 16 bytes) leave the id without one:
+	// its values are compressed plainly, and the id still names the format.
+	c.dicts[id] = s2.MakeDict(content, nil)
 	return nil
 }
 

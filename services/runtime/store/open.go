@@ -21,7 +21,8 @@ var migrations embed.FS
 
 // Insert methods of the PostgreSQL bulk path (see docs/services.md for their speed).
 const (
-	InsertCopy   = "copy"   // COPY into a temporary table, then INSERT .. SELECT .. ON CONFLICT DO NOTHING
+	InsertCopy   = "copy"   // look up stored keys, COPY the rest straight in (staged on a race)
+	InsertStaged = "staged" // COPY into a temporary table, then INSERT .. SELECT .. ON CONFLICT DO NOTHING
 	InsertUnnest = "unnest" // one INSERT .. SELECT FROM unnest(arrays) ON CONFLICT DO NOTHING
 	InsertValues = "values" // multi-row INSERT .. VALUES (..), (..) ON CONFLICT DO NOTHING
 )

@@ -2,12 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 )
@@ -44,19 +46,20 @@ func openPostgres(ctx context.Context, s *sqlStore, o Options) error {
 	switch method {
 	case "":
 		method = InsertCopy
-	case InsertCopy, InsertUnnest, InsertValues:
+	case InsertCopy, InsertStaged, InsertUnnest, InsertValues:
 	default:
 		_ = db.Close()
 		pool.Close()
-		return fmt.Errorf("store: insert method must be %s, %s or %s, got %q", InsertCopy, InsertUnnest, InsertValues, method)
+		return fmt.Errorf("store: insert method must be %s, %s, %s or %s, got %q", InsertCopy, InsertStaged, InsertUnnest, InsertValues, method)
 	}
 	p := &pgParts{pool: pool, known: map[int64]bool{}}
 	s.db = db
 	s.d = dialect{
-		name:     "postgres",
-		greatest: "GREATEST",
-		rebind:   rebindDollar,
-		prepare:  p.ensure,
+		name:      "postgres",
+		greatest:  "GREATEST",
+		forUpdate: " FOR UPDATE",
+		rebind:    rebindDollar,
+		prepare:   p.ensure,
 		query: func(ctx context.Context, q string, args ...any) (rowsIter, error) {
 			rows, err := pool.Query(ctx, q, args...)
 			if err != nil {
@@ -182,6 +185,8 @@ func (t pgTx) insertReadings(ctx context.Context, rows []row) (map[int32]int64, 
 	switch t.method {
 	case InsertUnnest:
 		return t.insertUnnest(ctx, rows)
+	case InsertStaged:
+		return t.insertStaged(ctx, rows)
 	case InsertValues:
 		return t.insertValues(ctx, rows)
 	default:
@@ -189,11 +194,96 @@ func (t pgTx) insertReadings(ctx context.Context, rows []row) (map[int32]int64, 
 	}
 }
 
+// insertCopy looks up which of the batch's keys are already stored (one index range scan
+// per station), COPYs the others straight into readings, and counts them in Go. A
+// concurrent writer (another replica) may store one of them in between: the COPY then
+// fails on the key, is rolled back to its savepoint, and the batch goes through a
+// temporary table and INSERT .. ON CONFLICT DO NOTHING instead.
 func (t pgTx) insertCopy(ctx context.Context, rows []row) (map[int32]int64, error) {
-	if _, err := t.tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS readings_stage (LIKE readings) ON COMMIT DELETE ROWS`); err != nil {
-		return nil, fmt.Errorf("ingest: staging table: %w", err)
+	fresh, err := t.unstored(ctx, rows)
+	if err != nil {
+		return nil, err
 	}
-	src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+	added := map[int32]int64{}
+	if len(fresh) == 0 {
+		return added, nil
+	}
+	sp, err := t.tx.Begin(ctx) // savepoint
+	if err != nil {
+		return nil, fmt.Errorf("ingest: savepoint: %w", err)
+	}
+	_, err = sp.CopyFrom(ctx, pgx.Identifier{"readings"}, readingCols, copyRows(fresh))
+	if err == nil {
+		if err := sp.Commit(ctx); err != nil {
+			return nil, fmt.Errorf("ingest: release savepoint: %w", err)
+		}
+		for _, r := range fresh {
+			added[r.station]++
+		}
+		return added, nil
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "23505" { // unique_violation
+		_ = sp.Rollback(ctx)
+		return nil, fmt.Errorf("ingest: copy readings: %w", err)
+	}
+	if err := sp.Rollback(ctx); err != nil {
+		return nil, fmt.Errorf("ingest: rollback to savepoint: %w", err)
+	}
+	return t.insertStaged(ctx, rows)
+}
+
+// unstored returns the rows whose (station, ts) is not stored yet.
+func (t pgTx) unstored(ctx context.Context, rows []row) ([]row, error) {
+	type span struct{ lo, hi int64 }
+	spans := map[int32]span{}
+	for _, r := range rows {
+		sp, ok := spans[r.station]
+		if !ok {
+			sp = span{r.ts, r.ts}
+		}
+		sp.lo, sp.hi = min(sp.lo, r.ts), max(sp.hi, r.ts)
+		spans[r.station] = sp
+	}
+	st, lo, hi := make([]int32, 0, len(spans)), make([]int64, 0, len(spans)), make([]int64, 0, len(spans))
+	for k, sp := range spans {
+		st, lo, hi = append(st, k), append(lo, sp.lo), append(hi, sp.hi)
+	}
+	q, err := t.tx.Query(ctx, `SELECT r.station, r.ts FROM unnest($1::int4[], $2::int8[], $3::int8[]) AS s(station, lo, hi)
+		JOIN readings r ON r.station = s.station AND r.ts >= s.lo AND r.ts <= s.hi`, st, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: stored keys: %w", err)
+	}
+	defer q.Close()
+	type key struct {
+		station int32
+		ts      int64
+	}
+	stored := map[key]struct{}{}
+	for q.Next() {
+		var k key
+		if err := q.Scan(&k.station, &k.ts); err != nil {
+			return nil, fmt.Errorf("ingest: stored keys: %w", err)
+		}
+		stored[k] = struct{}{}
+	}
+	if err := q.Err(); err != nil {
+		return nil, fmt.Errorf("ingest: stored keys: %w", err)
+	}
+	if len(stored) == 0 {
+		return rows, nil
+	}
+	out := make([]row, 0, len(rows)-min(len(stored), len(rows)))
+	for _, r := range rows {
+		if _, ok := stored[key{r.station, r.ts}]; !ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func copyRows(rows []row) pgx.CopyFromSource {
+	return pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 		r := &rows[i]
 		var rf any
 		if r.rawFormat != nil {
@@ -201,7 +291,14 @@ func (t pgTx) insertCopy(ctx context.Context, rows []row) (map[int32]int64, erro
 		}
 		return []any{r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw}, nil
 	})
-	if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"readings_stage"}, readingCols, src); err != nil {
+}
+
+// insertStaged COPYs into a temporary table, then inserts what is not stored yet.
+func (t pgTx) insertStaged(ctx context.Context, rows []row) (map[int32]int64, error) {
+	if _, err := t.tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS readings_stage (LIKE readings) ON COMMIT DELETE ROWS`); err != nil {
+		return nil, fmt.Errorf("ingest: staging table: %w", err)
+	}
+	if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"readings_stage"}, readingCols, copyRows(rows)); err != nil {
 		return nil, fmt.Errorf("ingest: copy readings: %w", err)
 	}
 	added, err := t.counts(ctx, countInserted(`INSERT INTO readings SELECT * FROM readings_stage ON CONFLICT DO NOTHING`))

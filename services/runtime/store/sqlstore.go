@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -56,6 +57,9 @@ func (r sqlRows) Close() { _ = r.Rows.Close() }
 type dialect struct {
 	name     string
 	greatest string // GREATEST or MAX
+	// forUpdate locks the rows a SELECT reads (" FOR UPDATE"; SQLite has one writer and
+	// needs none).
+	forUpdate string
 	// begin starts an ingest transaction and runs fn in it, committing when fn succeeds.
 	inTx func(ctx context.Context, fn func(txn) error) error
 	// prepare runs before a batch is written (PostgreSQL creates missing partitions).
@@ -515,88 +519,125 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 // prepareRows encodes observations (outside the transaction: compression is the costly
 // part) and drops repeats of one (station, time) within the batch, keeping the last.
 func (s *sqlStore) prepareRows(ctx context.Context, b Batch) ([]row, []string, error) {
-	type enc struct {
-		m      []byte
-		format string
-	}
-	// Measurements JSON, per format, to build dictionaries from the first batch.
-	ms := make([]enc, len(b.Observations))
-	rawSamples := map[string][][]byte{}
-	mSamples := map[string][][]byte{}
-	seenStation := map[string]map[string]bool{}
-	me := newMeasEncoder()
+	n := len(b.Observations)
+	formats := make([]string, n)
+	ms := make([][]byte, n)
 	for i, o := range b.Observations {
-		j, err := me.encode(nil, o.Measurements)
-		if err != nil {
-			return nil, nil, fmt.Errorf("ingest: measurements of %s at %s: %w", o.StationID, o.Time.Format(time.RFC3339), err)
-		}
-		f := o.RawFormat
-		if f == "" {
-			f = b.Provider
-		}
-		ms[i] = enc{j, f}
-		// Sample different stations first: what varies between them is what the
-		// dictionary must cover.
-		if seenStation[f] == nil {
-			seenStation[f] = map[string]bool{}
-		}
-		if !seenStation[f][o.StationID] && len(mSamples[f]) < 8 {
-			seenStation[f][o.StationID] = true
-			mSamples[f] = append(mSamples[f], j)
-			if len(o.Raw) > 0 {
-				rawSamples[f] = append(rawSamples[f], o.Raw)
-			}
+		formats[i] = o.RawFormat
+		if formats[i] == "" {
+			formats[i] = b.Provider
 		}
 	}
+	// Measurements JSON, in parallel: encoding is most of the ingest CPU.
+	err := parallel(n, func(lo, hi int) error {
+		me := newMeasEncoder()
+		for i := lo; i < hi; i++ {
+			o := &b.Observations[i]
+			j, err := me.encode(nil, o.Measurements)
+			if err != nil {
+				return fmt.Errorf("ingest: measurements of %s at %s: %w", o.StationID, o.Time.Format(time.RFC3339), err)
+			}
+			ms[i] = j
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Dictionaries of formats not seen before, from up to 8 samples of different stations
+	// (what varies between stations is what the dictionary must cover).
 	mDict, rawDict := map[string]uint32{}, map[string]uint32{}
+	mSamples, rawSamples := map[string][][]byte{}, map[string][][]byte{}
+	mSeen, rawSeen := map[string]bool{}, map[string]bool{}
+	for i, o := range b.Observations {
+		f := formats[i]
+		if k := f + "\x00" + o.StationID; !mSeen[k] && len(mSamples[f]) < 8 {
+			mSeen[k] = true
+			mSamples[f] = append(mSamples[f], ms[i])
+		}
+		if k := f + "\x00" + o.StationID; len(o.Raw) > 0 && !rawSeen[k] && len(rawSamples[f]) < 8 {
+			rawSeen[k] = true
+			rawSamples[f] = append(rawSamples[f], o.Raw)
+		}
+	}
 	for f, samples := range mSamples {
-		id, err := s.dict(ctx, "m:"+f, samples)
-		if err != nil {
+		if mDict[f], err = s.dict(ctx, "m:"+f, samples); err != nil {
 			return nil, nil, err
 		}
-		mDict[f] = id
 	}
 	for f, samples := range rawSamples {
-		id, err := s.dict(ctx, "raw:"+f, samples)
-		if err != nil {
+		if rawDict[f], err = s.dict(ctx, "raw:"+f, samples); err != nil {
 			return nil, nil, err
 		}
-		rawDict[f] = id
 	}
+	// Compression, in parallel.
 	fetched := b.FetchedAt.UnixMilli()
+	all := make([]row, n)
+	err = parallel(n, func(lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			o := &b.Observations[i]
+			f := formats[i]
+			r := row{ts: o.Time.UTC().Truncate(time.Millisecond).UnixMilli(), fetched: fetched, lat: o.Lat, lon: o.Lon}
+			r.measurements = s.codec.encode(mDict[f], ms[i], nil)
+			if len(o.Raw) > 0 {
+				id := int32(rawDict[f])
+				if id == 0 {
+					return fmt.Errorf("ingest: raw format %s of %s has no dictionary entry", f, o.StationID)
+				}
+				r.raw = s.codec.encode(rawDict[f], o.Raw, nil)
+				r.rawFormat = &id
+			}
+			all[i] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// One row per (station, time): the last observation wins.
 	type rowKey struct {
 		upper string
 		ts    int64
 	}
-	index := map[rowKey]int{}
-	out := make([]row, 0, len(b.Observations))
-	uppers := make([]string, 0, len(b.Observations))
+	index := make(map[rowKey]int, n)
+	out := make([]row, 0, n)
+	uppers := make([]string, 0, n)
 	for i, o := range b.Observations {
 		upper := strings.ToUpper(o.StationID)
-		ts := o.Time.UTC().Truncate(time.Millisecond).UnixMilli()
-		r := row{ts: ts, fetched: fetched, lat: o.Lat, lon: o.Lon}
-		f := ms[i].format
-		r.measurements = s.codec.encode(mDict[f], ms[i].m, nil)
-		if len(o.Raw) > 0 {
-			r.raw = s.codec.encode(rawDict[f], o.Raw, nil)
-			id := int32(rawDict[f])
-			if id == 0 {
-				// No dictionary could be made (cannot happen with a non-empty raw),
-				// so keep the format by name through a dictionary of the sample itself.
-				return nil, nil, fmt.Errorf("ingest: no raw format id for %s", f)
-			}
-			r.rawFormat = &id
-		}
-		k := rowKey{upper, ts}
+		k := rowKey{upper, all[i].ts}
 		if j, ok := index[k]; ok {
-			out[j] = r
+			out[j] = all[i]
 			continue
 		}
 		index[k] = len(out)
-		out = append(out, r)
+		out = append(out, all[i])
 		uppers = append(uppers, upper)
 	}
 	return out, uppers, nil
+}
+
+// parallel runs fn over [0, n) in contiguous chunks on every CPU; small inputs run inline.
+func parallel(n int, fn func(lo, hi int) error) error {
+	workers := runtime.GOMAXPROCS(0)
+	if n < 2048 || workers < 2 {
+		return fn(0, n)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	chunk := (n + workers - 1) / workers
+	for w := 0; w < workers; w++ {
+		lo, hi := w*chunk, min((w+1)*chunk, n)
+		if lo >= hi {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = fn(lo, hi)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // mergeStations combines the batch's station metadata with what its observations show
@@ -649,6 +690,7 @@ func (s *sqlStore) mergeStations(ctx context.Context, b Batch) ([]contract.Stati
 			st.Latitude, st.Longitude = o.Lat, o.Lon
 		}
 	}
+	sort.Strings(order) // the lock order of upsertStation
 	out := make([]contract.Station, 0, len(order))
 	for _, u := range order {
 		st := *byUpper[u]
@@ -687,7 +729,10 @@ func contains(xs []string, x string) bool {
 // gateway's incremental sync).
 func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Station, authoritative bool) (int32, bool, error) {
 	upper := strings.ToUpper(st.ExternalID)
-	cur, err := scanStation(tx.queryRow(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper = ?`), upper))
+	// The station row is locked before any reading is written, and batches lock their
+	// stations in one order (by id), so replicas writing the same station queue up
+	// instead of deadlocking on each other's readings.
+	cur, err := scanStation(tx.queryRow(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper = ?`+s.d.forUpdate), upper))
 	exists := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && !isNoRows(err) {
 		return 0, false, fmt.Errorf("ingest: read station %q: %w", st.ExternalID, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,5 +219,54 @@ func TestStationsPagingAndUpdatedSince(t *testing.T) {
 				t.Fatalf("after rename: %+v (total %d, %v)", got, total, err)
 			}
 		})
+	}
+}
+
+// Replicas polling the same provider race to write the same readings: every reading is
+// stored once, and the inserted counts add up to exactly the readings there are.
+func TestConcurrentReplicasStoreOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testenv.Postgres(t)
+	var stores []store.Store
+	for i := 0; i < 2; i++ {
+		s, err := store.Open(ctx, store.Options{DatabaseURL: url, ServiceID: "ocean"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		stores = append(stores, s)
+	}
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	// Overlapping windows of the same station, as repeated polls of a 45-day file are.
+	batches := []store.Batch{ndbcBatch("TPLM2", start, 200), ndbcBatch("TPLM2", start.Add(50*time.Hour), 200), ndbcBatch("TPLM2", start, 300)}
+	var mu sync.Mutex
+	inserted := 0
+	var wg sync.WaitGroup
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := stores[i%2].Ingest(ctx, batches[i%3])
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			inserted += res.Inserted
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	fp, err := stores[0].Footprint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, total, err := stores[1].Readings(ctx, "TPLM2", contract.ReadingsQuery{Limit: 1, Page: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp.Readings != 300 || inserted != 300 || total != 300 {
+		t.Fatalf("stored %d, inserted counts add to %d, station counter %d; want 300 each", fp.Readings, inserted, total)
 	}
 }
