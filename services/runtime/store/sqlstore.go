@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -258,9 +259,21 @@ func (s *sqlStore) Readings(ctx context.Context, externalID string, q contract.R
 	if offset >= total {
 		return []Reading{}, total, nil
 	}
-	rs, err := s.readings(ctx, st, lo, hi, limit, offset, q.Ascending, q.Format == contract.FormatRaw)
+	// A page in the far half is found from the other end: skipping (total - offset -
+	// limit) keys in the opposite order costs less than skipping offset keys.
+	asc, n, off := q.Ascending, limit, offset
+	flipped := offset > total/2
+	if flipped {
+		asc = !asc
+		off = max(total-offset-limit, 0)
+		n = min(limit, total-offset)
+	}
+	rs, err := s.readings(ctx, st, lo, hi, n, off, asc, q.Format == contract.FormatRaw)
 	if err != nil {
 		return nil, 0, err
+	}
+	if flipped {
+		slices.Reverse(rs)
 	}
 	return rs, total, nil
 }
