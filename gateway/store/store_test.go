@@ -269,6 +269,30 @@ func TestSyncIdempotentAndIncremental(t *testing.T) {
 		if got.Name != "South Hatteras (renamed)" {
 			t.Fatalf("name after update = %q", got.Name)
 		}
+		// A fresh last reading is an update that leaves the catalog generation (and so the
+		// replicas' cached totals) alone.
+		genBefore := catalogGeneration(t, s)
+		one.Sensors[0].LastReadingAt = ptr(time.Date(2026, 11, 21, 6, 50, 0, 0, time.UTC))
+		if res, err = s.Sync(ctx, one); err != nil || res != (catalog.SyncResult{Updated: 1}) {
+			t.Fatalf("last-reading sync = %+v, %v", res, err)
+		}
+		if g := catalogGeneration(t, s); g != genBefore {
+			t.Fatalf("a new last reading moved the generation %d -> %d", genBefore, g)
+		}
+		if got, _ = s.Sensor(ctx, ids.Sensor("ocean", "41002")); got.LastReadingAt == nil || !got.LastReadingAt.Equal(*one.Sensors[0].LastReadingAt) {
+			t.Fatalf("last reading not stored: %v", got.LastReadingAt)
+		}
+		if res, _ = s.Sync(ctx, one); res != (catalog.SyncResult{Unchanged: 1}) {
+			t.Fatalf("repeated last-reading sync = %+v", res)
+		}
+		one.Sensors[0].Status = catalog.StatusMaintenance
+		if res, _ = s.Sync(ctx, one); res != (catalog.SyncResult{Updated: 1}) || catalogGeneration(t, s) == genBefore {
+			t.Fatalf("status change = %+v, generation still %d", res, genBefore)
+		}
+		one.Sensors[0].Status = catalog.StatusActive
+		if _, err := s.Sync(ctx, one); err != nil {
+			t.Fatal(err)
+		}
 		// Others are untouched by an incremental round (no missing marking).
 		if p, _ := s.ListSensors(ctx, catalog.SensorFilter{ServiceID: "ocean", Status: catalog.StatusActive}); p.Total != len(b.Sensors) {
 			t.Fatalf("active ocean sensors = %d, want %d", p.Total, len(b.Sensors))
@@ -333,6 +357,15 @@ func TestSyncFieldsAndCounts(t *testing.T) {
 			t.Fatalf("system user: %+v, %v", u, err)
 		}
 	})
+}
+
+func catalogGeneration(t *testing.T, s *store.Store) int64 {
+	t.Helper()
+	var g int64
+	if err := s.DB().Raw("SELECT generation FROM catalog_state WHERE id = 1").Row().Scan(&g); err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 func mapsEqual(a, b map[string]int) bool {

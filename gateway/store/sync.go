@@ -33,16 +33,19 @@ const sensorBatchRows = 500
 
 // existingSensor is what Sync needs to know about a stored sensor to classify an incoming one.
 type existingSensor struct {
-	hash    string
-	missing bool
+	hash        string
+	missing     bool
+	lastReading string
 }
 
 // Sync applies one round of a service's catalog in one transaction: the service record,
 // its providers and projects (owned by the system user, public), and its sensors, each
 // inserted, updated or left alone by comparing a hash of its content. With b.Full, the
 // service's sensors absent from the batch are marked missing (status inactive, never
-// deleted); a sensor that comes back is unmarked. Any change bumps the catalog generation,
-// which invalidates every replica's cached totals.
+// deleted); a sensor that comes back is unmarked. A change that can move a sensor in or
+// out of a list, or within one, bumps the catalog generation, which invalidates every
+// replica's cached totals and match lists; a new last_reading_at alone does not, so that
+// services reporting fresh readings every round leave the caches warm.
 func (s *Store) Sync(ctx context.Context, b catalog.SyncBatch) (catalog.SyncResult, error) {
 	var res catalog.SyncResult
 	if err := validateBatch(&b); err != nil {
@@ -81,14 +84,15 @@ func (s *Store) Sync(ctx context.Context, b catalog.SyncBatch) (catalog.SyncResu
 			}
 			changed = n > 0
 		}
-		if err := s.syncSensors(tx, b, providers, projects, now, &res); err != nil {
+		listed, err := s.syncSensors(tx, b, providers, projects, now, &res)
+		if err != nil {
 			return err
 		}
-		if res.Inserted+res.Updated+res.MarkedMissing > 0 {
-			changed = true
-		}
-		if err := updateCounts(tx, b.Service.ID); err != nil {
-			return err
+		changed = changed || listed
+		if changed || len(b.Projects) > 0 {
+			if err := updateCounts(tx, b.Service.ID); err != nil {
+				return err
+			}
 		}
 		if changed {
 			if err := tx.Exec("UPDATE catalog_state SET generation = generation + 1 WHERE id = 1").Error; err != nil {
@@ -422,14 +426,15 @@ func loadProjectNames(tx *gorm.DB) (map[uuid.UUID]catalog.Project, error) {
 	return out, rows.Err()
 }
 
-// sensorHash covers every field Sync writes from the batch; the denormalized names are
-// kept right by refreshDenormalized instead.
+// sensorHash covers every field Sync writes from the batch except last_reading_at, which
+// is compared on its own because it changes nothing in a list; the denormalized names
+// are kept right by refreshDenormalized instead.
 func sensorHash(sn catalog.Sensor) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	_ = enc.Encode([]any{sn.ServiceID, sn.ExternalID, sn.Name, sn.Description, sn.SensorType, sn.Status,
 		sn.DataTypes, dateString(sn.DeploymentDate), dateString(sn.DecommissionedDate), sn.Latitude, sn.Longitude,
-		sn.ProviderID, sn.FeedID, sn.ReportingIntervalS, timeString(sn.LastReadingAt)})
+		sn.ProviderID, sn.FeedID, sn.ReportingIntervalS})
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
@@ -448,29 +453,32 @@ func timeString(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-func (s *Store) syncSensors(tx *gorm.DB, b catalog.SyncBatch, providers map[uuid.UUID]catalog.Provider, projects map[uuid.UUID]catalog.Project, now time.Time, res *catalog.SyncResult) error {
+// syncSensors writes the batch's sensors and reports whether any change can affect a
+// list (anything but last_reading_at).
+func (s *Store) syncSensors(tx *gorm.DB, b catalog.SyncBatch, providers map[uuid.UUID]catalog.Provider, projects map[uuid.UUID]catalog.Project, now time.Time, res *catalog.SyncResult) (bool, error) {
 	existing := map[uuid.UUID]existingSensor{}
-	rows, err := tx.Raw("SELECT id, content_hash, missing_since FROM sensors WHERE service_id = ?", b.Service.ID).Rows()
+	rows, err := tx.Raw("SELECT id, content_hash, missing_since, last_reading_at FROM sensors WHERE service_id = ?", b.Service.ID).Rows()
 	if err != nil {
-		return fmt.Errorf("store: read sensors of %s: %w", b.Service.ID, err)
+		return false, fmt.Errorf("store: read sensors of %s: %w", b.Service.ID, err)
 	}
 	for rows.Next() {
 		var (
-			id      uuid.UUID
-			h       string
-			missing sql.NullTime
+			id               uuid.UUID
+			h                string
+			missing, reading sql.NullTime
 		)
-		if err := rows.Scan(&id, &h, &missing); err != nil {
+		if err := rows.Scan(&id, &h, &missing, &reading); err != nil {
 			rows.Close()
-			return fmt.Errorf("store: read sensors of %s: %w", b.Service.ID, err)
+			return false, fmt.Errorf("store: read sensors of %s: %w", b.Service.ID, err)
 		}
-		existing[id] = existingSensor{hash: h, missing: missing.Valid}
+		existing[id] = existingSensor{hash: h, missing: missing.Valid, lastReading: timeString(nullTime(reading))}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("store: read sensors of %s: %w", b.Service.ID, err)
+		return false, fmt.Errorf("store: read sensors of %s: %w", b.Service.ID, err)
 	}
 
+	listed := false
 	var write []catalog.Sensor
 	var hashes []string
 	seen := make(map[uuid.UUID]bool, len(b.Sensors))
@@ -480,14 +488,14 @@ func (s *Store) syncSensors(tx *gorm.DB, b catalog.SyncBatch, providers map[uuid
 		if sn.ProviderID != nil {
 			p, ok := providers[*sn.ProviderID]
 			if !ok {
-				return fmt.Errorf("store: sync %s: sensor %q names unknown provider %s", b.Service.ID, sn.ExternalID, sn.ProviderID)
+				return false, fmt.Errorf("store: sync %s: sensor %q names unknown provider %s", b.Service.ID, sn.ExternalID, sn.ProviderID)
 			}
 			sn.ProviderName, sn.ProviderSlug = p.Name, p.Slug
 		}
 		if sn.FeedID != nil {
 			p, ok := projects[*sn.FeedID]
 			if !ok {
-				return fmt.Errorf("store: sync %s: sensor %q names unknown feed %s", b.Service.ID, sn.ExternalID, sn.FeedID)
+				return false, fmt.Errorf("store: sync %s: sensor %q names unknown feed %s", b.Service.ID, sn.ExternalID, sn.FeedID)
 			}
 			sn.FeedName, sn.FeedSlug = p.Name, p.Slug
 		}
@@ -496,7 +504,11 @@ func (s *Store) syncSensors(tx *gorm.DB, b catalog.SyncBatch, providers map[uuid
 		switch {
 		case !ok:
 			res.Inserted++
+			listed = true
 		case old.hash != h || old.missing:
+			res.Updated++
+			listed = true
+		case old.lastReading != timeString(utcPtr(sn.LastReadingAt)):
 			res.Updated++
 		default:
 			res.Unchanged++
@@ -508,11 +520,11 @@ func (s *Store) syncSensors(tx *gorm.DB, b catalog.SyncBatch, providers map[uuid
 	for i := 0; i < len(write); i += sensorBatchRows {
 		j := min(i+sensorBatchRows, len(write))
 		if err := s.upsertSensors(tx, write[i:j], hashes[i:j], now); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if !b.Full {
-		return nil
+		return listed, nil
 	}
 	var gone []uuid.UUID
 	for id, e := range existing {
@@ -526,11 +538,11 @@ func (s *Store) syncSensors(tx *gorm.DB, b catalog.SyncBatch, providers map[uuid
 		err := tx.Exec("UPDATE sensors SET missing_since = ?, status = ?, updated_at = ? WHERE id IN ?",
 			now, catalog.StatusInactive, now, gone[i:j]).Error
 		if err != nil {
-			return fmt.Errorf("store: mark missing sensors of %s: %w", b.Service.ID, err)
+			return false, fmt.Errorf("store: mark missing sensors of %s: %w", b.Service.ID, err)
 		}
 	}
 	res.MarkedMissing = len(gone)
-	return nil
+	return listed || len(gone) > 0, nil
 }
 
 var sensorInsertColumns = []string{"id", "service_id", "external_id", "ext_key", "name", "description", "sensor_type",
