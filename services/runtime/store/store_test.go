@@ -273,3 +273,28 @@ func TestConcurrentReplicasStoreOnce(t *testing.T) {
 		t.Fatalf("stored %d, inserted counts add to %d, station counter %d; want 300 each", fp.Readings, inserted, total)
 	}
 }
+
+// A format whose raw fragments are too small to make a dictionary still stores them
+// (plainly) under its format name.
+func TestTinyRawFragments(t *testing.T) {
+	t.Parallel()
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			ts := time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)
+			m, _ := canon.Normalize(canon.AQI, 42, "")
+			b := store.Batch{Provider: "tiny", Observations: []observation.Observation{
+				{StationID: "T1", Time: ts, Measurements: []canon.Measurement{m}, Raw: json.RawMessage(`{}`), RawFormat: "tiny.v1"},
+			}}
+			if _, err := s.Ingest(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.LatestReading(ctx, "t1")
+			if err != nil || string(r.Raw) != `{}` || r.RawFormat != "tiny.v1" {
+				t.Fatalf("latest = %+v raw %s, %v", r, r.Raw, err)
+			}
+		})
+	}
+}
