@@ -99,10 +99,11 @@ func (h *Handler) newCatalogTools() (*toolSet, error) {
 			}),
 			object(schema{
 				"sensors":    array(sensorSummarySchema(), "This page of sensors, ordered by name then id (or by distance)"),
+				"units":      unitsSchema(),
 				"total":      integer("Sensors matching the filters", 0, 0),
 				"limit":      integer("Page size applied", 1, 0),
 				"nextCursor": str("Cursor of the next page; absent on the last page"),
-			}, "sensors", "total", "limit"),
+			}, "sensors", "units", "total", "limit"),
 			runSearchSensors),
 		newTool("describe_sensor", "Describe a sensor",
 			"Everything about one sensor: its record, backing service, the parameters it measures with their units, how fresh its data is, and its latest reading with provenance.",
@@ -329,10 +330,11 @@ type searchArgs struct {
 }
 
 type searchResult struct {
-	Sensors    []sensorSummary `json:"sensors"`
-	Total      int             `json:"total"`
-	Limit      int             `json:"limit"`
-	NextCursor string          `json:"nextCursor,omitempty"`
+	Sensors    []sensorSummary   `json:"sensors"`
+	Units      map[string]string `json:"units"`
+	Total      int               `json:"total"`
+	Limit      int               `json:"limit"`
+	NextCursor string            `json:"nextCursor,omitempty"`
 }
 
 func runSearchSensors(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
@@ -439,6 +441,7 @@ func runSearchSensors(ctx context.Context, cc *callCtx, raw json.RawMessage) (st
 	for _, s := range res.Sensors {
 		out.Sensors = append(out.Sensors, summarize(s, cc.now))
 	}
+	out.Units = unitsOfSensors(res.Sensors)
 	if page*limit < res.Total && len(res.Sensors) > 0 {
 		out.NextCursor = encodeCursor(pageCursor{Page: page + 1, Limit: limit, Query: qh})
 	}

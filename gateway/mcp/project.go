@@ -40,10 +40,11 @@ func (h *Handler) newProjectTools() (*toolSet, error) {
 			object(schema{
 				"project_id": strFormat("Project UUID", "uuid"),
 				"sensors":    array(sensorSummarySchema(), "This page of sensors"),
+				"units":      unitsSchema(),
 				"total":      integer("Sensors of the project matching the filter", 0, 0),
 				"limit":      integer("Page size applied", 1, 0),
 				"nextCursor": str("Cursor of the next page; absent on the last page"),
-			}, "project_id", "sensors", "total", "limit"),
+			}, "project_id", "sensors", "units", "total", "limit"),
 			runListProjectSensors),
 	)
 }
@@ -116,15 +117,17 @@ func runListProjectSensors(ctx context.Context, cc *callCtx, raw json.RawMessage
 		return "", nil, fmt.Errorf("list project sensors: %w", err)
 	}
 	out := struct {
-		ProjectID  string          `json:"project_id"`
-		Sensors    []sensorSummary `json:"sensors"`
-		Total      int             `json:"total"`
-		Limit      int             `json:"limit"`
-		NextCursor string          `json:"nextCursor,omitempty"`
+		ProjectID  string            `json:"project_id"`
+		Sensors    []sensorSummary   `json:"sensors"`
+		Units      map[string]string `json:"units"`
+		Total      int               `json:"total"`
+		Limit      int               `json:"limit"`
+		NextCursor string            `json:"nextCursor,omitempty"`
 	}{ProjectID: p.ID.String(), Sensors: []sensorSummary{}, Total: res.Total, Limit: limit}
 	for _, s := range res.Sensors {
 		out.Sensors = append(out.Sensors, summarize(s, cc.now))
 	}
+	out.Units = unitsOfSensors(res.Sensors)
 	if page*limit < res.Total && len(res.Sensors) > 0 {
 		out.NextCursor = encodeCursor(pageCursor{Page: page + 1, Limit: limit, Query: qh})
 	}

@@ -139,10 +139,16 @@ func TestTools(t *testing.T) {
 						ReportingIntervalS int `json:"reporting_interval_s"`
 					} `json:"freshness"`
 				} `json:"sensors"`
-				Total      int    `json:"total"`
-				NextCursor string `json:"nextCursor"`
+				Units      map[string]string `json:"units"`
+				Total      int               `json:"total"`
+				NextCursor string            `json:"nextCursor"`
 			}
 			g.checked(t, sc, cat, "search_sensors", args).decode(t, &res)
+			for _, d := range g.Sensors[page].DataTypes {
+				if c, _ := canon.Lookup(d); res.Units[d] != c.Unit {
+					t.Errorf("units %v lack %s in %s", res.Units, d, c.Unit)
+				}
+			}
 			if res.Total != len(g.Sensors) || len(res.Sensors) != 1 {
 				t.Fatalf("page %d: total %d, %d sensors", page, res.Total, len(res.Sensors))
 			}

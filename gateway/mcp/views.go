@@ -243,6 +243,19 @@ func unitsOf(readings []readingView, asked []string) map[string]string {
 	return units
 }
 
+// unitsOfSensors maps every parameter the sensors collect to its canonical unit.
+func unitsOfSensors(sensors []catalog.Sensor) map[string]string {
+	units := map[string]string{}
+	for _, s := range sensors {
+		for _, d := range s.DataTypes {
+			if c, ok := canon.Lookup(d); ok {
+				units[d] = c.Unit
+			}
+		}
+	}
+	return units
+}
+
 func unitsSchema() schema {
 	return schema{"type": "object", "additionalProperties": schema{"type": "string"}, "description": "Canonical unit of every parameter in the result, by parameter id"}
 }
