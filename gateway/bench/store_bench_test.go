@@ -35,7 +35,7 @@ type query struct {
 var queries = []query{
 	{"none", catalog.SensorFilter{}, ""},
 	{"search", catalog.SensorFilter{Search: "harbor"}, "search=harbor"},
-	{"search_rare", catalog.SensorFilter{Search: "k104242"}, "search=k104242"},
+	{"search_rare", catalog.SensorFilter{Search: "104242"}, "search=104242"},
 	{"data_types", catalog.SensorFilter{DataTypes: []string{"wave_height_m", "ozone_ppb"}}, "data_types=wave_height_m,ozone_ppb"},
 	{"bbox", catalog.SensorFilter{BBox: &catalog.BBox{MinLat: 25, MinLon: -85, MaxLat: 45, MaxLon: -65}}, "min_lat=25&min_lon=-85&max_lat=45&max_lon=-65"},
 	{"bbox_antimeridian", catalog.SensorFilter{BBox: &catalog.BBox{MinLat: -30, MinLon: 170, MaxLat: 60, MaxLon: -170}}, "min_lat=-30&min_lon=170&max_lat=60&max_lon=-170"},

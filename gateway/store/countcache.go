@@ -20,6 +20,7 @@ type countCache struct {
 	lists  map[string][]string
 	ids    map[string][]uuid.UUID
 	nIDs   int
+	facets []facet // nil: not read for this generation
 }
 
 func newCountCache(max, maxIDs int) *countCache {
@@ -34,7 +35,7 @@ func (c *countCache) at(gen int64) bool {
 		return false
 	case gen > c.gen:
 		c.gen = gen
-		c.ints, c.lists, c.ids, c.nIDs = map[string]int{}, map[string][]string{}, map[string][]uuid.UUID{}, 0
+		c.ints, c.lists, c.ids, c.nIDs, c.facets = map[string]int{}, map[string][]string{}, map[string][]uuid.UUID{}, 0, nil
 	}
 	if len(c.ints)+len(c.lists) >= c.max {
 		c.ints, c.lists = map[string]int{}, map[string][]string{}
@@ -103,4 +104,24 @@ func (c *countCache) putIDs(gen int64, key string, v []uuid.UUID) {
 	}
 	c.ids[key] = v
 	c.nIDs += len(v)
+}
+
+func (c *countCache) getFacets(gen int64) ([]facet, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen || c.facets == nil {
+		return nil, false
+	}
+	return c.facets, true
+}
+
+func (c *countCache) putFacets(gen int64, fs []facet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fs == nil {
+		fs = []facet{}
+	}
+	if c.at(gen) {
+		c.facets = fs
+	}
 }

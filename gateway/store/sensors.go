@@ -135,12 +135,12 @@ func (s *Store) SensorByExternalID(ctx context.Context, externalID string) (cata
 	return sn, err
 }
 
-// SensorTypes lists the distinct sensor types, cached per catalog generation.
+// SensorTypes lists the distinct sensor types, from the facets of the generation.
 func (s *Store) SensorTypes(ctx context.Context) ([]string, error) {
 	return s.distinct(ctx, "sensor_type")
 }
 
-// SensorStatuses lists the distinct sensor statuses, cached per catalog generation.
+// SensorStatuses lists the distinct sensor statuses, from the facets of the generation.
 func (s *Store) SensorStatuses(ctx context.Context) ([]string, error) {
 	return s.distinct(ctx, "status")
 }
@@ -151,24 +151,14 @@ func (s *Store) distinct(ctx context.Context, col string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := "distinct:" + col
-	if v, ok := s.counts.getList(gen, key); ok {
-		return v, nil
+	fs, err := s.facets(db, gen)
+	if err != nil {
+		return nil, err
 	}
-	var out []string
-	// A recursive walk of the (col, name, id) index: one probe per distinct value instead
-	// of a scan of every sensor.
-	q := "WITH RECURSIVE t(v) AS (SELECT min(" + col + ") FROM sensors UNION ALL " +
-		"SELECT (SELECT min(" + col + ") FROM sensors WHERE " + col + " > t.v) FROM t WHERE t.v IS NOT NULL) " +
-		"SELECT v FROM t WHERE v IS NOT NULL AND v <> '' ORDER BY v"
-	if err := db.Raw(q).Scan(&out).Error; err != nil {
-		return nil, fmt.Errorf("store: distinct %s: %w", col, err)
+	if col == "status" {
+		return facetValues(fs, func(f facet) string { return f.status }), nil
 	}
-	if out == nil {
-		out = []string{}
-	}
-	s.counts.putList(gen, key, out)
-	return out, nil
+	return facetValues(fs, func(f facet) string { return f.sensorType }), nil
 }
 
 // generation reads the catalog generation, bumped by every Sync that changes a sensor:
@@ -385,7 +375,7 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 	if err != nil {
 		return page, err
 	}
-	total, err := s.countSensors(db, gen, q)
+	total, err := s.total(db, gen, f, q)
 	if err != nil {
 		return page, err
 	}
@@ -494,7 +484,7 @@ func (s *Store) filterFirst(db *gorm.DB, gen int64, f catalog.SensorFilter, q se
 	case f.Search != "":
 		return true, nil
 	}
-	all, err := s.countSensors(db, gen, sensorQuery{})
+	all, err := s.total(db, gen, catalog.SensorFilter{}, sensorQuery{})
 	if err != nil {
 		return false, err
 	}
@@ -505,6 +495,19 @@ func (s *Store) filterFirst(db *gorm.DB, gen int64, f catalog.SensorFilter, q se
 // walkCost weighs a row read in name order (an index probe and a random heap read) against
 // a row collected by a bitmap scan (sequential-ish heap reads).
 const walkCost = 4
+
+// total is the exact number of sensors matching f (built into q): from the facets when f
+// tests only their fields, otherwise counted once per generation.
+func (s *Store) total(db *gorm.DB, gen int64, f catalog.SensorFilter, q sensorQuery) (int, error) {
+	if facetCountable(f) {
+		fs, err := s.facets(db, gen)
+		if err != nil {
+			return 0, err
+		}
+		return countFacets(fs, f), nil
+	}
+	return s.countSensors(db, gen, q)
+}
 
 func (s *Store) countSensors(db *gorm.DB, gen int64, q sensorQuery) (int, error) {
 	key := q.whereSQL() + "\x00" + fmt.Sprintf("%#v", q.args)

@@ -182,7 +182,7 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Each embedded migration is recorded once.
-			want := map[string]int64{"postgres": 2, "sqlite": 1}[b.name]
+			want := map[string]int64{"postgres": 3, "sqlite": 2}[b.name]
 			if n != want {
 				t.Fatalf("schema_migrations rows = %d, want %d (each migration applied once)", n, want)
 			}
@@ -951,6 +951,63 @@ func TestUsersAndKeys(t *testing.T) {
 		}
 		if err := s.Ping(ctx); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestFacetTotalsMatchTheSensors checks the totals counted from sensor_facets against the
+// sensors themselves after inserts, updates, missing marks and a provider rename.
+func TestFacetTotalsMatchTheSensors(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		loadFixture(t, s)
+		steps := []catalog.SyncBatch{batch("weather", true, "KCMH", "PADK"), batch("ocean", true, "NOLOC")}
+		renamed := batch("airquality", true)
+		renamed.Providers[0].ID, renamed.Providers[0].Slug = ids.Provider("openaq"), "openaq-v3" // same id, new slug
+		steps = append(steps, renamed)
+		for _, b := range steps {
+			if _, err := s.Sync(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all, err := s.ListSensors(ctx, catalog.SensorFilter{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		filters := []catalog.SensorFilter{
+			{}, {Status: catalog.StatusInactive}, {Status: catalog.StatusActive}, {SensorType: "buoy"},
+			{Provider: "openaq-v3"}, {Provider: "openaq"}, {ServiceID: "weather", Status: catalog.StatusActive},
+			{DataTypes: []string{"air_temperature_c", "pm10_ug_per_m3"}}, {FeedID: ptr(ids.Feed("ndbc-realtime"))},
+			{SensorType: "weather_station", DataTypes: []string{"wind_speed_ms"}},
+		}
+		for _, f := range filters {
+			want := 0
+			for _, sn := range all.Sensors {
+				if (f.Status == "" || sn.Status == f.Status) && (f.SensorType == "" || sn.SensorType == f.SensorType) &&
+					(f.Provider == "" || sn.ProviderSlug == f.Provider) && (f.ServiceID == "" || sn.ServiceID == f.ServiceID) &&
+					(f.FeedID == nil || (sn.FeedID != nil && *sn.FeedID == *f.FeedID)) &&
+					(len(f.DataTypes) == 0 || slices.ContainsFunc(sn.DataTypes, func(d string) bool { return slices.Contains(f.DataTypes, d) })) {
+					want++
+				}
+			}
+			p, err := s.ListSensors(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Total != want {
+				t.Errorf("filter %+v: total %d, the sensors say %d", f, p.Total, want)
+			}
+		}
+		if p, _ := s.ListSensors(ctx, catalog.SensorFilter{Provider: "openaq-v3"}); p.Total != 3 {
+			t.Errorf("sensors of the renamed provider slug: %d, want 3", p.Total)
+		}
+		if p, _ := s.ListSensors(ctx, catalog.SensorFilter{Status: catalog.StatusInactive}); p.Total != 3 {
+			t.Errorf("inactive (missing) sensors: %d, want 3", p.Total)
+		}
+		statuses, _ := s.SensorStatuses(ctx)
+		if !slices.Equal(statuses, []string{"active", "inactive"}) {
+			t.Errorf("statuses = %v", statuses)
 		}
 	})
 }

@@ -76,13 +76,13 @@ func (s *Store) Sync(ctx context.Context, b catalog.SyncBatch) (catalog.SyncResu
 		if err != nil {
 			return err
 		}
-		changed := false
+		changed, refreshed := false, false
 		if len(changedProviders)+len(changedProjects) > 0 {
 			n, err := s.refreshDenormalized(tx, changedProviders, changedProjects, now)
 			if err != nil {
 				return err
 			}
-			changed = n > 0
+			changed, refreshed = n > 0, n > 0
 		}
 		listed, err := s.syncSensors(tx, b, providers, projects, now, &res)
 		if err != nil {
@@ -95,6 +95,14 @@ func (s *Store) Sync(ctx context.Context, b catalog.SyncBatch) (catalog.SyncResu
 			}
 		}
 		if changed {
+			// A rename may have changed the provider slug of other services' sensors.
+			ids := []string{b.Service.ID}
+			if refreshed {
+				ids = nil
+			}
+			if err := s.d.rebuildFacets(tx, ids); err != nil {
+				return err
+			}
 			if err := tx.Exec("UPDATE catalog_state SET generation = generation + 1 WHERE id = 1").Error; err != nil {
 				return fmt.Errorf("store: bump catalog generation: %w", err)
 			}
