@@ -127,14 +127,15 @@ func (h *Handler) newCatalogTools() (*toolSet, error) {
 		newTool("get_readings", "Get readings",
 			"Canonical readings of one sensor, newest first unless order=asc, optionally within a time range and reduced to some parameters. Every value carries its unit, every reading its age, and the result its provenance and freshness. Pages of at most `limit`; pass nextCursor back as cursor for the next page.",
 			input(schema{
-				"sensor_id":  str("Sensor UUID or the provider's external id"),
-				"since":      str("Inclusive lower bound: RFC 3339 time or date YYYY-MM-DD (UTC)"),
-				"until":      str("Exclusive upper bound: RFC 3339 time or date YYYY-MM-DD (UTC)"),
-				"days":       number("Last N days up to now; not with since or until"),
-				"parameters": array(enum("Canonical parameter id", params...), "Keep only these parameters in each reading"),
-				"order":      enum("desc (newest first, default) or asc", "desc", "asc"),
-				"limit":      integer(fmt.Sprintf("Readings per page (default %d)", contract.DefaultReadingsLimit), 1, contract.MaxReadingsLimit),
-				"cursor":     str("nextCursor of the previous page"),
+				"sensor_id":   str("Sensor UUID or the provider's external id"),
+				"since":       str("Inclusive lower bound: RFC 3339 time or date YYYY-MM-DD (UTC)"),
+				"until":       str("Exclusive upper bound: RFC 3339 time or date YYYY-MM-DD (UTC)"),
+				"days":        number("Last N days up to now; not with since or until"),
+				"parameters":  array(enum("Canonical parameter id", params...), "Keep only these parameters in each reading"),
+				"order":       enum("desc (newest first, default) or asc", "desc", "asc"),
+				"data_format": enum("cleaned (default): canonical measurements; raw: the source payload of each reading", "cleaned", "raw"),
+				"limit":       integer(fmt.Sprintf("Readings per page (default %d)", contract.DefaultReadingsLimit), 1, contract.MaxReadingsLimit),
+				"cursor":      str("nextCursor of the previous page"),
 			}, "sensor_id"),
 			object(schema{
 				"sensor": object(schema{
@@ -603,6 +604,7 @@ type getReadingsArgs struct {
 	Days       *float64 `json:"days,omitempty"`
 	Parameters []string `json:"parameters,omitempty"`
 	Order      string   `json:"order,omitempty"`
+	DataFormat string   `json:"data_format,omitempty"`
 	Limit      *int     `json:"limit,omitempty"`
 	Cursor     string   `json:"cursor,omitempty"`
 }
@@ -646,6 +648,9 @@ func runGetReadings(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 		}
 		q.Set("limit", strconv.Itoa(*a.Limit))
 	}
+	if a.DataFormat != "" {
+		q.Set("data_format", a.DataFormat)
+	}
 	parsed, err := contract.ParseReadingsQuery(q, cc.now)
 	if err != nil {
 		return "", nil, apierr.New(apierr.InvalidParameter, "%s: %s", tool, apierr.From(err).Message)
@@ -676,6 +681,7 @@ func runGetReadings(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 		return "", nil, err
 	}
 	up := url.Values{}
+	up.Set("data_format", parsed.Format)
 	up.Set("limit", strconv.Itoa(limit))
 	up.Set("page", strconv.Itoa(page))
 	if !since.IsZero() {
@@ -723,6 +729,10 @@ func runGetReadings(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 	}
 	out.Count = len(out.Readings)
 	out.Units = unitsOf(out.Readings, a.Parameters)
+	if parsed.Format == contract.FormatRaw {
+		// Raw payloads carry the source's own units; state the canonical ones they map to.
+		maps.Copy(out.Units, unitsOfSensors([]catalog.Sensor{s}))
+	}
 	if out.Provenance.SensorID == "" {
 		out.Provenance = contract.Provenance{SensorID: s.ID.String(), ServiceID: s.ServiceID, SourceID: s.ExternalID, Provider: s.ProviderSlug}
 	}

@@ -282,11 +282,24 @@ func TestTools(t *testing.T) {
 		if res.Units[param] == "" {
 			t.Errorf("units lack %s: %v", param, res.Units)
 		}
+		var raw struct {
+			Units    map[string]string `json:"units"`
+			Readings []struct {
+				Raw          json.RawMessage `json:"raw"`
+				SourceFormat string          `json:"source_format"`
+				Measurements []any           `json:"measurements"`
+			} `json:"readings"`
+		}
+		g.checked(t, sc, cat, "get_readings", map[string]any{"sensor_id": s0.ExternalID, "data_format": "raw", "limit": 2}).decode(t, &raw)
+		if len(raw.Readings) != 2 || len(raw.Readings[0].Raw) == 0 || raw.Readings[0].SourceFormat == "" || raw.Readings[0].Measurements != nil || len(raw.Units) != len(s0.DataTypes) {
+			t.Errorf("raw readings: %+v", raw)
+		}
 		for _, tt := range []struct {
 			name    string
 			args    map[string]any
 			mention string
 		}{
+			{"bad data_format", map[string]any{"sensor_id": s0.ExternalID, "data_format": "csv"}, "data_format"},
 			{"no sensor", map[string]any{}, "sensor_id"},
 			{"unknown sensor", map[string]any{"sensor_id": "NOSUCH"}, "not found"},
 			{"days with since", map[string]any{"sensor_id": s0.ExternalID, "days": 1, "since": "2026-01-01"}, "days"},

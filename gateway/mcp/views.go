@@ -172,22 +172,31 @@ func sensorRecordSchema() schema {
 }
 
 // readingView is a canonical reading with its age.
+// With data_format=raw, Raw and SourceFormat replace Measurements.
 type readingView struct {
 	ID           string              `json:"id"`
 	Timestamp    string              `json:"timestamp"`
 	AgeSeconds   int64               `json:"age_seconds"`
-	Measurements []canon.Measurement `json:"measurements"`
+	Measurements []canon.Measurement `json:"measurements,omitempty"`
 	Location     *contract.Location  `json:"location"`
+	Raw          any                 `json:"raw,omitempty"`
+	SourceFormat string              `json:"source_format,omitempty"`
 }
 
 func viewReading(r contract.Reading, now time.Time) readingView {
-	return readingView{
+	v := readingView{
 		ID:           r.ID,
 		Timestamp:    contract.FormatTime(r.Timestamp.Time),
 		AgeSeconds:   max(int64(now.Sub(r.Timestamp.Time)/time.Second), 0),
-		Measurements: nonNilM(r.Measurements),
+		Measurements: r.Measurements,
 		Location:     r.Location,
+		Raw:          r.Raw,
+		SourceFormat: r.SourceFormat,
 	}
+	if v.Raw == nil {
+		v.Measurements = nonNilM(r.Measurements)
+	}
+	return v
 }
 
 func locationSchema() schema {
@@ -209,12 +218,14 @@ func measurementSchema() schema {
 
 func readingSchema() schema {
 	return object(schema{
-		"id":           strFormat("Reading UUID", "uuid"),
-		"timestamp":    strFormat("Observation time, ISO 8601 UTC with milliseconds", "date-time"),
-		"age_seconds":  integer("Seconds between the observation and now", 0, 0),
-		"measurements": array(measurementSchema(), "Canonical measurements; parameters the source lacked are omitted"),
-		"location":     locationSchema(),
-	}, "id", "timestamp", "age_seconds", "measurements", "location")
+		"id":            strFormat("Reading UUID", "uuid"),
+		"timestamp":     strFormat("Observation time, ISO 8601 UTC with milliseconds", "date-time"),
+		"age_seconds":   integer("Seconds between the observation and now", 0, 0),
+		"measurements":  array(measurementSchema(), "Canonical measurements (data_format cleaned); parameters the source lacked are omitted"),
+		"location":      locationSchema(),
+		"raw":           schema{"description": "The source payload as it came (data_format raw): a JSON object for JSON sources, {format, header, line} or similar for text sources"},
+		"source_format": str("Format of raw (data_format raw)"),
+	}, "id", "timestamp", "age_seconds", "location")
 }
 
 func provenanceSchema() schema {
