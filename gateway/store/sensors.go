@@ -176,6 +176,50 @@ type sensorQuery struct {
 	where   []string
 	args    []any
 	distSQL string // great-circle distance expression when the filter has a radius
+	// geo remembers the map-filter clauses, so that split can take their boxes apart.
+	geo      []geoClause
+	d        dialect
+	geoIndex bool
+}
+
+// geoClause is the where clause at pos, matching any of boxes.
+type geoClause struct {
+	pos   int
+	boxes []geoBox
+}
+
+func (q *sensorQuery) addBoxes(boxes []geoBox) {
+	q.geo = append(q.geo, geoClause{pos: len(q.where), boxes: boxes})
+	q.add(q.d.boxesSQL(boxes, q.geoIndex))
+}
+
+// split returns one query per box when one map filter is two boxes (a box or circle cut
+// at the antimeridian). The boxes are disjoint, so counts add up and matches do not
+// repeat, and each part stays an index-only scan of the GiST index, where an OR of two
+// boxes becomes a bitmap scan that visits the heap for every match.
+func (q sensorQuery) split() []sensorQuery {
+	multi := -1
+	for i, g := range q.geo {
+		if len(g.boxes) > 1 {
+			if multi >= 0 {
+				return []sensorQuery{q}
+			}
+			multi = i
+		}
+	}
+	if multi < 0 {
+		return []sensorQuery{q}
+	}
+	g := q.geo[multi]
+	out := make([]sensorQuery, 0, len(g.boxes))
+	for _, b := range g.boxes {
+		part := q
+		part.where = append([]string(nil), q.where...)
+		part.where[g.pos] = q.d.boxesSQL([]geoBox{b}, q.geoIndex)
+		part.geo = nil
+		out = append(out, part)
+	}
+	return out
 }
 
 func (q *sensorQuery) add(cond string, args ...any) {
@@ -210,7 +254,7 @@ func fnum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 // collecting matches use the first; walking the name index uses the second, so that the
 // planner does not abandon the walk for a "tiny" box that holds a tenth of the catalog.
 func (d dialect) buildSensorQuery(f catalog.SensorFilter, geoIndex bool) (sensorQuery, error) {
-	var q sensorQuery
+	q := sensorQuery{d: d, geoIndex: geoIndex}
 	if f.Search != "" {
 		term := strings.ToLower(f.Search)
 		switch {
@@ -260,9 +304,9 @@ func (d dialect) buildSensorQuery(f catalog.SensorFilter, geoIndex bool) (sensor
 			return q, apierr.Invalid("min_lat", "must not be greater than max_lat (%g > %g)", b.MinLat, b.MaxLat)
 		}
 		if b.MinLon <= b.MaxLon {
-			q.add(d.boxesSQL([]geoBox{{b.MinLat, b.MaxLat, b.MinLon, b.MaxLon}}, geoIndex))
+			q.addBoxes([]geoBox{{b.MinLat, b.MaxLat, b.MinLon, b.MaxLon}})
 		} else { // crosses the antimeridian: the part east of MinLon and the part west of MaxLon
-			q.add(d.boxesSQL([]geoBox{{b.MinLat, b.MaxLat, b.MinLon, 180}, {b.MinLat, b.MaxLat, -180, b.MaxLon}}, geoIndex))
+			q.addBoxes([]geoBox{{b.MinLat, b.MaxLat, b.MinLon, 180}, {b.MinLat, b.MaxLat, -180, b.MaxLon}})
 		}
 	}
 	if n := f.Near; n != nil {
@@ -277,7 +321,7 @@ func (d dialect) buildSensorQuery(f catalog.SensorFilter, geoIndex bool) (sensor
 		}
 		// The bounding boxes of the circle first, so the spatial index does the coarse
 		// work; the haversine formula then decides exactly.
-		q.add(d.boxesSQL(radiusBoxes(n.Lat, n.Lon, n.RadiusKM), geoIndex))
+		q.addBoxes(radiusBoxes(n.Lat, n.Lon, n.RadiusKM))
 		q.distSQL = d.haversineSQL(n.Lat, n.Lon)
 		q.add(q.distSQL + " <= " + fnum(n.RadiusKM))
 	}
@@ -455,8 +499,16 @@ func (s *Store) matchIDs(db *gorm.DB, gen int64, q sensorQuery, byDistance bool)
 	if byDistance {
 		cols, order = "id, name, "+q.distSQL+" AS dist", " ORDER BY dist, name, id"
 	}
+	var (
+		parts []string
+		args  []any
+	)
+	for _, part := range q.split() {
+		parts = append(parts, "SELECT "+cols+" FROM sensors"+part.whereSQL())
+		args = append(args, part.args...)
+	}
 	var ids []uuid.UUID
-	err := db.Raw("WITH m AS MATERIALIZED (SELECT "+cols+" FROM sensors"+q.whereSQL()+") SELECT id FROM m"+order, q.args...).
+	err := db.Raw("WITH m AS MATERIALIZED ("+strings.Join(parts, " UNION ALL ")+") SELECT id FROM m"+order, args...).
 		Scan(&ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("store: list sensors: collect matches: %w", err)
@@ -515,8 +567,12 @@ func (s *Store) countSensors(db *gorm.DB, gen int64, q sensorQuery) (int, error)
 		return n, nil
 	}
 	var n int64
-	if err := db.Raw("SELECT count(*) FROM sensors"+q.whereSQL(), q.args...).Row().Scan(&n); err != nil {
-		return 0, fmt.Errorf("store: count sensors: %w", err)
+	for _, part := range q.split() {
+		var c int64
+		if err := db.Raw("SELECT count(*) FROM sensors"+part.whereSQL(), part.args...).Row().Scan(&c); err != nil {
+			return 0, fmt.Errorf("store: count sensors: %w", err)
+		}
+		n += c
 	}
 	s.counts.put(gen, key, int(n))
 	return int(n), nil
