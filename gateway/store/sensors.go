@@ -227,6 +227,11 @@ func (q *sensorQuery) add(cond string, args ...any) {
 	q.args = append(q.args, args...)
 }
 
+// key identifies the query in the caches.
+func (q *sensorQuery) key() string {
+	return q.whereSQL() + "\x00" + fmt.Sprintf("%#v", q.args)
+}
+
 func (q *sensorQuery) whereSQL() string {
 	if len(q.where) == 0 {
 		return ""
@@ -419,16 +424,30 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 	if err != nil {
 		return page, err
 	}
-	total, err := s.total(db, gen, f, q)
-	if err != nil {
-		return page, err
+	byDistance := f.Near != nil && f.SortByDistance
+	total, err := -1, error(nil)
+	if _, counted := s.counts.get(gen, q.key()); f.Search != "" && !counted && s.filterFirstMax > 0 {
+		// A search mostly matches few sensors: collecting them gives the total too, where
+		// counting first would read every match twice.
+		ids, complete, err := s.collectIDs(db, gen, q, byDistance, s.filterFirstMax)
+		if err != nil {
+			return page, err
+		}
+		if complete {
+			total = len(ids)
+			s.counts.put(gen, q.key(), total)
+		}
+	}
+	if total < 0 {
+		if total, err = s.total(db, gen, f, q); err != nil {
+			return page, err
+		}
 	}
 	page.Total = total
 	offset := (f.Page - 1) * f.Limit
 	if offset >= total {
 		return page, nil
 	}
-	byDistance := f.Near != nil && f.SortByDistance
 	order := " ORDER BY name, id"
 	if byDistance {
 		order = " ORDER BY " + q.distSQL + ", name, id"
@@ -491,9 +510,16 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 // filter's own index (trigram, GIN, GiST) and sorted, and cached for the generation.
 // MATERIALIZED keeps PostgreSQL from turning the collection back into a name-index walk.
 func (s *Store) matchIDs(db *gorm.DB, gen int64, q sensorQuery, byDistance bool) ([]uuid.UUID, error) {
-	key := "ids\x00" + strconv.FormatBool(byDistance) + q.whereSQL() + "\x00" + fmt.Sprintf("%#v", q.args)
+	ids, _, err := s.collectIDs(db, gen, q, byDistance, 0)
+	return ids, err
+}
+
+// collectIDs is matchIDs that gives up beyond max matches (when max > 0): complete is
+// false then, and nothing is cached.
+func (s *Store) collectIDs(db *gorm.DB, gen int64, q sensorQuery, byDistance bool, max int) (ids []uuid.UUID, complete bool, err error) {
+	key := "ids\x00" + strconv.FormatBool(byDistance) + q.key()
 	if ids, ok := s.counts.getIDs(gen, key); ok {
-		return ids, nil
+		return ids, true, nil
 	}
 	cols, order := "id, name", " ORDER BY name, id"
 	if byDistance {
@@ -507,14 +533,21 @@ func (s *Store) matchIDs(db *gorm.DB, gen int64, q sensorQuery, byDistance bool)
 		parts = append(parts, "SELECT "+cols+" FROM sensors"+part.whereSQL())
 		args = append(args, part.args...)
 	}
-	var ids []uuid.UUID
-	err := db.Raw("WITH m AS MATERIALIZED ("+strings.Join(parts, " UNION ALL ")+") SELECT id FROM m"+order, args...).
+	limit := ""
+	if max > 0 {
+		limit = " LIMIT ?"
+		args = append(args, max+1)
+	}
+	err = db.Raw("WITH m AS MATERIALIZED ("+strings.Join(parts, " UNION ALL ")+limit+") SELECT id FROM m"+order, args...).
 		Scan(&ids).Error
 	if err != nil {
-		return nil, fmt.Errorf("store: list sensors: collect matches: %w", err)
+		return nil, false, fmt.Errorf("store: list sensors: collect matches: %w", err)
+	}
+	if max > 0 && len(ids) > max {
+		return nil, false, nil
 	}
 	s.counts.putIDs(gen, key, ids)
-	return ids, nil
+	return ids, true, nil
 }
 
 // filterFirst decides how a filtered page is found, knowing the exact number of matches:
@@ -562,7 +595,7 @@ func (s *Store) total(db *gorm.DB, gen int64, f catalog.SensorFilter, q sensorQu
 }
 
 func (s *Store) countSensors(db *gorm.DB, gen int64, q sensorQuery) (int, error) {
-	key := q.whereSQL() + "\x00" + fmt.Sprintf("%#v", q.args)
+	key := q.key()
 	if n, ok := s.counts.get(gen, key); ok {
 		return n, nil
 	}

@@ -548,6 +548,7 @@ var plans = []struct {
 	filterFirstMax, deferredJoinOffset int
 }{
 	{"filter first", 1 << 30, 1 << 30},
+	{"collect at most one", 1, 1 << 30},
 	{"name order", 0, 1 << 30},
 	{"deferred join", 0, 0},
 }
