@@ -562,10 +562,10 @@ func (s *Store) filterFirst(db *gorm.DB, gen int64, f catalog.SensorFilter, q se
 	switch {
 	case len(q.where) == 0:
 		return false, nil
-	case f.Near != nil && f.SortByDistance:
-		return true, nil // no index gives distance order anyway
 	case total > s.filterFirstMax:
 		return false, nil
+	case f.Near != nil && f.SortByDistance:
+		return true, nil // no index gives distance order anyway
 	case f.Search != "":
 		return true, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -121,6 +122,8 @@ func validateBatch(b *catalog.SyncBatch) error {
 	if b.Service.ID == "" {
 		return errors.New("store: sync: batch has no service id")
 	}
+	// The ids filled in below must not leak into the caller's slices.
+	b.Providers, b.Projects, b.Sensors = slices.Clone(b.Providers), slices.Clone(b.Projects), slices.Clone(b.Sensors)
 	for i := range b.Providers {
 		p := &b.Providers[i]
 		if p.Slug == "" {
