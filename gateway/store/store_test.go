@@ -1012,3 +1012,67 @@ func TestFacetTotalsMatchTheSensors(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentSyncAndList runs syncs of one service from two "replicas" while readers
+// list: no errors, and the end state is the last full listing.
+func TestConcurrentSyncAndList(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		loadFixture(t, s)
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		stop := make(chan struct{})
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					for _, f := range []catalog.SensorFilter{{}, {Search: "air"}, {ServiceID: "weather"}, {Near: &catalog.Near{Lat: 0, Lon: 179.95, RadiusKM: 30}}} {
+						if _, err := s.ListSensors(ctx, f); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}
+			}()
+		}
+		var syncers sync.WaitGroup
+		for r := range 2 {
+			syncers.Add(1)
+			go func() {
+				defer syncers.Done()
+				for i := range 5 {
+					skip := []string{"KFLL"}
+					if (i+r)%2 == 0 {
+						skip = nil
+					}
+					if _, err := s.Sync(ctx, batch("weather", true, skip...)); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		syncers.Wait()
+		close(stop)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("concurrent use: %v", err)
+		}
+		if _, err := s.Sync(ctx, batch("weather", true)); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := s.ListSensors(ctx, catalog.SensorFilter{ServiceID: "weather", Status: catalog.StatusActive})
+		sv, _ := s.Service(ctx, "weather")
+		if p.Total != 6 || sv.SensorCount != 6 {
+			t.Fatalf("after the last full sync: %d active, service count %d; want 6", p.Total, sv.SensorCount)
+		}
+	})
+}
