@@ -344,7 +344,8 @@ func (d dialect) haversineSQL(lat, lon float64) string {
 type geoBox struct{ minLat, maxLat, minLon, maxLon float64 }
 
 // boxesSQL matches sensors inside any of the boxes: with geoIndex on PostgreSQL through
-// the GiST index on point(longitude, latitude) (migration 0002), otherwise by comparisons.
+// the GiST index on point(longitude, latitude) (migrations 0002, 0003), otherwise by
+// comparisons.
 func (d dialect) boxesSQL(boxes []geoBox, geoIndex bool) string {
 	parts := make([]string, 0, len(boxes))
 	for _, b := range boxes {
@@ -425,7 +426,7 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 		return page, err
 	}
 	byDistance := f.Near != nil && f.SortByDistance
-	total, err := -1, error(nil)
+	total := -1
 	if _, counted := s.counts.get(gen, q.key()); f.Search != "" && !counted && s.filterFirstMax > 0 {
 		// A search mostly matches few sensors: collecting them gives the total too, where
 		// counting first would read every match twice.
