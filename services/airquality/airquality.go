@@ -79,12 +79,13 @@ func OpenAQ() ingest.Provider {
 }
 
 // AirNow is the EPA AirNow API: current observations by ZIP code (AIRNOW_STATIONS are ZIP
-// codes; AIRNOW_API_KEY is required). There is no simulator: the air-quality service
-// simulates OpenAQ monitors.
+// codes; AIRNOW_API_KEY is required). Its simulator writes AirNow monitor data files.
 func AirNow() ingest.Provider {
+	a := airnow.Adapter{}
 	return ingest.Provider{
-		Adapter: airnow.Adapter{},
-		Cadence: time.Hour,
+		Adapter:   a,
+		Simulator: a,
+		Cadence:   time.Hour,
 		Live: ingest.LiveSpec{
 			DefaultBaseURL:  "https://www.airnowapi.org",
 			DefaultStations: []string{"90012", "10001", "60601", "98101", "80202"},

@@ -16,6 +16,8 @@ const (
 	ModeSimulate = "simulate"
 	ModeFiles    = "files"
 	ModeLive     = "live"
+	// ModeOff marks a provider that has no source in the configured mode.
+	ModeOff = "off"
 )
 
 // Provider is everything the runtime needs to feed one provider.

@@ -116,7 +116,10 @@ func New(o Options) (*Scheduler, error) {
 			return nil, err
 		}
 		if src == nil {
-			st.lastErrorText = fmt.Sprintf("provider %s has no %s source", slug, o.Mode)
+			// A provider that cannot be fed in this mode (no simulator, no live API) is
+			// switched off rather than reported as failing: it has nothing to ingest.
+			st.mode = ModeOff
+			s.log.Info("ingest: provider off", "provider", slug, "reason", fmt.Sprintf("no %s source", o.Mode))
 			continue
 		}
 		s.loops[slug] = src
@@ -371,8 +374,12 @@ func (s *Scheduler) Health() []contract.ProviderHealth {
 }
 
 // Healthy reports whether a provider's last attempt succeeded (false also when it has no
-// source in this mode or has not succeeded yet after its first cycle).
+// in the mode it runs in or has not succeeded yet after its first cycle); a provider
+// switched off for want of a source in this mode counts as healthy.
 func Healthy(h contract.ProviderHealth) bool {
+	if h.Mode == ModeOff {
+		return true
+	}
 	if h.LastSuccessAt == nil {
 		return false
 	}
