@@ -801,6 +801,14 @@ func TestServices(t *testing.T) {
 		if sv.Status != "degraded" || sv.LastProbeAt == nil || !sv.LastProbeAt.Equal(at) {
 			t.Fatalf("after probe: %q %v", sv.Status, sv.LastProbeAt)
 		}
+		// The prober owns the status once it has probed: a later sync (the service says
+		// "active" of itself) must not undo it.
+		if _, err := s.Sync(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if sv, _ = s.Service(ctx, "ocean"); sv.Status != "degraded" {
+			t.Fatalf("sync after a probe overwrote the probed status: %q", sv.Status)
+		}
 		if err := s.SetServiceStatus(ctx, "nope", "down", at); !errors.Is(err, catalog.ErrNotFound) {
 			t.Fatalf("SetServiceStatus of unknown service: %v", err)
 		}

@@ -192,6 +192,9 @@ func ensureSystemUser(tx *gorm.DB, now time.Time) error {
 	return nil
 }
 
+// upsertService writes what a service says about itself. Its status is taken only until
+// the first health probe: from then on the prober owns it (SetServiceStatus), and a sync
+// carrying the service's own opinion must not undo the last probe.
 func upsertService(tx *gorm.DB, sv catalog.Service, now time.Time) error {
 	status := sv.Status
 	if status == "" {
@@ -202,7 +205,8 @@ func upsertService(tx *gorm.DB, sv catalog.Service, now time.Time) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET name = excluded.name, description = excluded.description,
 		domain = excluded.domain, temporal_pattern = excluded.temporal_pattern, port = excluded.port,
-		status = excluded.status, url = CASE WHEN excluded.url = '' THEN services.url ELSE excluded.url END,
+		status = CASE WHEN services.last_probe_at IS NULL THEN excluded.status ELSE services.status END,
+		url = CASE WHEN excluded.url = '' THEN services.url ELSE excluded.url END,
 		version = excluded.version, providers = excluded.providers, feeds = excluded.feeds, tools = excluded.tools,
 		last_ingest_at = excluded.last_ingest_at, last_sync_at = excluded.last_sync_at`,
 		sv.ID, sv.Name, sv.Description, sv.Domain, sv.TemporalPattern, sv.Port, status, sv.URL, sv.Version,
