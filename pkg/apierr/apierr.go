@@ -26,6 +26,9 @@ const (
 	UpstreamUnavailable  = "upstream_unavailable"
 	UpstreamTimeout      = "upstream_timeout"
 	Internal             = "internal"
+	// RateLimitUnavailable: Redis is down and the gateway is configured to fail closed
+	// (RATE_LIMIT_FAIL_CLOSED); API.md leaves this case open.
+	RateLimitUnavailable = "rate_limit_unavailable"
 )
 
 var statusByCode = map[string]int{
@@ -44,6 +47,7 @@ var statusByCode = map[string]int{
 	UpstreamUnavailable:  http.StatusBadGateway,
 	UpstreamTimeout:      http.StatusGatewayTimeout,
 	Internal:             http.StatusInternalServerError,
+	RateLimitUnavailable: http.StatusServiceUnavailable,
 }
 
 // Error is an error meant for the client: Message is safe to show, Code is stable.
