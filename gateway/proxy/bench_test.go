@@ -33,30 +33,29 @@ func BenchmarkReadings(b *testing.B) {
 	}))
 	defer backend.Close()
 	st := newCatalog(b, []catalogSensor{{"ocean", "41001", true}})
-	up, err := New(Options{Services: map[string]string{"ocean": backend.URL}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cache, err := NewCache(CacheOptions{TTL: 3 * time.Second, Registerer: prometheus.NewRegistry()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := NewHandlers(HandlerOptions{Upstreams: up, Cache: cache, Resolve: resolver(st)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := gin.New()
-	r.GET("/api/v1/sensors/:id/readings", h.Readings())
 	b.Logf("backend body %d bytes", len(body))
-
-	for _, mode := range []string{"hot", "uncached"} {
+	for _, mode := range []string{"hot", "uncached", "uncached-std-transport"} {
+		up, err := New(Options{Services: map[string]string{"ocean": backend.URL}, StdTransport: mode == "uncached-std-transport"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cache, err := NewCache(CacheOptions{TTL: 3 * time.Second, Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, err := NewHandlers(HandlerOptions{Upstreams: up, Cache: cache, Resolve: resolver(st)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := gin.New()
+		r.GET("/api/v1/sensors/:id/readings", h.Readings())
 		b.Run(mode, func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				i++
 				path := "/api/v1/sensors/41001/readings?limit=2"
-				if mode == "uncached" {
+				if mode != "hot" {
 					path += "&page=" + strconv.Itoa(i)
 				}
 				w := httptest.NewRecorder()

@@ -296,6 +296,20 @@ func TestCacheETagAndCoalescing(t *testing.T) {
 	if n := e.weather.calls.Load(); n != 1 {
 		t.Errorf("cached answers made %d upstream calls in all, want 1", n)
 	}
+	// Spellings of one query share the answer; a repeated spelling skips parsing, an
+	// invalid one is refused even though a valid one is cached.
+	before := e.weather.calls.Load()
+	for _, q := range []string{"?sort=desc&limit=5", "?sort=desc&limit=5", "?limit=5&sort=desc", "?limit=5&sort=desc&junk=1"} {
+		if r := e.get(t, "/api/v1/sensors/KSEA/readings"+q); r.status != 200 {
+			t.Fatalf("readings%s: %d %s", q, r.status, r.body)
+		}
+	}
+	if n := e.weather.calls.Load() - before; n != 1 {
+		t.Errorf("four spellings of one query made %d upstream calls, want 1", n)
+	}
+	if r := e.get(t, "/api/v1/sensors/KSEA/readings?sort=desc&limit=5&data_format=xml"); r.status != 400 {
+		t.Errorf("invalid variant of a cached query: %d, want 400", r.status)
+	}
 	hits := testutil.ToFloat64(e.cache.lookups.WithLabelValues("hit"))
 	if hits < 5 {
 		t.Errorf("cache hits = %v, want at least 5", hits)

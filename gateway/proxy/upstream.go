@@ -15,6 +15,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,10 @@ type Options struct {
 	MaxIdleConnsPerHost int
 	MaxBody             int
 	Logger              *slog.Logger
+	// StdTransport keeps every call on net/http's Transport instead of the lighter
+	// HTTP/1.1 connection pool used for plain-HTTP services (for comparison and as an
+	// escape hatch).
+	StdTransport bool
 	// Metrics receives one observation per call (sensorgate_upstream_request_duration_seconds
 	// by service and outcome); nil records nothing.
 	Metrics *obs.Metrics
@@ -119,6 +124,15 @@ type service struct {
 	base string
 	rc   *retryablehttp.Client
 	tr   *http.Transport
+	ct   *connTransport // nil with StdTransport or HTTPS
+}
+
+// canonicalAddr is host:port of u, with the scheme's default port.
+func canonicalAddr(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // New builds the clients. Every service URL must be an absolute http(s) URL.
@@ -186,8 +200,15 @@ func (u *Upstreams) newService(id, base string) (*service, error) {
 		ForceAttemptHTTP2:  false,
 	}
 	s := &service{id: id, base: base, tr: tr}
+	var rt http.RoundTripper = tr
+	if bu, err := url.Parse(base); err == nil && bu.Scheme == "http" && bu.Host != "" && !u.opt.StdTransport {
+		ct := &connTransport{addr: canonicalAddr(bu), dial: tr.DialContext, fallback: tr,
+			maxIdle: u.opt.MaxIdleConnsPerHost, idleFor: tr.IdleConnTimeout}
+		s.ct = ct
+		rt = ct
+	}
 	s.rc = &retryablehttp.Client{
-		HTTPClient:   &http.Client{Transport: obs.Transport(tr, u.opt.Tracing)},
+		HTTPClient:   &http.Client{Transport: obs.Transport(rt, u.opt.Tracing)},
 		RetryWaitMin: u.opt.RetryWaitMin,
 		RetryWaitMax: u.opt.RetryWaitMax,
 		RetryMax:     u.opt.Retries,
@@ -368,5 +389,8 @@ func snippet(b []byte) string {
 func (u *Upstreams) CloseIdleConnections() {
 	for _, s := range u.services {
 		s.tr.CloseIdleConnections()
+		if s.ct != nil {
+			s.ct.CloseIdleConnections()
+		}
 	}
 }
