@@ -1,7 +1,7 @@
 # sensorgate: `make run` starts the whole stack on embedded defaults; `make test` runs every
 # test against real PostgreSQL and Redis (found, or started as throwaway instances).
 GO        ?= go
-MODULES   := ./pkg/... ./gateway/... ./services/...
+MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/...
 BINARIES  := gateway ocean weather airquality
 TESTFLAGS ?= -count=1 -timeout 20m
 
@@ -26,13 +26,42 @@ vet:
 	$(GO) vet $(MODULES)
 
 fmt:
-	gofmt -l -w pkg gateway services
+	gofmt -l -w pkg gateway services deploy
 
 lint: vet
-	@test -z "$$(gofmt -l pkg gateway services)" || (gofmt -l pkg gateway services; exit 1)
+	@test -z "$$(gofmt -l pkg gateway services deploy)" || (gofmt -l pkg gateway services deploy; exit 1)
 
 bench:
 	@scripts/testenv.sh $(GO) test -run '^$$' -bench . -benchtime 2s $(MODULES)
 
+# Container images (deploy/docker, docs/deploy.md). `images` compiles inside the image
+# build (needs registry access for golang and distroless); `images-prebuilt` compiles static
+# binaries here and copies them onto an empty (scratch) base, for machines without it.
+DOCKER    ?= docker
+IMAGE_TAG ?= latest
+IMAGE_REPO ?= sensorgate
+PORT_gateway := 8080
+PORT_ocean := 8081
+PORT_weather := 8082
+PORT_airquality := 8083
+CMD_gateway := ./gateway/cmd/gateway
+CMD_ocean := ./services/cmd/ocean
+CMD_weather := ./services/cmd/weather
+CMD_airquality := ./services/cmd/airquality
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+
+.PHONY: images-prebuilt static
+
+static:
+	@mkdir -p build/static
+	$(foreach b,$(BINARIES),CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags='-s -w' -o build/static/$(b) $(CMD_$(b)) &&) true
+	cd deploy/docker/probe && CGO_ENABLED=0 GOOS=linux GOWORK=off $(GO) build -trimpath -ldflags='-s -w' -o ../../../build/static/probe .
+
+images: static
+	$(foreach b,$(BINARIES),$(DOCKER) build -f deploy/docker/Dockerfile --build-arg BINARY=$(b) --build-arg PORT=$(PORT_$(b)) -t $(IMAGE_REPO)/$(b):$(IMAGE_TAG) . &&) true
+
+images-prebuilt: static
+	$(foreach b,$(BINARIES),mkdir -p build/image/$(b) && cp build/static/$(b) build/image/$(b)/sensorgate && cp build/static/probe build/image/$(b)/probe && cp $(CA_BUNDLE) build/image/$(b)/ca-certificates.crt && $(DOCKER) build -f deploy/docker/Dockerfile.prebuilt --build-arg PORT=$(PORT_$(b)) -t $(IMAGE_REPO)/$(b):$(IMAGE_TAG) build/image/$(b) &&) true
+
 clean:
-	rm -rf bin data
+	rm -rf bin data build

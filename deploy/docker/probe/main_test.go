@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz":
+			_, _ = w.Write([]byte(`{"status":"ok"}`))
+		case "/readyz":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/stall":
+			<-r.Context().Done()
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + closed.Addr().String() + "/healthz"
+	_ = closed.Close()
+
+	tests := []struct {
+		name    string
+		url     string
+		wantErr string // "" for healthy
+	}{
+		{"healthy", srv.URL + "/healthz", ""},
+		{"not ready", srv.URL + "/readyz", "status 503"},
+		{"missing path", srv.URL + "/nope", "status 404"},
+		{"stalled server", srv.URL + "/stall", "deadline exceeded"},
+		{"refused", refused, "refused"},
+		{"no url", "", "no URL"},
+		{"not http", "ftp://127.0.0.1/x", "want an http(s) URL"},
+		{"no host", "http:///healthz", "want an http(s) URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			err := check(ctx, http.DefaultTransport, tt.url)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("check(%q) = %v, want healthy", tt.url, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("check(%q) = %v, want an error containing %q", tt.url, err, tt.wantErr)
+			}
+		})
+	}
+}
