@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	gwconfig "github.com/sensorgate/sensorgate/gateway/config"
 	svcconfig "github.com/sensorgate/sensorgate/services/runtime/config"
@@ -134,4 +135,9 @@ func TestLoadConfigRefusesLoopbackAndBadValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+func parseSeconds(s string) (float64, error) {
+	d, err := time.ParseDuration(s)
+	return d.Seconds(), err
 }
