@@ -1,7 +1,7 @@
 # sensorgate: `make run` starts the whole stack on embedded defaults; `make test` runs every
 # test against real PostgreSQL and Redis (found, or started as throwaway instances).
 GO        ?= go
-MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/...
+MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/... ./deploy/docker/probe/...
 BINARIES  := gateway ocean weather airquality
 TESTFLAGS ?= -count=1 -timeout 20m
 
