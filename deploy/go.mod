@@ -6,6 +6,7 @@ require (
 	github.com/compose-spec/compose-go/v2 v2.16.2
 	github.com/sensorgate/sensorgate/gateway v0.0.0
 	github.com/sensorgate/sensorgate/services v0.0.0
+	golang.org/x/mod v0.41.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	sigs.k8s.io/kustomize/api v0.21.2
