@@ -52,6 +52,17 @@ for svc in ocean weather airquality; do
     echo "run: bin/$svc is not built; starting without it"
   fi
 done
+set +m
+# Wait until each service has ingested its first cycle (/readyz), so that the gateway's first
+# catalog sync already finds every station instead of an empty listing.
+declare -A ports=([ocean]=8081 [weather]=8082 [airquality]=8083)
+for svc in "${services[@]}"; do
+  for _ in $(seq 300); do
+    curl -fsS -o /dev/null "http://127.0.0.1:${ports[$svc]}/readyz" 2>/dev/null && break
+    sleep 0.2
+  done
+done
+set -m
 start gateway bin/gateway serve
 set +m
 
