@@ -19,7 +19,7 @@ build:
 run: build
 	@scripts/run.sh
 
-test:
+test: lint
 	@scripts/testenv.sh $(GO) test $(TESTFLAGS) $(MODULES)
 
 vet:
@@ -28,8 +28,11 @@ vet:
 fmt:
 	gofmt -l -w pkg gateway services deploy
 
+# lint: gofmt and go vet always; golangci-lint (.golangci.yml) too when it is installed.
 lint: vet
-	@test -z "$$(gofmt -l pkg gateway services deploy)" || (gofmt -l pkg gateway services deploy; exit 1)
+	@test -z "$$(gofmt -l pkg gateway services deploy)" || (echo "gofmt would change:"; gofmt -l pkg gateway services deploy; exit 1)
+	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./pkg/... ./gateway/... ./services/...; \
+	else echo "lint: golangci-lint not installed, ran gofmt and go vet only"; fi
 
 bench:
 	@scripts/testenv.sh $(GO) test -run '^$$' -bench . -benchtime 2s $(MODULES)
@@ -57,7 +60,7 @@ static:
 	$(foreach b,$(BINARIES),CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags='-s -w' -o build/static/$(b) $(CMD_$(b)) &&) true
 	cd deploy/docker/probe && CGO_ENABLED=0 GOOS=linux GOWORK=off $(GO) build -trimpath -ldflags='-s -w' -o ../../../build/static/probe .
 
-images: static
+images:
 	$(foreach b,$(BINARIES),$(DOCKER) build -f deploy/docker/Dockerfile --build-arg BINARY=$(b) --build-arg PORT=$(PORT_$(b)) -t $(IMAGE_REPO)/$(b):$(IMAGE_TAG) . &&) true
 
 images-prebuilt: static

@@ -147,7 +147,7 @@ type Near struct{ Lat, Lon, RadiusKM float64 }
 // SensorFilter selects sensors; zero fields do not filter. Lists are ordered by name, then
 // id, unless SortByDistance (only with Near).
 type SensorFilter struct {
-	Search         string   // literal substring of name, description, external id or provider name
+	Search         string // literal substring of name, description, external id or provider name
 	SensorType     string
 	Status         string
 	Provider       string   // provider slug
