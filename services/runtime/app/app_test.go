@@ -20,6 +20,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/ids"
 	"github.com/sensorgate/sensorgate/pkg/testenv"
+	"github.com/sensorgate/sensorgate/services/internal/providerdata"
 	"github.com/sensorgate/sensorgate/services/ocean"
 	"github.com/sensorgate/sensorgate/services/runtime/app"
 	"github.com/sensorgate/sensorgate/services/runtime/mcpserver"
@@ -397,13 +398,13 @@ func TestInternalToken(t *testing.T) {
 // real poll), given twice, on PostgreSQL: each reading is stored once.
 func TestFilesReplayRealNDBCOnPostgres(t *testing.T) {
 	t.Parallel()
-	src := "/work/shared/data/providers/ndbc/TPLM2.txt"
-	if v := os.Getenv("SENSORGATE_PROVIDER_DATA"); v != "" {
-		src = filepath.Join(v, "ndbc", "TPLM2.txt")
+	data := providerdata.Dir()
+	if data == "" {
+		t.Skipf("recorded provider payloads not found (no shared/data/providers above the checkout); set %s", providerdata.EnvDir)
 	}
-	body, err := os.ReadFile(src)
+	body, err := os.ReadFile(filepath.Join(data, "ndbc", "TPLM2.txt"))
 	if err != nil {
-		t.Skipf("recorded provider payloads not available (%v); set SENSORGATE_PROVIDER_DATA", err)
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	for _, name := range []string{"TPLM2.txt", "again/TPLM2.txt"} {

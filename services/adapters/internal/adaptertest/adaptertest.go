@@ -12,37 +12,15 @@ import (
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/services/adapters/internal/batch"
+	"github.com/sensorgate/sensorgate/services/internal/providerdata"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
 
 // EnvProviderData overrides where the recorded provider payloads are.
-const EnvProviderData = "SENSORGATE_PROVIDER_DATA"
+const EnvProviderData = providerdata.EnvDir
 
-// ProviderDir returns the shared providers folder: $SENSORGATE_PROVIDER_DATA, or the first
-// shared/data/providers found walking up from the test's directory; "" when absent.
-func ProviderDir() string {
-	if d := os.Getenv(EnvProviderData); d != "" {
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-			return d
-		}
-		return ""
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		c := filepath.Join(dir, "shared", "data", "providers")
-		if fi, err := os.Stat(c); err == nil && fi.IsDir() {
-			return c
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
+// ProviderDir returns the shared providers folder, "" when absent (see providerdata.Dir).
+func ProviderDir() string { return providerdata.Dir() }
 
 // ProviderFile reads rel (e.g. "ndbc/41002.txt") from the shared providers folder, or
 // skips the test saying where it looked.
