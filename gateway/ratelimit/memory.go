@@ -95,3 +95,27 @@ func (m *Memory) Len() int {
 	defer m.mu.Unlock()
 	return len(m.tat)
 }
+
+var _ Refunder = (*Memory)(nil)
+
+// Refund gives back n requests taken but not spent (see Redis.Refund).
+func (m *Memory) Refund(_ context.Context, key string, l Limit, n int) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	k := stateKey{key, l}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tat, ok := m.tat[k]
+	if !ok || n <= 0 {
+		return nil
+	}
+	now := m.now()
+	tat = tat.Add(-l.Interval() * time.Duration(n))
+	if tat.After(now) {
+		m.tat[k] = tat
+	} else {
+		delete(m.tat, k)
+	}
+	return nil
+}

@@ -169,3 +169,51 @@ if reset_after > 0 then
 end
 return {cost, remaining - cost, tostring(-1), tostring(reset_after)}
 `)
+
+var _ Refunder = (*Redis)(nil)
+
+// Refund gives back n requests taken with AllowUpTo but not spent: the stored theoretical
+// arrival time moves back n intervals, never before now (a budget cannot be fuller than
+// full). Requests taken since by anyone stay counted, so refunds never admit more than the
+// budget.
+func (r *Redis) Refund(ctx context.Context, key string, l Limit, n int) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if n <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if err := refund.Run(ctx, r.rdb, []string{"rate:" + r.prefix + key}, l.Burst, l.Rate, l.Period.Seconds(), n).Err(); err != nil {
+		return fmt.Errorf("redis rate limit %q: refund %d: %w", key, n, err)
+	}
+	return nil
+}
+
+var refund = redis.NewScript(`
+redis.replicate_commands()
+
+local key = KEYS[1]
+local rate = tonumber(ARGV[2])
+local period = tonumber(ARGV[3])
+local n = tonumber(ARGV[4])
+local emission_interval = period / rate
+
+local tat = redis.call("GET", key)
+if not tat then
+  return 0
+end
+local jan_1_2017 = 1483228800
+local now = redis.call("TIME")
+now = (now[1] - jan_1_2017) + (now[2] / 1000000)
+
+local new_tat = math.max(tonumber(tat) - emission_interval * n, now)
+local reset_after = new_tat - now
+if reset_after > 0 then
+  redis.call("SET", key, new_tat, "EX", math.ceil(reset_after))
+else
+  redis.call("DEL", key)
+end
+return 1
+`)
