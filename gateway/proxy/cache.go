@@ -34,7 +34,8 @@ type Cache struct {
 	items *ttlMap[*Response]
 	group singleflight.Group
 
-	lookups *prometheus.CounterVec
+	lookups              *prometheus.CounterVec
+	hits, shared, misses prometheus.Counter // bound once: no label lookup per request
 }
 
 // CacheOptions configure a Cache.
@@ -69,6 +70,7 @@ func NewCache(o CacheOptions) (*Cache, error) {
 			Help: "Readings cache lookups by result: hit (fresh answer), shared (joined an in-flight call), miss (made the upstream call).",
 		}, []string{"result"}),
 	}
+	c.hits, c.shared, c.misses = c.lookups.WithLabelValues("hit"), c.lookups.WithLabelValues("shared"), c.lookups.WithLabelValues("miss")
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(c.lookups); err != nil {
 			return nil, fmt.Errorf("register cache metrics: %w", err)
@@ -92,14 +94,17 @@ func (c *Cache) Get(key string) (*Response, bool) {
 // Do returns the fresh answer of key, or joins the in-flight fetch of key, or fetches.
 // fetch runs detached from the caller's cancellation (other callers may be waiting on it);
 // it must bound itself, as Upstreams.Get does with its route deadline. A caller whose
-// context ends stops waiting at once.
+// context ended meanwhile gets its context's error when the call returns.
 func (c *Cache) Do(ctx context.Context, key string, fetch func(context.Context) (*Response, error)) (*Response, error) {
 	if r, ok := c.Get(key); ok {
-		c.lookups.WithLabelValues("hit").Inc()
+		c.hits.Inc()
 		return r, nil
 	}
+	// The call runs on this goroutine (no goroutine per miss, as DoChan would start),
+	// detached from its cancellation because others may be waiting on it; fetch bounds
+	// it with the route deadline, which also bounds how long a caller that gave up waits.
 	detached := context.WithoutCancel(ctx)
-	ch := c.group.DoChan(key, func() (any, error) {
+	v, err, shared := c.group.Do(key, func() (any, error) {
 		// A caller that arrived just after the previous call finished finds its answer.
 		if r, ok := c.Get(key); ok {
 			return r, nil
@@ -111,20 +116,18 @@ func (c *Cache) Do(ctx context.Context, key string, fetch func(context.Context) 
 		c.put(key, r)
 		return r, nil
 	})
-	select {
-	case res := <-ch:
-		if res.Shared {
-			c.lookups.WithLabelValues("shared").Inc()
-		} else {
-			c.lookups.WithLabelValues("miss").Inc()
-		}
-		if res.Err != nil {
-			return nil, res.Err
-		}
-		return res.Val.(*Response), nil
-	case <-ctx.Done():
+	if shared {
+		c.shared.Inc()
+	} else {
+		c.misses.Inc()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	return v.(*Response), nil
 }
 
 func (c *Cache) put(key string, r *Response) {

@@ -133,7 +133,7 @@ func (h *Handlers) readings(route Route, params []string, validate func(url.Valu
 		// query again: the raw form is only ever stored after it validated once.
 		rawKey := prefix + ref + "\x00?" + c.Request.URL.RawQuery
 		if resp, ok := h.cache.Get(rawKey); ok {
-			h.cache.lookups.WithLabelValues("hit").Inc()
+			h.cache.hits.Inc()
 			h.write(c, resp)
 			return
 		}
