@@ -55,6 +55,11 @@ func (t *connTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		_ = pc.c.Close()
+		// The connection's deadline is the context's, and may fire a hair before the
+		// context's own timer: that is the context's deadline, not a broken connection.
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return nil, fmt.Errorf("GET %s: %w (%w)", req.URL.Path, context.DeadlineExceeded, err)
+		}
 		// A kept-alive connection the service closed while idle fails before any byte of
 		// an answer: that is not an answer, so try once more on a new connection (as
 		// http.Transport does for idempotent requests).
