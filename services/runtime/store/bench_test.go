@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,6 +73,59 @@ func BenchmarkIngest(b *testing.B) {
 				b.Fatalf("replay: %+v %v", res, err)
 			}
 			b.ReportMetric(10000/time.Since(t0).Seconds(), "replayed-readings/s")
+		})
+	}
+}
+
+// BenchmarkIngestConcurrent is one service process ingesting with several batches in flight
+// (its providers, or a provider's stations, are independent): while PostgreSQL writes one
+// batch, Go encodes and compresses the next, so both cores work. Workers own disjoint
+// stations, as the runtime's per-provider loops do.
+func BenchmarkIngestConcurrent(b *testing.B) {
+	ctx := context.Background()
+	for _, workers := range []int{2, 4} {
+		b.Run(fmt.Sprintf("postgres-copy-%dworkers", workers), func(b *testing.B) {
+			s, err := store.Open(ctx, store.Options{DatabaseURL: testenv.Postgres(b), InsertMethod: store.InsertCopy, ServiceID: "ocean"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			batches := make([]store.Batch, b.N)
+			for i := range batches {
+				// Batch i belongs to worker i%workers and its stations; successive batches of
+				// a worker move on in time.
+				w, round := i%workers, i/workers
+				batches[i] = benchdata.Batch(w*100, 100, 100, start.Add(time.Duration(round)*100*10*time.Minute))
+			}
+			var (
+				wg   sync.WaitGroup
+				errs = make(chan error, workers)
+			)
+			b.ResetTimer()
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < b.N; i += workers {
+						res, err := s.Ingest(ctx, batches[i])
+						if err == nil && res.Inserted != 10000 {
+							err = fmt.Errorf("batch %d inserted %d of 10000", i, res.Inserted)
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N*10000)/b.Elapsed().Seconds(), "readings/s")
 		})
 	}
 }
