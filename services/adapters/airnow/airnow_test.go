@@ -166,19 +166,7 @@ func TestParseBadInput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			adaptertest.CheckBatch(t, b)
-			if len(b.Observations) != tt.obs {
-				t.Errorf("observations = %d, want %d", len(b.Observations), tt.obs)
-			}
-			got := adaptertest.Reasons(b)
-			if len(got) != len(tt.reasons) {
-				t.Errorf("rejections = %v, want %v", got, tt.reasons)
-			}
-			for r, n := range tt.reasons {
-				if got[r] != n {
-					t.Errorf("rejections[%s] = %d, want %d (all %v)", r, got[r], n, got)
-				}
-			}
+			adaptertest.CheckCounts(t, b, tt.obs, tt.reasons)
 		})
 	}
 }

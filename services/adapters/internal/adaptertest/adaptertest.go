@@ -115,3 +115,22 @@ func Value(o observation.Observation, parameter string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// CheckCounts checks b's invariants (CheckBatch), then that it holds obs observations and
+// exactly the rejections counted in reasons.
+func CheckCounts(tb testing.TB, b observation.Batch, obs int, reasons map[string]int) {
+	tb.Helper()
+	CheckBatch(tb, b)
+	if len(b.Observations) != obs {
+		tb.Errorf("observations = %d, want %d", len(b.Observations), obs)
+	}
+	got := Reasons(b)
+	if len(got) != len(reasons) {
+		tb.Errorf("rejections = %v, want %v", got, reasons)
+	}
+	for r, n := range reasons {
+		if got[r] != n {
+			tb.Errorf("rejections[%s] = %d, want %d (all %v)", r, got[r], n, got)
+		}
+	}
+}
