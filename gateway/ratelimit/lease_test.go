@@ -121,7 +121,9 @@ func TestLeaseRefund(t *testing.T) {
 		}
 		return 0
 	}
-	for leased() == 0 {
+	// Bounded: on a loaded machine a lease may be refunded before this loop sees it; the
+	// check below (the shared budget shows exactly what was spent) holds either way.
+	for growBy := time.Now().Add(5 * time.Second); leased() == 0 && made < 2500 && time.Now().Before(growBy); {
 		if _, err := bt.Allow(context.Background(), "k", l); err != nil {
 			t.Fatal(err)
 		}
