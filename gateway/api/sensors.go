@@ -64,5 +64,5 @@ func (h *handlers) sensor(c *gin.Context) {
 		fail(c, storeErr("sensor", err))
 		return
 	}
-	writeJSON(c, fullSensor(&s))
+	writeJSON(c, s.Record())
 }

@@ -3,35 +3,10 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"math"
-	"time"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
-
-// sensorJSON is the full sensor of SPEC.md 2.1. Every field is always present (null when
-// unknown), except distance_km, which only a radius filter gives.
-type sensorJSON struct {
-	ID                 string   `json:"id"`
-	ExternalID         string   `json:"external_id"`
-	Name               string   `json:"name"`
-	Description        string   `json:"description"`
-	SensorType         string   `json:"sensor_type"`
-	Status             string   `json:"status"`
-	DataTypes          []string `json:"data_types"`
-	DeploymentDate     *string  `json:"deployment_date"`
-	DecommissionedDate *string  `json:"decommissioned_date"`
-	Latitude           *float64 `json:"latitude"`
-	Longitude          *float64 `json:"longitude"`
-	ProviderID         *string  `json:"provider_id"`
-	ProviderName       string   `json:"provider_name"`
-	ProviderSlug       string   `json:"provider_slug"`
-	FeedID             *string  `json:"feed_id"`
-	FeedName           string   `json:"feed_name"`
-	ConnectedService   string   `json:"connected_service"`
-	DistanceKM         *float64 `json:"distance_km,omitempty"`
-}
 
 // registryJSON is the registry view of SPEC.md 2.1; latitude and longitude appear when the
 // sensor has a location.
@@ -50,55 +25,12 @@ type registryJSON struct {
 	DistanceKM       *float64 `json:"distance_km,omitempty"`
 }
 
-func dateString(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := t.UTC().Format(time.DateOnly)
-	return &s
-}
-
-func uuidString[T interface{ String() string }](id *T) *string {
-	if id == nil {
-		return nil
-	}
-	s := (*id).String()
-	return &s
-}
-
-// roundKM keeps distances to the metre: more digits are noise.
-func roundKM(d *float64) *float64 {
-	if d == nil {
-		return nil
-	}
-	r := math.Round(*d*1000) / 1000
-	return &r
-}
-
-func dataTypes(s *catalog.Sensor) []string {
-	if s.DataTypes == nil {
-		return []string{}
-	}
-	return s.DataTypes
-}
-
-func fullSensor(s *catalog.Sensor) sensorJSON {
-	return sensorJSON{
-		ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, Description: s.Description,
-		SensorType: s.SensorType, Status: s.Status, DataTypes: dataTypes(s),
-		DeploymentDate: dateString(s.DeploymentDate), DecommissionedDate: dateString(s.DecommissionedDate),
-		Latitude: s.Latitude, Longitude: s.Longitude, ProviderID: uuidString(s.ProviderID),
-		ProviderName: s.ProviderName, ProviderSlug: s.ProviderSlug, FeedID: uuidString(s.FeedID),
-		FeedName: s.FeedName, ConnectedService: s.ServiceID, DistanceKM: roundKM(s.DistanceKM),
-	}
-}
-
 func registrySensor(s *catalog.Sensor) registryJSON {
 	return registryJSON{
 		ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, SensorType: s.SensorType,
-		Status: s.Status, DataTypes: dataTypes(s), ProviderSlug: s.ProviderSlug,
-		FeedID: uuidString(s.FeedID), ConnectedService: s.ServiceID,
-		Latitude: s.Latitude, Longitude: s.Longitude, DistanceKM: roundKM(s.DistanceKM),
+		Status: s.Status, DataTypes: s.DataTypesOrEmpty(), ProviderSlug: s.ProviderSlug,
+		FeedID: catalog.IDString(s.FeedID), ConnectedService: s.ServiceID,
+		Latitude: s.Latitude, Longitude: s.Longitude, DistanceKM: catalog.RoundKM(s.DistanceKM),
 	}
 }
 
@@ -126,22 +58,22 @@ var (
 	fDesc       = field{name: "description", get: func(s *catalog.Sensor) any { return s.Description }}
 	fType       = field{name: "sensor_type", get: func(s *catalog.Sensor) any { return s.SensorType }}
 	fStatus     = field{name: "status", get: func(s *catalog.Sensor) any { return s.Status }}
-	fDataTypes  = field{name: "data_types", get: func(s *catalog.Sensor) any { return dataTypes(s) }}
-	fDeploy     = field{name: "deployment_date", get: func(s *catalog.Sensor) any { return dateString(s.DeploymentDate) }}
-	fDecom      = field{name: "decommissioned_date", get: func(s *catalog.Sensor) any { return dateString(s.DecommissionedDate) }}
+	fDataTypes  = field{name: "data_types", get: func(s *catalog.Sensor) any { return s.DataTypesOrEmpty() }}
+	fDeploy     = field{name: "deployment_date", get: func(s *catalog.Sensor) any { return catalog.DateOnly(s.DeploymentDate) }}
+	fDecom      = field{name: "decommissioned_date", get: func(s *catalog.Sensor) any { return catalog.DateOnly(s.DecommissionedDate) }}
 	fLat        = field{name: "latitude", get: func(s *catalog.Sensor) any { return s.Latitude }}
 	fLon        = field{name: "longitude", get: func(s *catalog.Sensor) any { return s.Longitude }}
-	fProvID     = field{name: "provider_id", get: func(s *catalog.Sensor) any { return uuidString(s.ProviderID) }}
+	fProvID     = field{name: "provider_id", get: func(s *catalog.Sensor) any { return catalog.IDString(s.ProviderID) }}
 	fProvName   = field{name: "provider_name", get: func(s *catalog.Sensor) any { return s.ProviderName }}
 	fProvSlug   = field{name: "provider_slug", get: func(s *catalog.Sensor) any { return s.ProviderSlug }}
-	fFeedID     = field{name: "feed_id", get: func(s *catalog.Sensor) any { return uuidString(s.FeedID) }}
+	fFeedID     = field{name: "feed_id", get: func(s *catalog.Sensor) any { return catalog.IDString(s.FeedID) }}
 	fFeedName   = field{name: "feed_name", get: func(s *catalog.Sensor) any { return s.FeedName }}
 	fService    = field{name: "connected_service", get: func(s *catalog.Sensor) any { return s.ServiceID }}
 	fDistance   = field{name: "distance_km", optional: true, get: func(s *catalog.Sensor) any {
 		if s.DistanceKM == nil {
 			return nil
 		}
-		return *roundKM(s.DistanceKM)
+		return *catalog.RoundKM(s.DistanceKM)
 	}}
 )
 
@@ -236,9 +168,9 @@ func shapeItems(sensors []catalog.Sensor, q SensorQuery, registry bool) any {
 		}
 		return out
 	}
-	out := make([]sensorJSON, len(sensors))
+	out := make([]catalog.SensorRecord, len(sensors))
 	for i := range sensors {
-		out[i] = fullSensor(&sensors[i])
+		out[i] = sensors[i].Record()
 	}
 	return out
 }

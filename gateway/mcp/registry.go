@@ -323,7 +323,7 @@ func runListSensors(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 		out.Sensors = append(out.Sensors, registryView{
 			ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, SensorType: s.SensorType,
 			Status: s.Status, DataTypes: nonNil(s.DataTypes), ProviderSlug: s.ProviderSlug,
-			FeedID: uuidString(s.FeedID), ConnectedService: s.ServiceID,
+			FeedID: catalog.IDString(s.FeedID), ConnectedService: s.ServiceID,
 			Latitude: s.Latitude, Longitude: s.Longitude, DistanceKM: s.DistanceKM,
 		})
 	}

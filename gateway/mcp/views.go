@@ -110,41 +110,16 @@ func sensorSummarySchema() schema {
 	}, "id", "external_id", "name", "sensor_type", "status", "data_types", "latitude", "longitude", "provider_slug", "feed_id", "service_id", "freshness")
 }
 
-// sensorRecord is SPEC.md 2.1 plus the feed slug and what ages are judged by.
+// sensorRecord is SPEC.md 2.1 (as the REST API renders it) plus the feed slug and the
+// reporting interval that ages are judged by.
 type sensorRecord struct {
-	ID                 string   `json:"id"`
-	ExternalID         string   `json:"external_id"`
-	Name               string   `json:"name"`
-	Description        string   `json:"description"`
-	SensorType         string   `json:"sensor_type"`
-	Status             string   `json:"status"`
-	DataTypes          []string `json:"data_types"`
-	DeploymentDate     *string  `json:"deployment_date"`
-	DecommissionedDate *string  `json:"decommissioned_date"`
-	Latitude           *float64 `json:"latitude"`
-	Longitude          *float64 `json:"longitude"`
-	ProviderID         *string  `json:"provider_id"`
-	ProviderName       string   `json:"provider_name"`
-	ProviderSlug       string   `json:"provider_slug"`
-	FeedID             *string  `json:"feed_id"`
-	FeedName           string   `json:"feed_name"`
-	FeedSlug           string   `json:"feed_slug"`
-	ConnectedService   string   `json:"connected_service"`
-	ReportingIntervalS int      `json:"reporting_interval_s"`
+	catalog.SensorRecord
+	FeedSlug           string `json:"feed_slug"`
+	ReportingIntervalS int    `json:"reporting_interval_s"`
 }
 
 func recordOf(s catalog.Sensor) sensorRecord {
-	r := sensorRecord{
-		ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, Description: s.Description,
-		SensorType: s.SensorType, Status: s.Status, DataTypes: nonNil(s.DataTypes),
-		DeploymentDate: date(s.DeploymentDate), DecommissionedDate: date(s.DecommissionedDate),
-		Latitude: s.Latitude, Longitude: s.Longitude, ProviderName: s.ProviderName,
-		ProviderSlug: s.ProviderSlug, FeedName: s.FeedName, FeedSlug: s.FeedSlug,
-		ConnectedService: s.ServiceID, ReportingIntervalS: s.ReportingIntervalS,
-	}
-	r.ProviderID = uuidString(s.ProviderID)
-	r.FeedID = uuidString(s.FeedID)
-	return r
+	return sensorRecord{SensorRecord: s.Record(), FeedSlug: s.FeedSlug, ReportingIntervalS: s.ReportingIntervalS}
 }
 
 func sensorRecordSchema() schema {
@@ -352,22 +327,6 @@ func nonNilM(s []canon.Measurement) []canon.Measurement {
 		return []canon.Measurement{}
 	}
 	return s
-}
-
-func date(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := t.UTC().Format(time.DateOnly)
-	return &s
-}
-
-func uuidString(id *uuid.UUID) *string {
-	if id == nil {
-		return nil
-	}
-	s := id.String()
-	return &s
 }
 
 func timeString(t *time.Time) *string {

@@ -1,0 +1,79 @@
+package catalog
+
+import (
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// SensorRecord is a sensor in the wire form of SPEC.md 2.1, shared by the REST API and the
+// MCP tools so that both always describe a sensor the same way. Every field is present
+// (null when unknown) except distance_km, which only a radius filter gives.
+type SensorRecord struct {
+	ID                 string   `json:"id"`
+	ExternalID         string   `json:"external_id"`
+	Name               string   `json:"name"`
+	Description        string   `json:"description"`
+	SensorType         string   `json:"sensor_type"`
+	Status             string   `json:"status"`
+	DataTypes          []string `json:"data_types"`
+	DeploymentDate     *string  `json:"deployment_date"`
+	DecommissionedDate *string  `json:"decommissioned_date"`
+	Latitude           *float64 `json:"latitude"`
+	Longitude          *float64 `json:"longitude"`
+	ProviderID         *string  `json:"provider_id"`
+	ProviderName       string   `json:"provider_name"`
+	ProviderSlug       string   `json:"provider_slug"`
+	FeedID             *string  `json:"feed_id"`
+	FeedName           string   `json:"feed_name"`
+	ConnectedService   string   `json:"connected_service"`
+	DistanceKM         *float64 `json:"distance_km,omitempty"`
+}
+
+// Record returns s in its wire form.
+func (s *Sensor) Record() SensorRecord {
+	return SensorRecord{
+		ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, Description: s.Description,
+		SensorType: s.SensorType, Status: s.Status, DataTypes: s.DataTypesOrEmpty(),
+		DeploymentDate: DateOnly(s.DeploymentDate), DecommissionedDate: DateOnly(s.DecommissionedDate),
+		Latitude: s.Latitude, Longitude: s.Longitude, ProviderID: IDString(s.ProviderID),
+		ProviderName: s.ProviderName, ProviderSlug: s.ProviderSlug, FeedID: IDString(s.FeedID),
+		FeedName: s.FeedName, ConnectedService: s.ServiceID, DistanceKM: RoundKM(s.DistanceKM),
+	}
+}
+
+// DataTypesOrEmpty is s.DataTypes, never nil, so that it encodes as [] rather than null.
+func (s *Sensor) DataTypesOrEmpty() []string {
+	if s.DataTypes == nil {
+		return []string{}
+	}
+	return s.DataTypes
+}
+
+// DateOnly renders a date-only field as YYYY-MM-DD, nil when unknown.
+func DateOnly(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := t.UTC().Format(time.DateOnly)
+	return &s
+}
+
+// IDString renders an optional id, nil when absent.
+func IDString(id *uuid.UUID) *string {
+	if id == nil {
+		return nil
+	}
+	s := id.String()
+	return &s
+}
+
+// RoundKM keeps distances to the metre: more digits are noise.
+func RoundKM(d *float64) *float64 {
+	if d == nil {
+		return nil
+	}
+	r := math.Round(*d*1000) / 1000
+	return &r
+}
