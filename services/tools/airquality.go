@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
@@ -54,19 +53,11 @@ type AQIResult struct {
 }
 
 func addAQI(srv *mcp.Server, ts *toolset) error {
-	in, err := schemaFor[StationInput](func(p map[string]*jsonschema.Schema) { describe(p["station_id"], stationIDDescription) })
-	if err != nil {
-		return err
-	}
-	out, err := schemaFor[AQIResult](nil)
-	if err != nil {
-		return err
-	}
 	return add(srv, ts, ToolAQI, "Air Quality Index",
 		"US EPA Air Quality Index of a monitor from PM2.5 (NowCast of the last 12 hourly averages, 2024 breakpoints) with its "+
 			"category and health message, plus the newest PM2.5, PM10, ozone and provider-reported AQI values, each with its unit, "+
 			"observation time, age and staleness.",
-		in, out, ts.aqi)
+		describeStationID, ts.aqi)
 }
 
 func aqiWindow(st contract.Station) time.Duration { return max(nowCastWindow, 3*interval(st)) }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
@@ -151,19 +150,11 @@ type SeaState struct {
 }
 
 func addSeaState(srv *mcp.Server, ts *toolset) error {
-	in, err := schemaFor[StationInput](func(p map[string]*jsonschema.Schema) { describe(p["station_id"], stationIDDescription) })
-	if err != nil {
-		return err
-	}
-	out, err := schemaFor[SeaState](nil)
-	if err != nil {
-		return err
-	}
 	return add(srv, ts, ToolSeaState, "Sea state",
 		"Sea-state summary of a buoy or coastal station: significant wave height with its WMO sea state (Douglas scale), "+
 			"water and air temperature, wind with Beaufort force and compass direction, pressure with its three-hour tendency; "+
 			"each value with its unit, observation time, age and staleness.",
-		in, out, ts.seaState)
+		describeStationID, ts.seaState)
 }
 
 func (ts *toolset) seaState(ctx context.Context, req *mcp.CallToolRequest, in StationInput) (SeaState, string, error) {
@@ -245,19 +236,11 @@ type Conditions struct {
 }
 
 func addCurrentConditions(srv *mcp.Server, ts *toolset) error {
-	in, err := schemaFor[StationInput](func(p map[string]*jsonschema.Schema) { describe(p["station_id"], stationIDDescription) })
-	if err != nil {
-		return err
-	}
-	out, err := schemaFor[Conditions](nil)
-	if err != nil {
-		return err
-	}
 	return add(srv, ts, ToolCurrentConditions, "Current conditions",
 		"Current weather at a station: temperature (°C and °F), feels-like by the NWS heat index or wind chill formulas, "+
 			"dew point, humidity, wind with Beaufort force and compass direction, pressure with its three-hour tendency; "+
 			"each value with its unit, observation time, age and staleness.",
-		in, out, ts.currentConditions)
+		describeStationID, ts.currentConditions)
 }
 
 func (ts *toolset) currentConditions(ctx context.Context, req *mcp.CallToolRequest, in StationInput) (Conditions, string, error) {

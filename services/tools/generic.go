@@ -40,21 +40,13 @@ type LatestObservation struct {
 }
 
 func addLatestObservation(srv *mcp.Server, ts *toolset) error {
-	in, err := schemaFor[LatestObservationInput](func(p map[string]*jsonschema.Schema) {
-		describe(p["station_id"], stationIDDescription)
-		parametersSchema(p["parameters"])
-	})
-	if err != nil {
-		return err
-	}
-	out, err := schemaFor[LatestObservation](nil)
-	if err != nil {
-		return err
-	}
 	return add(srv, ts, ToolLatestObservation, "Latest observation",
 		"The most recent reading of one station: every canonical measurement with its unit and the source's own value and unit, "+
 			"the observation time, its age in seconds and whether it is stale for the station's reporting interval, and provenance.",
-		in, out, ts.latestObservation)
+		func(p map[string]*jsonschema.Schema) {
+			describe(p["station_id"], stationIDDescription)
+			parametersSchema(p["parameters"])
+		}, ts.latestObservation)
 }
 
 func (ts *toolset) latestObservation(ctx context.Context, req *mcp.CallToolRequest, in LatestObservationInput) (LatestObservation, string, error) {
@@ -172,32 +164,24 @@ type Observations struct {
 }
 
 func addObservations(srv *mcp.Server, ts *toolset) error {
-	in, err := schemaFor[ObservationsInput](func(p map[string]*jsonschema.Schema) {
-		describe(p["station_id"], stationIDDescription)
-		describe(p["since"], "inclusive lower bound: RFC 3339 time (UTC when no offset) or a date YYYY-MM-DD")
-		p["since"].Examples = []any{"2026-11-21T06:00:00Z", "2026-11-21"}
-		describe(p["until"], "exclusive upper bound: RFC 3339 time or a date YYYY-MM-DD")
-		describe(p["days"], "the last N days (fractions allowed); cannot be combined with since or until")
-		p["days"].ExclusiveMinimum, p["days"].Maximum = ptr(0.0), ptr(float64(contract.MaxDays))
-		parametersSchema(p["parameters"])
-		describe(p["limit"], fmt.Sprintf("readings per page, default %d, at most %d (larger is clamped)", contract.DefaultReadingsLimit, contract.MaxReadingsLimit))
-		p["limit"].Minimum, p["limit"].Default = ptr(1.0), []byte(strconv.Itoa(contract.DefaultReadingsLimit))
-		describe(p["page"], "1-based page number, default 1")
-		p["page"].Minimum = ptr(1.0)
-		describe(p["sort"], "desc (newest first, default) or asc")
-		p["sort"].Enum = []any{"desc", "asc"}
-	})
-	if err != nil {
-		return err
-	}
-	out, err := schemaFor[Observations](nil)
-	if err != nil {
-		return err
-	}
 	return add(srv, ts, ToolObservations, "Observations",
 		"Time series of one station's readings over a time range (since/until or days), optionally reduced to some parameters, "+
 			"paginated (limit default 100, max 500), newest first unless sort=asc; units, ages and provenance included.",
-		in, out, ts.observations)
+		func(p map[string]*jsonschema.Schema) {
+			describe(p["station_id"], stationIDDescription)
+			describe(p["since"], "inclusive lower bound: RFC 3339 time (UTC when no offset) or a date YYYY-MM-DD")
+			p["since"].Examples = []any{"2026-11-21T06:00:00Z", "2026-11-21"}
+			describe(p["until"], "exclusive upper bound: RFC 3339 time or a date YYYY-MM-DD")
+			describe(p["days"], "the last N days (fractions allowed); cannot be combined with since or until")
+			p["days"].ExclusiveMinimum, p["days"].Maximum = ptr(0.0), ptr(float64(contract.MaxDays))
+			parametersSchema(p["parameters"])
+			describe(p["limit"], fmt.Sprintf("readings per page, default %d, at most %d (larger is clamped)", contract.DefaultReadingsLimit, contract.MaxReadingsLimit))
+			p["limit"].Minimum, p["limit"].Default = ptr(1.0), []byte(strconv.Itoa(contract.DefaultReadingsLimit))
+			describe(p["page"], "1-based page number, default 1")
+			p["page"].Minimum = ptr(1.0)
+			describe(p["sort"], "desc (newest first, default) or asc")
+			p["sort"].Enum = []any{"desc", "asc"}
+		}, ts.observations)
 }
 
 func (ts *toolset) observations(ctx context.Context, req *mcp.CallToolRequest, in ObservationsInput) (Observations, string, error) {
@@ -369,40 +353,32 @@ type StationList struct {
 }
 
 func addListStations(srv *mcp.Server, ts *toolset) error {
-	in, err := schemaFor[ListStationsInput](func(p map[string]*jsonschema.Schema) {
-		describe(p["search"], "case-insensitive substring of name, description or external id")
-		describe(p["provider"], "provider slug")
-		describe(p["feed"], "feed (project) slug; defaults to params._meta.feed_slug when the gateway sets it")
-		describe(p["sensor_type"], "e.g. buoy, fixed_station, weather_station, air_quality_monitor")
-		describe(p["status"], "e.g. active, inactive")
-		describe(p["data_type"], "keep stations that report this canonical parameter")
-		enum := []any{}
-		for _, c := range canon.Parameters() {
-			enum = append(enum, c.ID)
-		}
-		p["data_type"].Enum = enum
-		describe(p["latitude"], "center latitude of a radius filter, decimal degrees; needs longitude")
-		num(-90, 90)(p["latitude"])
-		describe(p["longitude"], "center longitude of a radius filter, decimal degrees; needs latitude")
-		num(-180, 180)(p["longitude"])
-		describe(p["radius_km"], "radius around latitude/longitude in km, default 50")
-		p["radius_km"].ExclusiveMinimum, p["radius_km"].Maximum = ptr(0.0), ptr(20038.0)
-		describe(p["limit"], fmt.Sprintf("stations per page, default %d, at most %d (larger is clamped)", DefaultStationsLimit, MaxStationsLimit))
-		p["limit"].Minimum = ptr(1.0)
-		describe(p["page"], "1-based page number, default 1")
-		p["page"].Minimum = ptr(1.0)
-	})
-	if err != nil {
-		return err
-	}
-	out, err := schemaFor[StationList](nil)
-	if err != nil {
-		return err
-	}
 	return add(srv, ts, ToolListStations, "List stations",
 		"The service's stations, filtered by search text, provider, feed, sensor type, status, a reported parameter, and "+
 			"a radius around a point (then ordered by distance, with distance_km); each with its last reading time, age and staleness.",
-		in, out, ts.listStations)
+		func(p map[string]*jsonschema.Schema) {
+			describe(p["search"], "case-insensitive substring of name, description or external id")
+			describe(p["provider"], "provider slug")
+			describe(p["feed"], "feed (project) slug; defaults to params._meta.feed_slug when the gateway sets it")
+			describe(p["sensor_type"], "e.g. buoy, fixed_station, weather_station, air_quality_monitor")
+			describe(p["status"], "e.g. active, inactive")
+			describe(p["data_type"], "keep stations that report this canonical parameter")
+			enum := []any{}
+			for _, c := range canon.Parameters() {
+				enum = append(enum, c.ID)
+			}
+			p["data_type"].Enum = enum
+			describe(p["latitude"], "center latitude of a radius filter, decimal degrees; needs longitude")
+			num(-90, 90)(p["latitude"])
+			describe(p["longitude"], "center longitude of a radius filter, decimal degrees; needs latitude")
+			num(-180, 180)(p["longitude"])
+			describe(p["radius_km"], "radius around latitude/longitude in km, default 50")
+			p["radius_km"].ExclusiveMinimum, p["radius_km"].Maximum = ptr(0.0), ptr(20038.0)
+			describe(p["limit"], fmt.Sprintf("stations per page, default %d, at most %d (larger is clamped)", DefaultStationsLimit, MaxStationsLimit))
+			p["limit"].Minimum = ptr(1.0)
+			describe(p["page"], "1-based page number, default 1")
+			p["page"].Minimum = ptr(1.0)
+		}, ts.listStations)
 }
 
 func (ts *toolset) listStations(ctx context.Context, req *mcp.CallToolRequest, in ListStationsInput) (StationList, string, error) {
@@ -569,20 +545,12 @@ type StationDescription struct {
 }
 
 func addDescribeStation(srv *mcp.Server, ts *toolset) error {
-	in, err := schemaFor[DescribeStationInput](func(p map[string]*jsonschema.Schema) {
-		describe(p["station_id"], stationIDDescription)
-	})
-	if err != nil {
-		return err
-	}
-	out, err := schemaFor[StationDescription](nil)
-	if err != nil {
-		return err
-	}
 	return add(srv, ts, ToolDescribeStation, "Describe station",
 		"Everything known about one station: name, description, type, status, location, provider, feed, reporting interval, "+
 			"the parameters it reports with their units, and the age of its newest reading.",
-		in, out, ts.describeStation)
+		func(p map[string]*jsonschema.Schema) {
+			describe(p["station_id"], stationIDDescription)
+		}, ts.describeStation)
 }
 
 func (ts *toolset) describeStation(ctx context.Context, req *mcp.CallToolRequest, in DescribeStationInput) (StationDescription, string, error) {

@@ -182,6 +182,11 @@ func (ts *toolset) name(tool string) string { return ts.service + "." + tool }
 // error whose message is shown to the caller as an isError result.
 type handler[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (Out, string, error)
 
+// describeStationID is the input-schema tweak of tools whose only argument is the station.
+func describeStationID(p map[string]*jsonschema.Schema) {
+	describe(p["station_id"], stationIDDescription)
+}
+
 // add registers a read-only tool whose structured output is Out and whose content is one
 // text rendering of it. The rendering carries every value, unit and time of the result, so
 // clients that predate structuredContent lose nothing; the JSON is not repeated as a
@@ -192,8 +197,16 @@ type handler[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest, in
 // output is marshalled once and not re-validated on every call. Re-validating a 500-reading
 // observations page against its schema cost more than the query itself (see
 // docs/service-tools.md); the tests validate every result against its output schema
-// instead.
-func add[In, Out any](srv *mcp.Server, ts *toolset, tool, title, desc string, in, out *jsonschema.Schema, h handler[In, Out]) error {
+// instead. The schemas are inferred from In and Out; tweakIn adds input descriptions.
+func add[In, Out any](srv *mcp.Server, ts *toolset, tool, title, desc string, tweakIn func(props map[string]*jsonschema.Schema), h handler[In, Out]) error {
+	in, err := schemaFor[In](tweakIn)
+	if err != nil {
+		return err
+	}
+	out, err := schemaFor[Out](nil)
+	if err != nil {
+		return err
+	}
 	inResolved, err := in.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
 	if err != nil {
 		return fmt.Errorf("%w: input schema of %s: %v", ErrConfig, ts.name(tool), err)
