@@ -174,34 +174,8 @@ func TestSimulateBadConfig(t *testing.T) {
 	}
 }
 
-// BenchmarkSimulate7Days measures writing 7 days of 48 stations in the native format,
-// and writing plus parsing them back as the runtime does.
-func BenchmarkSimulate7Days(b *testing.B) {
-	cfg := observation.SimConfig{Seed: 1, Stations: 48}
-	to := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
-	from := to.Add(-7 * 24 * time.Hour)
-	a := Adapter{}
-	b.Run("simulate", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := a.Simulate(cfg, from, to); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("simulate+parse", func(b *testing.B) {
-		for b.Loop() {
-			ps, err := a.Simulate(cfg, from, to)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, p := range ps {
-				if _, err := a.Parse(p); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
-}
+// BenchmarkSimulate7Days: 7 days of 48 stations written, and written plus parsed back.
+func BenchmarkSimulate7Days(b *testing.B) { adaptertest.BenchSimulate7Days(b, Adapter{}) }
 
 // BenchmarkParseStdmet41002 measures parsing the recorded 1440-row realtime2 file.
 func BenchmarkParseStdmet41002(b *testing.B) {
