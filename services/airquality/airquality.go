@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -34,10 +36,11 @@ func Definition(tools ...mcpserver.Registrar) app.Definition {
 	}
 }
 
-// OpenAQ is the OpenAQ provider in its v1 payload shapes (/v1/latest, /v1/measurements),
-// which the adapter reads. OpenAQ retired v1 from its public API, so live mode needs
-// OPENAQ_BASE_URL pointing at a v1-compatible endpoint (a mirror or archive); the stations
-// are location names (OPENAQ_STATIONS), and OPENAQ_API_KEY is sent as X-API-Key when set.
+// OpenAQ is the OpenAQ provider. Live mode reads API v3, the only public one since v1 and
+// v2 were retired: per location (OPENAQ_STATIONS are v3 location ids, "2178" or "v3-2178")
+// its sensors' latest values hourly, and the location's metadata. v3 wants a key
+// (OPENAQ_API_KEY, sent as X-API-Key). Recorded v1 pages and v3 documents whose location
+// is known replay in files mode.
 func OpenAQ() ingest.Provider {
 	a := openaq.Adapter{}
 	return ingest.Provider{
@@ -46,36 +49,51 @@ func OpenAQ() ingest.Provider {
 		Cadence:   time.Hour,
 		Live: ingest.LiveSpec{
 			DefaultBaseURL: "https://api.openaq.org",
-			Targets: func(base string, stations []string, apiKey string) []ingest.Target {
-				base = strings.TrimRight(base, "/")
-				h := http.Header{"Accept": {"application/json"}}
-				if apiKey != "" {
-					h.Set("X-API-Key", apiKey)
-				}
-				if len(stations) == 0 {
-					return []ingest.Target{{URL: base + "/v1/latest?limit=100", Format: openaq.FormatLatest, Header: h}}
-				}
-				var out []ingest.Target
-				for _, s := range stations {
-					out = append(out, ingest.Target{URL: base + "/v1/measurements?limit=100&location=" + url.QueryEscape(s), Format: openaq.FormatMeasurements, Header: h})
-				}
-				return out
-			},
+			// Del Norte, Albuquerque NM (the location of OpenAQ's own v3 examples).
+			DefaultStations: []string{"2178"},
+			NeedsAPIKey:     true,
+			Targets:         openAQTargets,
 		},
-		Classify: func(rel string, body []byte) (observation.Payload, bool) {
-			t := bytes.TrimSpace(body)
-			if len(t) == 0 || t[0] != '{' || !bytes.Contains(t, []byte(`"results"`)) || !bytes.Contains(t, []byte(`"meta"`)) {
-				return observation.Payload{}, false
-			}
-			switch {
-			case bytes.Contains(t, []byte(`"measurements":`)) && bytes.Contains(t, []byte(`"lastUpdated"`)):
-				return observation.Payload{Format: openaq.FormatLatest, Body: body}, true
-			case bytes.Contains(t, []byte(`"date":{"utc"`)) || bytes.Contains(t, []byte(`"date": {`)):
-				return observation.Payload{Format: openaq.FormatMeasurements, Body: body}, true
-			}
-			return observation.Payload{}, false
-		},
+		Classify: classifyOpenAQ,
 	}
+}
+
+func openAQTargets(base string, stations []string, apiKey string) []ingest.Target {
+	base = strings.TrimRight(base, "/")
+	h := http.Header{"Accept": {"application/json"}, "X-API-Key": {apiKey}}
+	var out []ingest.Target
+	for _, s := range stations {
+		loc := url.PathEscape(strings.TrimPrefix(strings.TrimSpace(s), "v3-"))
+		station := "v3-" + strings.TrimPrefix(strings.TrimSpace(s), "v3-")
+		out = append(out,
+			ingest.Target{URL: base + "/v3/locations/" + loc, Format: openaq.FormatV3Locations, Header: h, MetadataOnly: true},
+			ingest.Target{URL: base + "/v3/locations/" + loc + "/sensors", Format: openaq.FormatV3Sensors, StationID: station, Header: h},
+		)
+	}
+	return out
+}
+
+// v3LocationSensors names a recorded /v3/locations/{id}/sensors document by its location:
+// v3 sensors do not name the location they belong to, so only the file name can.
+var v3LocationSensors = regexp.MustCompile(`locations_(\d+)_sensors\.json$`)
+
+func classifyOpenAQ(rel string, body []byte) (observation.Payload, bool) {
+	t := bytes.TrimSpace(body)
+	if len(t) == 0 || t[0] != '{' || !bytes.Contains(t, []byte(`"results"`)) || !bytes.Contains(t, []byte(`"meta"`)) {
+		return observation.Payload{}, false
+	}
+	switch {
+	case bytes.Contains(t, []byte(`"measurements":`)) && bytes.Contains(t, []byte(`"lastUpdated"`)):
+		return observation.Payload{Format: openaq.FormatLatest, Body: body}, true
+	case bytes.Contains(t, []byte(`"date":{"utc"`)) || bytes.Contains(t, []byte(`"date": {`)):
+		return observation.Payload{Format: openaq.FormatMeasurements, Body: body}, true
+	case bytes.Contains(t, []byte(`"sensors":[`)) && bytes.Contains(t, []byte(`"country":{`)):
+		return observation.Payload{Format: openaq.FormatV3Locations, Body: body}, true
+	}
+	if m := v3LocationSensors.FindStringSubmatch(filepath.ToSlash(rel)); m != nil && bytes.Contains(t, []byte(`"latest":{`)) {
+		return observation.Payload{Format: openaq.FormatV3Sensors, StationID: "v3-" + m[1], Body: body}, true
+	}
+	return observation.Payload{}, false
 }
 
 // AirNow is the EPA AirNow API: current observations by ZIP code (AIRNOW_STATIONS are ZIP

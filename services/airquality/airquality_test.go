@@ -11,10 +11,11 @@ import (
 // and no file of another provider.
 func TestClassifyRecordedPayloads(t *testing.T) {
 	t.Parallel()
-	// The three OpenAQ v1 documents (v3 files are not the adapter's); the three AirNow files.
+	// The three OpenAQ v1 pages, the v3 location list and the v3 sensors of location 3 (the
+	// other v3 documents do not say which location they belong to); the three AirNow files.
 	definitiontest.CheckRecordedPayloads(t, airquality.Definition(),
 		map[string]string{"openaq": "openaq", "epa-airnow": "airnow"},
-		map[string]int{"openaq": 3, "epa-airnow": 3})
+		map[string]int{"openaq": 5, "epa-airnow": 3})
 }
 
 // Live targets name the station and format of each document.
