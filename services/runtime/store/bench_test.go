@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/testenv"
 	"github.com/sensorgate/sensorgate/services/runtime/benchdata"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
@@ -61,6 +62,7 @@ func BenchmarkIngest(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N*10000)/b.Elapsed().Seconds(), "readings/s")
+			reportPhases(b, s, b.N*10000)
 			fp, err := s.Footprint(ctx)
 			if err != nil {
 				b.Fatal(err)
@@ -74,6 +76,54 @@ func BenchmarkIngest(b *testing.B) {
 			}
 			b.ReportMetric(10000/time.Since(t0).Seconds(), "replayed-readings/s")
 		})
+	}
+}
+
+// reportPhases reports the time of each ingest phase per reading (µs).
+func reportPhases(b *testing.B, s store.Store, readings int) {
+	for name, d := range store.IngestPhases(s) {
+		b.ReportMetric(float64(d.Microseconds())/float64(readings), name+"-µs/reading")
+	}
+}
+
+// BenchmarkIngestBlocks compares block sizes and block compressors on the default
+// PostgreSQL path (batches as in BenchmarkIngest; one station's 100 readings of a batch
+// make blocks of at most n).
+//
+//	go test -run '^$' -bench IngestBlocks -benchtime 20x ./services/runtime/store/
+func BenchmarkIngestBlocks(b *testing.B) {
+	ctx := context.Background()
+	for _, codec := range []string{"zstd", "s2"} {
+		for _, n := range []int{1, 16, 32, 64} {
+			b.Run(fmt.Sprintf("%s-%d", codec, n), func(b *testing.B) {
+				defer store.SetBlockReadings(store.SetBlockReadings(n))
+				defer store.SetBlockZstd(store.SetBlockZstd(codec == "zstd"))
+				s, err := store.Open(ctx, store.Options{DatabaseURL: testenv.Postgres(b), ServiceID: "ocean"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+				batches := make([]store.Batch, b.N)
+				for i := range batches {
+					batches[i] = benchdata.Batch(0, 100, 100, start.Add(time.Duration(i)*100*10*time.Minute))
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if res, err := s.Ingest(ctx, batches[i]); err != nil || res.Inserted != 10000 {
+						b.Fatalf("ingest: %+v %v", res, err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(b.N*10000)/b.Elapsed().Seconds(), "readings/s")
+				reportPhases(b, s, b.N*10000)
+				fp, err := s.Footprint(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(fp.Bytes)/float64(fp.Readings), "disk-bytes/reading")
+			})
+		}
 	}
 }
 
@@ -126,6 +176,54 @@ func BenchmarkIngestConcurrent(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(b.N*10000)/b.Elapsed().Seconds(), "readings/s")
+		})
+	}
+}
+
+// BenchmarkRead measures the store's read path on PostgreSQL: the latest reading (raw
+// included, so its block's measurements and raw are both decoded) and a 500-row page,
+// for readings in blocks of n (1: every reading inline, as before blocks).
+//
+//	go test -run '^$' -bench 'Read$' ./services/runtime/store/
+func BenchmarkRead(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1, 32, 64} {
+		b.Run(fmt.Sprintf("blocks-of-%d", n), func(b *testing.B) {
+			defer store.SetBlockReadings(store.SetBlockReadings(n))
+			s, err := store.Open(ctx, store.Options{DatabaseURL: testenv.Postgres(b), ServiceID: "ocean"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			for i := 0; i < 10; i++ {
+				if _, err := s.Ingest(ctx, benchdata.Batch(0, 10, 200, start.Add(time.Duration(i)*200*10*time.Minute))); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Run("latest", func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					r, err := s.LatestReading(ctx, benchdata.StationID(i%10))
+					if err != nil || r.Raw == nil {
+						b.Fatalf("latest: %+v %v", r, err)
+					}
+				}
+			})
+			for _, raw := range []bool{false, true} {
+				q := contract.ReadingsQuery{Limit: 500, Page: 2}
+				name := "page-500"
+				if raw {
+					q.Format, name = contract.FormatRaw, "page-500-raw"
+				}
+				b.Run(name, func(b *testing.B) {
+					for i := 0; i < b.N; i++ {
+						rs, _, err := s.Readings(ctx, benchdata.StationID(i%10), q)
+						if err != nil || len(rs) != 500 {
+							b.Fatalf("page: %d rows, %v", len(rs), err)
+						}
+					}
+				})
+			}
 		})
 	}
 }

@@ -69,11 +69,23 @@ func openPostgres(ctx context.Context, s *sqlStore, o Options) error {
 		},
 		queryRow: func(ctx context.Context, q string, args ...any) scanner { return pool.QueryRow(ctx, q, args...) },
 		inTx: func(ctx context.Context, fn func(txn) error) error {
-			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(pgTx{tx: tx, method: method}) })
+			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				// The commit does not wait for the WAL flush. Safe here: ingestion is
+				// idempotent and every source is fetched again after a restart (validators
+				// are kept only once a batch is stored), so a crash that loses the last
+				// commits loses nothing that the next poll does not write again; PostgreSQL
+				// stays consistent either way. It saves the commit's fsync wait per batch.
+				if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+					return fmt.Errorf("ingest: synchronous_commit: %w", err)
+				}
+				return fn(pgTx{tx: tx, method: method})
+			})
+			p.forgetOnMissingPartition(err)
+			return err
 		},
 		size: func(ctx context.Context) (int64, error) {
 			var n int64
-			err := pool.QueryRow(ctx, `SELECT COALESCE(sum(pg_total_relation_size(inhrelid)), 0)::bigint FROM pg_inherits WHERE inhparent = 'readings'::regclass`).Scan(&n)
+			err := pool.QueryRow(ctx, `SELECT COALESCE(sum(pg_total_relation_size(inhrelid)), 0)::bigint FROM pg_inherits WHERE inhparent IN ('readings'::regclass, 'blocks'::regclass)`).Scan(&n)
 			if err != nil {
 				return 0, fmt.Errorf("readings size: %w", err)
 			}
@@ -116,23 +128,60 @@ func (p *pgParts) ensure(ctx context.Context, rows []row) error {
 		if m.Year() < 1900 || m.Year() > 2200 {
 			return fmt.Errorf("store: reading time %s is outside the years 1900-2200", m.Format("2006-01"))
 		}
-		name := fmt.Sprintf("readings_p%04d%02d", m.Year(), int(m.Month()))
-		next := m.AddDate(0, 1, 0)
-		ddl := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF readings FOR VALUES FROM (%d) TO (%d)`, name, m.UnixMilli(), next.UnixMilli())
-		var err error
-		for attempt := 0; attempt < 3; attempt++ {
-			// Two processes creating the same partition at once can collide in the
-			// catalog; the loser retries and finds it.
-			if _, err = p.pool.Exec(ctx, ddl); err == nil || !strings.Contains(err.Error(), "already exists") {
-				break
+		suffix := fmt.Sprintf("_p%04d%02d", m.Year(), int(m.Month()))
+		bounds := fmt.Sprintf(`FOR VALUES FROM (%d) TO (%d)`, m.UnixMilli(), m.AddDate(0, 1, 0).UnixMilli())
+		// A block row up to a page (8 KB) stays inline and uncompressed: its values are
+		// S2 already, and the default (2 KB) would have PostgreSQL try pglz on them and
+		// move them to TOAST, a second lookup per block read.
+		for _, ddl := range []string{
+			`CREATE TABLE IF NOT EXISTS readings` + suffix + ` PARTITION OF readings ` + bounds,
+			`CREATE TABLE IF NOT EXISTS blocks` + suffix + ` PARTITION OF blocks ` + bounds + ` WITH (toast_tuple_target = 8160)`,
+		} {
+			if err := p.create(ctx, ddl); err != nil {
+				return err
 			}
-		}
-		if err != nil && !strings.Contains(err.Error(), "already exists") {
-			return fmt.Errorf("store: create partition %s: %w", name, err)
 		}
 		p.known[k] = true
 	}
 	return nil
+}
+
+func (p *pgParts) create(ctx context.Context, ddl string) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		// Two processes creating the same partition at once can collide in the catalog;
+		// the loser retries and finds it.
+		if _, err = p.pool.Exec(ctx, ddl); err == nil || !strings.Contains(err.Error(), "already exists") {
+			break
+		}
+	}
+	if err != nil && !strings.Contains(err.Error(), "already exists") {
+		return fmt.Errorf("store: %s: %w", ddl, err)
+	}
+	return nil
+}
+
+// forget makes the partitions of months before cutoff (ms) be created again if needed.
+func (p *pgParts) forget(cutoff int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.known {
+		if k < cutoff {
+			delete(p.known, k)
+		}
+	}
+}
+
+// forgetOnMissingPartition drops what p knows when err says a row found no partition:
+// another replica's retention dropped a month this process still remembered, and the
+// ingest loop's next attempt creates it again.
+func (p *pgParts) forgetOnMissingPartition(err error) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23514" { // check_violation: no partition for the row
+		p.mu.Lock()
+		p.known = map[int64]bool{}
+		p.mu.Unlock()
+	}
 }
 
 type pgTx struct {
@@ -148,11 +197,75 @@ func (t pgTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
+func (t pgTx) query(ctx context.Context, q string, args ...any) (rowsIter, error) {
+	rows, err := t.tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgRows{rows}, nil
+}
+
+// addCounts updates every station's counters in one statement.
+func (t pgTx) addCounts(ctx context.Context, counts []stationCount) error {
+	if len(counts) == 0 {
+		return nil
+	}
+	keys, last, n := make([]int32, len(counts)), make([]int64, len(counts)), make([]int64, len(counts))
+	for i, c := range counts {
+		keys[i], last[i], n[i] = c.key, c.last, c.readings
+	}
+	_, err := t.tx.Exec(ctx, `UPDATE stations s SET last_reading_ms = GREATEST(COALESCE(s.last_reading_ms, u.last), u.last),
+		reading_count = s.reading_count + u.n
+		FROM unnest($1::int4[], $2::int8[], $3::int8[]) AS u(skey, last, n) WHERE s.skey = u.skey`, keys, last, n)
+	return err
+}
+
 func (t pgTx) queryRow(ctx context.Context, q string, args ...any) scanner {
 	return t.tx.QueryRow(ctx, q, args...)
 }
 
-var readingCols = []string{"station", "ts", "fetched_ms", "lat", "lon", "measurements", "raw_format", "raw"}
+var (
+	readingCols = []string{"station", "ts", "fetched_ms", "lat", "lon", "measurements", "raw_format", "raw", "bref"}
+	blockCols   = []string{"id", "station", "ts", "ts_last", "measurements", "raw_format", "raw"}
+)
+
+// insertBlocks takes ids for blocks from the sequence in one round trip and COPYs them
+// in. Blocks never conflict (their ids are new), so this is outside the readings'
+// savepoint: if another replica stored some of the readings in between, the blocks
+// they would have used stay unreferenced until retention removes their month.
+func (t pgTx) insertBlocks(ctx context.Context, blocks []block) error {
+	if len(blocks) == 0 {
+		return nil
+	}
+	rows, err := t.tx.Query(ctx, `SELECT nextval('blocks_id_seq') FROM generate_series(1, $1)`, len(blocks))
+	if err != nil {
+		return fmt.Errorf("ingest: block ids: %w", err)
+	}
+	i := 0
+	for rows.Next() {
+		if err := rows.Scan(&blocks[i].id); err != nil {
+			rows.Close()
+			return fmt.Errorf("ingest: block ids: %w", err)
+		}
+		i++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("ingest: block ids: %w", err)
+	}
+	_, err = t.tx.CopyFrom(ctx, pgx.Identifier{"blocks"}, blockCols, pgx.CopyFromSlice(len(blocks), func(i int) ([]any, error) {
+		b := &blocks[i]
+		var rf any
+		if b.rawFormat != nil {
+			rf = *b.rawFormat
+		}
+		return []any{b.id, b.station, b.ts, b.tsLast, b.measurements, rf, b.raw}, nil
+	}))
+	if err != nil {
+		return fmt.Errorf("ingest: copy blocks: %w", err)
+	}
+	return nil
+}
 
 // countInserted wraps an INSERT .. ON CONFLICT DO NOTHING so that it answers how many rows
 // each station gained.
@@ -194,16 +307,11 @@ func (t pgTx) insertReadings(ctx context.Context, rows []row) (map[int32]int64, 
 	}
 }
 
-// insertCopy looks up which of the batch's keys are already stored (one index range scan
-// per station), COPYs the others straight into readings, and counts them in Go. A
-// concurrent writer (another replica) may store one of them in between: the COPY then
-// fails on the key, is rolled back to its savepoint, and the batch goes through a
-// temporary table and INSERT .. ON CONFLICT DO NOTHING instead.
-func (t pgTx) insertCopy(ctx context.Context, rows []row) (map[int32]int64, error) {
-	fresh, err := t.unstored(ctx, rows)
-	if err != nil {
-		return nil, err
-	}
+// insertCopy COPYs rows (new when the batch's keys were looked up) straight into
+// readings, and counts them in Go. A concurrent writer (another replica) may store one of
+// them in between: the COPY then fails on the key, is rolled back to its savepoint, and
+// the rows go through a temporary table and INSERT .. ON CONFLICT DO NOTHING instead.
+func (t pgTx) insertCopy(ctx context.Context, fresh []row) (map[int32]int64, error) {
 	added := map[int32]int64{}
 	if len(fresh) == 0 {
 		return added, nil
@@ -230,7 +338,7 @@ func (t pgTx) insertCopy(ctx context.Context, rows []row) (map[int32]int64, erro
 	if err := sp.Rollback(ctx); err != nil {
 		return nil, fmt.Errorf("ingest: rollback to savepoint: %w", err)
 	}
-	return t.insertStaged(ctx, rows)
+	return t.insertStaged(ctx, fresh)
 }
 
 // unstored returns the rows whose (station, ts) is not stored yet.
@@ -289,7 +397,7 @@ func copyRows(rows []row) pgx.CopyFromSource {
 		if r.rawFormat != nil {
 			rf = *r.rawFormat
 		}
-		return []any{r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw}, nil
+		return []any{r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw, r.brefArg()}, nil
 	})
 }
 
@@ -317,12 +425,16 @@ func (t pgTx) insertUnnest(ctx context.Context, rows []row) (map[int32]int64, er
 	lat, lon := make([]*float64, n), make([]*float64, n)
 	ms, raw := make([][]byte, n), make([][]byte, n)
 	rf := make([]*int32, n)
+	refs := make([]*int64, n)
 	for i, r := range rows {
 		st[i], ts[i], fe[i], lat[i], lon[i], ms[i], rf[i], raw[i] = r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, r.rawFormat, r.raw
+		if r.bref != 0 {
+			refs[i] = &rows[i].bref
+		}
 	}
-	added, err := t.counts(ctx, countInserted(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw)
-		SELECT * FROM unnest($1::int4[], $2::int8[], $3::int8[], $4::float8[], $5::float8[], $6::bytea[], $7::int4[], $8::bytea[])
-		ON CONFLICT DO NOTHING`), st, ts, fe, lat, lon, ms, rf, raw)
+	added, err := t.counts(ctx, countInserted(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw, bref)
+		SELECT * FROM unnest($1::int4[], $2::int8[], $3::int8[], $4::float8[], $5::float8[], $6::bytea[], $7::int4[], $8::bytea[], $9::int8[])
+		ON CONFLICT DO NOTHING`), st, ts, fe, lat, lon, ms, rf, raw, refs)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: insert readings: %w", err)
 	}
@@ -330,24 +442,24 @@ func (t pgTx) insertUnnest(ctx context.Context, rows []row) (map[int32]int64, er
 }
 
 func (t pgTx) insertValues(ctx context.Context, rows []row) (map[int32]int64, error) {
-	const chunk = 1000 // 8 parameters a row, under the protocol's 65535
+	const chunk = 1000 // 9 parameters a row, under the protocol's 65535
 	total := map[int32]int64{}
 	for start := 0; start < len(rows); start += chunk {
 		part := rows[start:min(start+chunk, len(rows))]
 		var b strings.Builder
-		b.WriteString(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw) VALUES `)
-		args := make([]any, 0, len(part)*8)
+		b.WriteString(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw, bref) VALUES `)
+		args := make([]any, 0, len(part)*9)
 		for i, r := range part {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			k := i * 8
-			fmt.Fprintf(&b, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8)
+			k := i * 9
+			fmt.Fprintf(&b, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8, k+9)
 			var rf any
 			if r.rawFormat != nil {
 				rf = *r.rawFormat
 			}
-			args = append(args, r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw)
+			args = append(args, r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw, r.brefArg())
 		}
 		b.WriteString(` ON CONFLICT DO NOTHING`)
 		added, err := t.counts(ctx, countInserted(b.String()), args...)

@@ -86,8 +86,115 @@ func (t sqlTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return res.RowsAffected()
 }
 
+func (t sqlTx) query(ctx context.Context, q string, args ...any) (rowsIter, error) {
+	rows, err := t.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+// addCounts updates the stations' counters one statement each (in-process, no round
+// trips to save).
+func (t sqlTx) addCounts(ctx context.Context, counts []stationCount) error {
+	for _, c := range counts {
+		if _, err := t.tx.ExecContext(ctx, `UPDATE stations SET last_reading_ms = MAX(COALESCE(last_reading_ms, ?), ?),
+			reading_count = reading_count + ? WHERE skey = ?`, c.last, c.last, c.readings, c.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (t sqlTx) queryRow(ctx context.Context, q string, args ...any) scanner {
 	return t.tx.QueryRowContext(ctx, q, args...)
+}
+
+// unstored returns the rows whose (station, ts) is not stored yet. The transaction holds
+// SQLite's write lock from its start, so nothing is stored in between.
+func (t sqlTx) unstored(ctx context.Context, rows []row) ([]row, error) {
+	type span struct{ lo, hi int64 }
+	spans := map[int32]span{}
+	for _, r := range rows {
+		sp, ok := spans[r.station]
+		if !ok {
+			sp = span{r.ts, r.ts}
+		}
+		sp.lo, sp.hi = min(sp.lo, r.ts), max(sp.hi, r.ts)
+		spans[r.station] = sp
+	}
+	type key struct {
+		station int32
+		ts      int64
+	}
+	stored := map[key]struct{}{}
+	for st, sp := range spans {
+		q, err := t.tx.QueryContext(ctx, `SELECT ts FROM readings WHERE station = ? AND ts >= ? AND ts <= ?`, st, sp.lo, sp.hi)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: stored keys: %w", err)
+		}
+		for q.Next() {
+			var ts int64
+			if err := q.Scan(&ts); err != nil {
+				_ = q.Close()
+				return nil, fmt.Errorf("ingest: stored keys: %w", err)
+			}
+			stored[key{st, ts}] = struct{}{}
+		}
+		if err := q.Close(); err != nil {
+			return nil, fmt.Errorf("ingest: stored keys: %w", err)
+		}
+		if err := q.Err(); err != nil {
+			return nil, fmt.Errorf("ingest: stored keys: %w", err)
+		}
+	}
+	if len(stored) == 0 {
+		return rows, nil
+	}
+	out := make([]row, 0, len(rows))
+	for _, r := range rows {
+		if _, ok := stored[key{r.station, r.ts}]; !ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// insertBlocks numbers blocks after the highest stored id (the transaction holds the write
+// lock) and writes them.
+func (t sqlTx) insertBlocks(ctx context.Context, blocks []block) error {
+	if len(blocks) == 0 {
+		return nil
+	}
+	var next int64
+	if err := t.tx.QueryRowContext(ctx, `SELECT COALESCE(max(id), 0) + 1 FROM blocks`).Scan(&next); err != nil {
+		return fmt.Errorf("ingest: block ids: %w", err)
+	}
+	const chunk = 500
+	for start := 0; start < len(blocks); start += chunk {
+		part := blocks[start:min(start+chunk, len(blocks))]
+		var b strings.Builder
+		b.WriteString(`INSERT INTO blocks (id, station, ts, ts_last, measurements, raw_format, raw) VALUES `)
+		args := make([]any, 0, len(part)*7)
+		for i := range part {
+			bl := &part[i]
+			bl.id = next
+			next++
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("(?,?,?,?,?,?,?)")
+			var rf any
+			if bl.rawFormat != nil {
+				rf = *bl.rawFormat
+			}
+			args = append(args, bl.id, bl.station, bl.ts, bl.tsLast, bl.measurements, rf, bl.raw)
+		}
+		if _, err := t.tx.ExecContext(ctx, b.String(), args...); err != nil {
+			return fmt.Errorf("ingest: insert blocks: %w", err)
+		}
+	}
+	return nil
 }
 
 func (t sqlTx) insertReadings(ctx context.Context, rows []row) (map[int32]int64, error) {
@@ -96,13 +203,13 @@ func (t sqlTx) insertReadings(ctx context.Context, rows []row) (map[int32]int64,
 	for start := 0; start < len(rows); start += chunk {
 		part := rows[start:min(start+chunk, len(rows))]
 		var b strings.Builder
-		b.WriteString(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw) VALUES `)
-		args := make([]any, 0, len(part)*8)
+		b.WriteString(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw, bref) VALUES `)
+		args := make([]any, 0, len(part)*9)
 		for i, r := range part {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString("(?,?,?,?,?,?,?,?)")
+			b.WriteString("(?,?,?,?,?,?,?,?,?)")
 			var lat, lon, rf any
 			if r.lat != nil && r.lon != nil {
 				lat, lon = *r.lat, *r.lon
@@ -110,7 +217,7 @@ func (t sqlTx) insertReadings(ctx context.Context, rows []row) (map[int32]int64,
 			if r.rawFormat != nil {
 				rf = *r.rawFormat
 			}
-			args = append(args, r.station, r.ts, r.fetched, lat, lon, r.measurements, rf, r.raw)
+			args = append(args, r.station, r.ts, r.fetched, lat, lon, r.measurements, rf, r.raw, r.brefArg())
 		}
 		b.WriteString(` ON CONFLICT DO NOTHING RETURNING station`)
 		res, err := t.tx.QueryContext(ctx, b.String(), args...)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -13,27 +14,56 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/ids"
 )
 
-// row is one reading ready to be written.
+// row is one reading on its way to the table: its plain values first, then either its
+// own compressed blobs (inline) or a reference into a block.
 type row struct {
-	station      int32
-	ts           int64
-	fetched      int64
-	lat, lon     *float64
+	station  int32
+	ts       int64
+	fetched  int64
+	lat, lon *float64
+
+	format         string // source format: the block grouping and dictionaries
+	meas           []canon.Measurement
+	rawPlain       []byte // raw fragment as served
+	mDict, rawDict uint32
+
+	// Stored form: measurements, raw_format and raw of an inline row; bref (block id and
+	// index, see blockRef) of a row whose values are in a block, whose measurements is
+	// then empty.
 	measurements []byte
 	rawFormat    *int32
 	raw          []byte
+	bref         int64
+}
+
+// brefArg is the block reference column's value: NULL for an inline row.
+func (r *row) brefArg() any {
+	if r.bref == 0 {
+		return nil
+	}
+	return r.bref
 }
 
 // txn is the part of a transaction the ingest path needs, over pgx or database/sql.
 type txn interface {
 	exec(ctx context.Context, q string, args ...any) (int64, error)
 	queryRow(ctx context.Context, q string, args ...any) scanner
+	query(ctx context.Context, q string, args ...any) (rowsIter, error)
+	// unstored returns the rows whose (station, ts) is not stored yet, so that only new
+	// readings are compressed and packed into blocks.
+	unstored(ctx context.Context, rows []row) ([]row, error)
+	// addCounts moves each station's last_reading_ms and reading_count.
+	addCounts(ctx context.Context, counts []stationCount) error
+	// insertBlocks gives blocks their ids and writes them.
+	insertBlocks(ctx context.Context, blocks []block) error
 	// insertReadings writes rows, skipping those already stored, and returns how many
 	// were new per station key.
 	insertReadings(ctx context.Context, rows []row) (map[int32]int64, error)
@@ -88,6 +118,10 @@ type sqlStore struct {
 	// writeMu serializes ingest batches of this process: they touch the same stations,
 	// and SQLite has one writer anyway.
 	writeMu sync.Mutex
+	phases  phaseTimes
+	// horizon is the retention cutoff of the last Prune (epoch ms): older readings are
+	// not stored again.
+	horizon atomic.Int64
 }
 
 func (s *sqlStore) q(query string) string { return s.d.rebind(query) }
@@ -283,9 +317,9 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 	if asc {
 		order = "ASC"
 	}
-	cols := "ts, fetched_ms, lat, lon, measurements, NULL, NULL"
+	cols := "ts, fetched_ms, lat, lon, measurements, NULL, NULL, bref"
 	if withRaw {
-		cols = "ts, fetched_ms, lat, lon, measurements, raw_format, raw"
+		cols = "ts, fetched_ms, lat, lon, measurements, raw_format, raw, bref"
 	}
 	// A deep page is found on the primary key alone (index-only) before any row is
 	// read, so page 20 costs about what page 1 does.
@@ -313,14 +347,16 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 	defer rows.Close()
 	rid := newReadingIDs(ids.Sensor(s.serviceID, st.ExternalID))
 	out := make([]Reading, 0, limit)
+	var refs []int64 // block reference of out[i], 0 when inline
 	for rows.Next() {
 		var (
 			ts, fetched int64
 			lat, lon    sql.NullFloat64
 			m, raw      []byte
 			rawFormat   sql.NullInt64
+			bref        sql.NullInt64
 		)
-		if err := rows.Scan(&ts, &fetched, &lat, &lon, &m, &rawFormat, &raw); err != nil {
+		if err := rows.Scan(&ts, &fetched, &lat, &lon, &m, &rawFormat, &raw, &bref); err != nil {
 			return nil, fmt.Errorf("readings of %q: %w", st.ExternalID, err)
 		}
 		t := time.UnixMilli(ts).UTC()
@@ -328,26 +364,146 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 		if lat.Valid && lon.Valid {
 			r.Lat, r.Lon = &lat.Float64, &lon.Float64
 		}
-		if r.Measurements, err = s.decode(ctx, m); err != nil {
-			return nil, fmt.Errorf("reading %s of %q: measurements: %w", r.Time.Format(time.RFC3339), st.ExternalID, err)
+		refs = append(refs, bref.Int64)
+		if bref.Valid {
+			out = append(out, r)
+			continue
 		}
-		if withRaw && raw != nil {
-			if r.Raw, err = s.decode(ctx, raw); err != nil {
-				return nil, fmt.Errorf("reading %s of %q: raw: %w", r.Time.Format(time.RFC3339), st.ExternalID, err)
-			}
-			if rawFormat.Valid {
-				r.RawFormat, err = s.dictFormat(ctx, uint32(rawFormat.Int64))
-				if err != nil {
-					return nil, err
-				}
-			}
+		if err := s.fillInline(ctx, &r, m, rawFormat, raw, withRaw); err != nil {
+			return nil, fmt.Errorf("reading %s of %q: %w", r.Time.Format(time.RFC3339), st.ExternalID, err)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("readings of %q: %w", st.ExternalID, err)
 	}
+	if err := s.fillFromBlocks(ctx, st, out, refs, withRaw); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// fillInline decodes the values a row holds itself (rows written before blocks, and
+// readings that were alone in their batch).
+func (s *sqlStore) fillInline(ctx context.Context, r *Reading, m []byte, rawFormat sql.NullInt64, raw []byte, withRaw bool) error {
+	var err error
+	if r.Measurements, err = s.decode(ctx, m); err != nil {
+		return fmt.Errorf("measurements: %w", err)
+	}
+	if !withRaw || raw == nil {
+		return nil
+	}
+	if r.Raw, err = s.decode(ctx, raw); err != nil {
+		return fmt.Errorf("raw: %w", err)
+	}
+	if rawFormat.Valid {
+		r.RawFormat, err = s.dictFormat(ctx, uint32(rawFormat.Int64))
+	}
+	return err
+}
+
+// decodedBlock is one block's values, sliced per reading.
+type decodedBlock struct {
+	measurements, raw [][]byte
+	rawFormat         string
+}
+
+// fillFromBlocks reads the blocks that out's block readings point into, each once (a
+// 500-row page touches ~16 blocks), and slices every reading's values out of its block
+// without copying them.
+func (s *sqlStore) fillFromBlocks(ctx context.Context, st stationRec, out []Reading, refs []int64, withRaw bool) error {
+	var blockIDs []any
+	seen := map[int64]bool{}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i, ref := range refs {
+		if ref == 0 {
+			continue
+		}
+		if id, _ := splitRef(ref); !seen[id] {
+			seen[id] = true
+			blockIDs = append(blockIDs, id)
+		}
+		ts := out[i].Time.UnixMilli()
+		lo, hi = min(lo, ts), max(hi, ts)
+	}
+	if len(blockIDs) == 0 {
+		return nil
+	}
+	blocks, err := s.readBlocks(ctx, blockIDs, lo, hi, withRaw)
+	if err != nil {
+		return fmt.Errorf("readings of %q: %w", st.ExternalID, err)
+	}
+	for i, ref := range refs {
+		if ref == 0 {
+			continue
+		}
+		id, idx := splitRef(ref)
+		b, ok := blocks[id]
+		if !ok || idx >= len(b.measurements) {
+			return fmt.Errorf("reading %s of %q: block %d (index %d) is missing", out[i].Time.Format(time.RFC3339), st.ExternalID, id, idx)
+		}
+		out[i].Measurements = b.measurements[idx]
+		if withRaw && idx < len(b.raw) && b.raw[idx] != nil {
+			out[i].Raw, out[i].RawFormat = b.raw[idx], b.rawFormat
+		}
+	}
+	return nil
+}
+
+// readBlocks reads and decodes blocks by id. A block lies in the month of its readings,
+// between the start of the month of lo and hi, which lets PostgreSQL read only those
+// months' partitions.
+func (s *sqlStore) readBlocks(ctx context.Context, ids []any, lo, hi int64, withRaw bool) (map[int64]decodedBlock, error) {
+	cols := "id, measurements, NULL, NULL"
+	if withRaw {
+		cols = "id, measurements, raw_format, raw"
+	}
+	q := `SELECT ` + cols + ` FROM blocks WHERE ts >= ? AND ts <= ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
+	args := append([]any{monthStart(lo).UnixMilli(), hi}, ids...)
+	rows, err := s.d.query(ctx, s.q(q), args...)
+	if err != nil {
+		return nil, fmt.Errorf("blocks: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[int64]decodedBlock, len(ids))
+	for rows.Next() {
+		var (
+			id        int64
+			m, raw    []byte
+			rawFormat sql.NullInt64
+		)
+		if err := rows.Scan(&id, &m, &rawFormat, &raw); err != nil {
+			return nil, fmt.Errorf("blocks: %w", err)
+		}
+		var b decodedBlock
+		if b.measurements, err = s.decodeBlock(ctx, m); err != nil {
+			return nil, fmt.Errorf("block %d: measurements: %w", id, err)
+		}
+		if withRaw && raw != nil {
+			if b.raw, err = s.decodeBlock(ctx, raw); err != nil {
+				return nil, fmt.Errorf("block %d: raw: %w", id, err)
+			}
+			if rawFormat.Valid {
+				if b.rawFormat, err = s.dictFormat(ctx, uint32(rawFormat.Int64)); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out[id] = b
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("blocks: %w", err)
+	}
+	return out, nil
+}
+
+// decodeBlock decompresses a stored block blob and slices it into its parts.
+func (s *sqlStore) decodeBlock(ctx context.Context, b []byte) ([][]byte, error) {
+	plain, err := s.decode(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	return unpack(plain)
 }
 
 // decode decompresses a stored blob, loading its dictionary when another process made it.
@@ -471,6 +627,7 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 
+	ph := s.phases.start()
 	stations, err := s.mergeStations(ctx, b)
 	if err != nil {
 		return res, err
@@ -482,11 +639,17 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	if err := s.d.prepare(ctx, rows); err != nil {
 		return res, err
 	}
+	ph.done(phasePrepare)
 	keys := map[string]int32{}
 	err = s.d.inTx(ctx, func(tx txn) error {
 		res.Stations = 0
+		stored, err := s.lockStations(ctx, tx, stations)
+		if err != nil {
+			return err
+		}
 		for _, st := range stations {
-			key, changed, err := s.upsertStation(ctx, tx, st, len(b.Observations) == 0)
+			cur, exists := stored[strings.ToUpper(st.ExternalID)]
+			key, changed, err := s.upsertStation(ctx, tx, st, cur, exists, len(b.Observations) == 0)
 			if err != nil {
 				return err
 			}
@@ -495,144 +658,236 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 				res.Stations++
 			}
 		}
-		last := map[int32]int64{}
 		for i := range rows {
 			k, ok := keys[uppers[i]]
 			if !ok {
 				return fmt.Errorf("ingest: observation of unknown station %q", uppers[i])
 			}
 			rows[i].station = k
-			if rows[i].ts > last[k] {
-				last[k] = rows[i].ts
-			}
 		}
-		added, err := tx.insertReadings(ctx, rows)
+		ph.done(phaseStations)
+		fresh, err := tx.unstored(ctx, rows)
 		if err != nil {
 			return err
 		}
+		ph.done(phaseLookup)
+		blocks, err := s.pack(fresh)
+		if err != nil {
+			return err
+		}
+		ph.done(phaseCompress)
+		if err := tx.insertBlocks(ctx, blocks); err != nil {
+			return err
+		}
+		for _, bl := range blocks {
+			for i, r := range bl.rows {
+				fresh[r].bref = blockRef(bl.id, i)
+				fresh[r].measurements = []byte{} // NOT NULL, and one byte
+			}
+		}
+		added, err := tx.insertReadings(ctx, fresh)
+		if err != nil {
+			return err
+		}
+		ph.done(phaseInsert)
 		res.Inserted = 0
 		for _, n := range added {
 			res.Inserted += int(n)
 		}
 		res.Duplicates = len(b.Observations) - res.Inserted
-		for k, ts := range last {
-			if _, err := tx.exec(ctx, s.q(`UPDATE stations SET last_reading_ms = `+s.d.greatest+`(COALESCE(last_reading_ms, 0), ?),
-				reading_count = reading_count + ? WHERE skey = ?`), ts, added[k], k); err != nil {
-				return fmt.Errorf("ingest: last reading of station %d: %w", k, err)
-			}
+		if err := s.countReadings(ctx, tx, fresh, added); err != nil {
+			return err
 		}
+		ph.done(phaseCounters)
 		return nil
 	})
 	if err != nil {
 		return IngestResult{}, err
 	}
+	ph.done(phaseCommit)
 	return res, nil
 }
 
-// prepareRows encodes observations (outside the transaction: compression is the costly
-// part) and drops repeats of one (station, time) within the batch, keeping the last.
+// countReadings moves the counters of the stations that gained readings. A station that
+// gained none is not written: a replay (the NDBC 45-day file polled again) updates no row.
+func (s *sqlStore) countReadings(ctx context.Context, tx txn, fresh []row, added map[int32]int64) error {
+	last := map[int32]int64{}
+	for _, r := range fresh {
+		if r.ts > last[r.station] || last[r.station] == 0 {
+			last[r.station] = r.ts
+		}
+	}
+	var counts []stationCount
+	for k, ts := range last {
+		if added[k] > 0 {
+			counts = append(counts, stationCount{k, ts, added[k]})
+		}
+	}
+	slices.SortFunc(counts, func(a, b stationCount) int { return cmp.Compare(a.key, b.key) })
+	if err := tx.addCounts(ctx, counts); err != nil {
+		return fmt.Errorf("ingest: station counters: %w", err)
+	}
+	return nil
+}
+
+// stationCount is what a batch adds to a station's counters.
+type stationCount struct {
+	key      int32
+	last     int64 // newest reading's time
+	readings int64
+}
+
+// pack cuts the new rows into blocks and encodes and compresses them (and the rows left
+// inline) on every CPU: one dictionary encode per block instead of two per reading, and
+// only for readings not stored yet (a replay encodes nothing).
+func (s *sqlStore) pack(rows []row) ([]block, error) {
+	blocks, inline := groupBlocks(rows)
+	units := len(blocks) + len(inline)
+	err := parallelMin(units, 16, func(lo, hi int) error {
+		p := newPacker(s.codec)
+		for u := lo; u < hi; u++ {
+			var err error
+			if u < len(blocks) {
+				err = p.block(&blocks[u], rows)
+			} else {
+				err = p.inline(&rows[inline[u-len(blocks)]])
+			}
+			if err != nil {
+				return fmt.Errorf("ingest: %w", err)
+			}
+		}
+		return nil
+	})
+	return blocks, err
+}
+
+// prepareRows encodes the observations' measurements JSON (outside the transaction, on
+// every CPU), makes the dictionaries of formats not seen before, and drops repeats of one
+// (station, time) within the batch, keeping the last. Compression waits until the
+// transaction knows which readings are new.
 func (s *sqlStore) prepareRows(ctx context.Context, b Batch) ([]row, []string, error) {
 	n := len(b.Observations)
-	formats := make([]string, n)
-	ms := make([][]byte, n)
-	for i, o := range b.Observations {
-		formats[i] = o.RawFormat
-		if formats[i] == "" {
-			formats[i] = b.Provider
-		}
-	}
-	// Measurements JSON, in parallel: encoding is most of the ingest CPU.
-	err := parallel(n, func(lo, hi int) error {
-		me := newMeasEncoder()
-		for i := lo; i < hi; i++ {
-			o := &b.Observations[i]
-			j, err := me.encode(nil, o.Measurements)
-			if err != nil {
-				return fmt.Errorf("ingest: measurements of %s at %s: %w", o.StationID, o.Time.Format(time.RFC3339), err)
-			}
-			ms[i] = j
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	// Dictionaries of formats not seen before, from up to 8 samples of different stations
-	// (what varies between stations is what the dictionary must cover).
-	mDict, rawDict := map[string]uint32{}, map[string]uint32{}
-	mSamples, rawSamples := map[string][][]byte{}, map[string][][]byte{}
-	mSeen, rawSeen := map[string]bool{}, map[string]bool{}
-	for i, o := range b.Observations {
-		f := formats[i]
-		if k := f + "\x00" + o.StationID; !mSeen[k] && len(mSamples[f]) < 8 {
-			mSeen[k] = true
-			mSamples[f] = append(mSamples[f], ms[i])
-		}
-		if k := f + "\x00" + o.StationID; len(o.Raw) > 0 && !rawSeen[k] && len(rawSamples[f]) < 8 {
-			rawSeen[k] = true
-			rawSamples[f] = append(rawSamples[f], o.Raw)
-		}
-	}
-	for f, samples := range mSamples {
-		if mDict[f], err = s.dict(ctx, "m:"+f, samples); err != nil {
-			return nil, nil, err
-		}
-	}
-	for f, samples := range rawSamples {
-		if rawDict[f], err = s.dict(ctx, "raw:"+f, samples); err != nil {
-			return nil, nil, err
-		}
-	}
-	// Compression, in parallel.
 	fetched := b.FetchedAt.UnixMilli()
-	all := make([]row, n)
-	err = parallel(n, func(lo, hi int) error {
-		for i := lo; i < hi; i++ {
-			o := &b.Observations[i]
-			f := formats[i]
-			r := row{ts: o.Time.UTC().Truncate(time.Millisecond).UnixMilli(), fetched: fetched, lat: o.Lat, lon: o.Lon}
-			r.measurements = s.codec.encode(mDict[f], ms[i], nil)
-			if len(o.Raw) > 0 {
-				id := int32(rawDict[f])
-				if id == 0 {
-					return fmt.Errorf("ingest: raw format %s of %s has no dictionary entry", f, o.StationID)
-				}
-				r.raw = s.codec.encode(rawDict[f], o.Raw, nil)
-				r.rawFormat = &id
-			}
-			all[i] = r
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	// One row per (station, time): the last observation wins.
+	horizon := s.horizon.Load()
+	// One row per (station, time): the last observation wins. Readings older than what
+	// retention already removed are not stored again (a source that repeats 45 days would
+	// otherwise bring them back every poll). Stations are numbered first so that the
+	// repeat check hashes two integers, not a string, per reading.
 	type rowKey struct {
-		upper string
-		ts    int64
+		station int32
+		ts      int64
 	}
+	stationIdx := map[string]int32{}
 	index := make(map[rowKey]int, n)
 	out := make([]row, 0, n)
 	uppers := make([]string, 0, n)
-	for i, o := range b.Observations {
+	for i := range b.Observations {
+		o := &b.Observations[i]
+		ts := o.Time.UTC().Truncate(time.Millisecond).UnixMilli()
+		if horizon != 0 && ts < horizon {
+			continue
+		}
 		upper := strings.ToUpper(o.StationID)
-		k := rowKey{upper, all[i].ts}
+		si, ok := stationIdx[upper]
+		if !ok {
+			si = int32(len(stationIdx))
+			stationIdx[upper] = si
+		}
+		r := row{ts: ts, fetched: fetched, lat: o.Lat, lon: o.Lon, format: o.RawFormat, meas: o.Measurements, rawPlain: o.Raw}
+		if r.format == "" {
+			r.format = b.Provider
+		}
+		k := rowKey{si, ts}
 		if j, ok := index[k]; ok {
-			out[j] = all[i]
+			out[j] = r
 			continue
 		}
 		index[k] = len(out)
-		out = append(out, all[i])
+		out = append(out, r)
 		uppers = append(uppers, upper)
+	}
+	if err := s.setDicts(ctx, out, uppers); err != nil {
+		return nil, nil, err
 	}
 	return out, uppers, nil
 }
 
+// setDicts gives every row its dictionaries, creating those of formats not seen before
+// from up to 8 samples of different stations (what varies between stations is what the
+// dictionary must cover).
+func (s *sqlStore) setDicts(ctx context.Context, rows []row, uppers []string) error {
+	mDict, rawDict := map[string]uint32{}, map[string]uint32{}
+	mSamples, rawSamples := map[string][][]canon.Measurement{}, map[string][][]byte{}
+	mJSON := map[string][][]byte{}
+	type seenKey struct{ format, station string }
+	mSeen, rawSeen := map[seenKey]bool{}, map[seenKey]bool{}
+	s.mu.Lock()
+	for i := range rows {
+		f := rows[i].format
+		if _, ok := mDict[f]; ok {
+			continue
+		}
+		mID, mOK := s.dicts["m:"+f]
+		rawID, rawOK := s.dicts["raw:"+f]
+		if mOK && rawOK {
+			mDict[f], rawDict[f] = mID, rawID
+		}
+	}
+	s.mu.Unlock()
+	for i := range rows {
+		f := rows[i].format
+		if _, known := rawDict[f]; known {
+			continue
+		}
+		if k := (seenKey{f, uppers[i]}); !mSeen[k] && len(mSamples[f]) < 8 {
+			mSeen[k] = true
+			mSamples[f] = append(mSamples[f], rows[i].meas)
+		}
+		if k := (seenKey{f, uppers[i]}); len(rows[i].rawPlain) > 0 && !rawSeen[k] && len(rawSamples[f]) < 8 {
+			rawSeen[k] = true
+			rawSamples[f] = append(rawSamples[f], rows[i].rawPlain)
+		}
+	}
+	me := newMeasEncoder()
+	for f, samples := range mSamples {
+		for _, ms := range samples {
+			j, err := me.encode(nil, ms)
+			if err != nil {
+				return fmt.Errorf("ingest: measurements of format %s: %w", f, err)
+			}
+			mJSON[f] = append(mJSON[f], j)
+		}
+	}
+	var err error
+	for f, samples := range mJSON {
+		if mDict[f], err = s.dict(ctx, "m:"+f, samples); err != nil {
+			return err
+		}
+	}
+	for f, samples := range rawSamples {
+		if rawDict[f], err = s.dict(ctx, "raw:"+f, samples); err != nil {
+			return err
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		r.mDict = mDict[r.format]
+		if len(r.rawPlain) > 0 {
+			if r.rawDict = rawDict[r.format]; r.rawDict == 0 {
+				return fmt.Errorf("ingest: raw format %s of %s has no dictionary entry", r.format, uppers[i])
+			}
+		}
+	}
+	return nil
+}
+
 // parallel runs fn over [0, n) in contiguous chunks on every CPU; small inputs run inline.
-func parallel(n int, fn func(lo, hi int) error) error {
+func parallel(n int, fn func(lo, hi int) error) error { return parallelMin(n, 2048, fn) }
+
+// parallelMin is parallel for units of work worth a goroutine from least of them up.
+func parallelMin(n, least int, fn func(lo, hi int) error) error {
 	workers := runtime.GOMAXPROCS(0)
-	if n < 2048 || workers < 2 {
+	if n < least || workers < 2 {
 		return fn(0, n)
 	}
 	var wg sync.WaitGroup
@@ -674,6 +929,10 @@ func (s *sqlStore) mergeStations(ctx context.Context, b Batch) ([]contract.Stati
 		}
 		add(st)
 	}
+	stored, err := s.storedStations(ctx, b, byUpper)
+	if err != nil {
+		return nil, err
+	}
 	for _, o := range b.Observations {
 		if err := contract.ValidExternalID(o.StationID); err != nil {
 			return nil, fmt.Errorf("ingest: observation station %q: %w", o.StationID, err)
@@ -684,14 +943,10 @@ func (s *sqlStore) mergeStations(ctx context.Context, b Batch) ([]contract.Stati
 		u := strings.ToUpper(o.StationID)
 		st, ok := byUpper[u]
 		if !ok {
-			stored, err := s.station(ctx, o.StationID)
-			switch {
-			case err == nil:
-				st = add(stored.Station)
-			case errors.Is(err, ErrStationNotFound):
+			if cur, found := stored[u]; found {
+				st = add(cur.Station)
+			} else {
 				st = add(contract.Station{ExternalID: o.StationID, Name: o.StationID})
-			default:
-				return nil, err
 			}
 		}
 		for _, m := range o.Measurements {
@@ -727,6 +982,42 @@ func (s *sqlStore) mergeStations(ctx context.Context, b Batch) ([]contract.Stati
 	return out, nil
 }
 
+// storedStations reads, in one query per 500, the stored rows of the stations that the
+// batch's observations name and its station list does not.
+func (s *sqlStore) storedStations(ctx context.Context, b Batch, listed map[string]*contract.Station) (map[string]stationRec, error) {
+	var uppers []any
+	seen := map[string]bool{}
+	for _, o := range b.Observations {
+		u := strings.ToUpper(o.StationID)
+		if listed[u] == nil && !seen[u] {
+			seen[u] = true
+			uppers = append(uppers, u)
+		}
+	}
+	out := make(map[string]stationRec, len(uppers))
+	const chunk = 500
+	for start := 0; start < len(uppers); start += chunk {
+		part := uppers[start:min(start+chunk, len(uppers))]
+		rows, err := s.d.query(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper IN (?`+strings.Repeat(", ?", len(part)-1)+`)`), part...)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: read stations: %w", err)
+		}
+		for rows.Next() {
+			r, err := scanStation(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("ingest: read stations: %w", err)
+			}
+			out[strings.ToUpper(r.ExternalID)] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("ingest: read stations: %w", err)
+		}
+	}
+	return out, nil
+}
+
 func contains(xs []string, x string) bool {
 	for _, v := range xs {
 		if v == x {
@@ -736,20 +1027,46 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
+// lockStations reads and locks the stored rows of stations in one query. Rows are locked
+// before any reading is written, and batches lock their stations in one order (by id,
+// as are the inserts of new ones that follow), so replicas writing the same stations
+// queue up instead of deadlocking on each other's readings.
+func (s *sqlStore) lockStations(ctx context.Context, tx txn, stations []contract.Station) (map[string]stationRec, error) {
+	out := make(map[string]stationRec, len(stations))
+	const chunk = 500
+	for start := 0; start < len(stations); start += chunk {
+		part := stations[start:min(start+chunk, len(stations))]
+		args := make([]any, len(part))
+		for i, st := range part {
+			args[i] = strings.ToUpper(st.ExternalID)
+		}
+		rows, err := tx.query(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper IN (?`+
+			strings.Repeat(", ?", len(part)-1)+`) ORDER BY external_upper`+s.d.forUpdate), args...)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: read stations: %w", err)
+		}
+		for rows.Next() {
+			r, err := scanStation(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("ingest: read stations: %w", err)
+			}
+			out[strings.ToUpper(r.ExternalID)] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("ingest: read stations: %w", err)
+		}
+	}
+	return out, nil
+}
+
 // upsertStation writes st unless the stored row already says the same, keeping the stored
 // data types that st lacks (a station never forgets a parameter it reported). It returns
 // the station key and whether anything changed (which moves updated_at, the cursor of the
 // gateway's incremental sync).
-func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Station, authoritative bool) (int32, bool, error) {
+func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Station, cur stationRec, exists, authoritative bool) (int32, bool, error) {
 	upper := strings.ToUpper(st.ExternalID)
-	// The station row is locked before any reading is written, and batches lock their
-	// stations in one order (by id), so replicas writing the same station queue up
-	// instead of deadlocking on each other's readings.
-	cur, err := scanStation(tx.queryRow(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper = ?`+s.d.forUpdate), upper))
-	exists := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) && !isNoRows(err) {
-		return 0, false, fmt.Errorf("ingest: read station %q: %w", st.ExternalID, err)
-	}
 	if exists && !authoritative {
 		in := st
 		st = cur.Station
@@ -825,7 +1142,7 @@ func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Statio
 	args := []any{st.ExternalID, upper, st.ProviderSlug, st.FeedSlug, st.Name, st.Description, st.SensorType, st.Status,
 		string(dt), st.DeploymentDate, decom, lat, lon, st.ReportingIntervalS, s.now().UnixMilli()}
 	var key int32
-	err = tx.queryRow(ctx, s.q(`INSERT INTO stations (external_id, external_upper, provider, feed, name, description, sensor_type,
+	err := tx.queryRow(ctx, s.q(`INSERT INTO stations (external_id, external_upper, provider, feed, name, description, sensor_type,
 		status, data_types, deployment_date, decommissioned_date, latitude, longitude, reporting_interval_s, updated_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (external_upper) DO UPDATE SET external_id = excluded.external_id, provider = excluded.provider,

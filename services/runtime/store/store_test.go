@@ -298,3 +298,42 @@ func TestTinyRawFragments(t *testing.T) {
 		})
 	}
 }
+
+// Every reading reads back byte for byte whether it landed in a block (a backfill), alone
+// in its row (a poll that adds one reading to a file that repeats the rest), or in a
+// block cut at a month boundary.
+func TestBlocksAndInlineReadBack(t *testing.T) {
+	t.Parallel()
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			start := time.Date(2026, 2, 27, 0, 0, 0, 0, time.UTC) // 48 h to the month's end
+			full := ndbcBatch("B1", start, 101)
+			first := full
+			first.Observations = full.Observations[:100]
+			if res, err := s.Ingest(ctx, first); err != nil || res.Inserted != 100 {
+				t.Fatalf("backfill: %+v, %v", res, err)
+			}
+			if res, err := s.Ingest(ctx, full); err != nil || res.Inserted != 1 || res.Duplicates != 100 {
+				t.Fatalf("poll with one new reading: %+v, %v", res, err)
+			}
+			rs, total, err := s.Readings(ctx, "B1", contract.ReadingsQuery{Limit: 500, Page: 1, Ascending: true, Format: contract.FormatRaw})
+			if err != nil || total != 101 || len(rs) != 101 {
+				t.Fatalf("readings: %d of %d, %v", len(rs), total, err)
+			}
+			for i, r := range rs {
+				o := full.Observations[i]
+				want, _ := json.Marshal(o.Measurements)
+				if !r.Time.Equal(o.Time) || string(r.Measurements) != string(want) || string(r.Raw) != string(o.Raw) || r.RawFormat != o.RawFormat {
+					t.Fatalf("reading %d at %v:\n got %s %s (%s)\nwant %s %s", i, r.Time, r.Measurements, r.Raw, r.RawFormat, want, o.Raw)
+				}
+			}
+			latest, err := s.LatestReading(ctx, "B1")
+			if err != nil || !latest.Time.Equal(full.Observations[100].Time) || string(latest.Raw) != string(full.Observations[100].Raw) {
+				t.Fatalf("latest = %+v, %v", latest, err)
+			}
+		})
+	}
+}
