@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/obs"
@@ -88,6 +89,13 @@ func (i *instrumented) Footprint(ctx context.Context) (Footprint, error) {
 	f, err := i.s.Footprint(ctx)
 	done(err)
 	return f, err
+}
+
+func (i *instrumented) Prune(ctx context.Context, before time.Time) (int64, error) {
+	ctx, done := i.m.StoreQuery(ctx, "readings", "prune")
+	n, err := i.s.Prune(ctx, before)
+	done(err)
+	return n, err
 }
 
 func (i *instrumented) Close() error { return i.s.Close() }

@@ -60,6 +60,7 @@ func openPostgres(ctx context.Context, s *sqlStore, o Options) error {
 		forUpdate: " FOR UPDATE",
 		rebind:    rebindDollar,
 		prepare:   p.ensure,
+		pruned:    p.forget,
 		query: func(ctx context.Context, q string, args ...any) (rowsIter, error) {
 			rows, err := pool.Query(ctx, q, args...)
 			if err != nil {
@@ -477,3 +478,72 @@ func (t pgTx) insertValues(ctx context.Context, rows []row) (map[int32]int64, er
 type pgRows struct{ pgx.Rows }
 
 func (r pgRows) Close() { r.Rows.Close() }
+
+// dropMonthsBefore drops the readings and blocks partitions of the months that end at or
+// before cut. Each is locked before its rows are counted, so that no replica adds to it
+// between the count and the drop; replicas pruning at once take turns on an advisory lock.
+func (t pgTx) dropMonthsBefore(ctx context.Context, cut int64) (map[int32]int64, error) {
+	out := map[int32]int64{}
+	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7261530002)`); err != nil {
+		return nil, fmt.Errorf("prune: lock: %w", err)
+	}
+	rows, err := t.tx.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'readings'::regclass ORDER BY c.relname`)
+	if err != nil {
+		return nil, fmt.Errorf("prune: partitions: %w", err)
+	}
+	var months []time.Time
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("prune: partitions: %w", err)
+		}
+		m, err := time.Parse("200601", strings.TrimPrefix(name, "readings_p"))
+		if err != nil {
+			continue // not one of ours
+		}
+		if m.AddDate(0, 1, 0).UnixMilli() <= cut {
+			months = append(months, m)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("prune: partitions: %w", err)
+	}
+	for _, m := range months {
+		if err := t.dropMonth(ctx, m, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// dropMonth subtracts a month's readings from out and drops its partitions.
+func (t pgTx) dropMonth(ctx context.Context, m time.Time, out map[int32]int64) error {
+	suffix := m.Format("_p200601")
+	if _, err := t.tx.Exec(ctx, `LOCK TABLE readings`+suffix+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		return fmt.Errorf("prune: lock readings%s: %w", suffix, err)
+	}
+	counts, err := t.counts(ctx, `SELECT station, count(*) FROM readings`+suffix+` GROUP BY station`)
+	if err != nil {
+		return fmt.Errorf("prune: count readings%s: %w", suffix, err)
+	}
+	for k, n := range counts {
+		out[k] += n
+	}
+	for _, ddl := range []string{`DROP TABLE readings` + suffix, `DROP TABLE IF EXISTS blocks` + suffix} {
+		if _, err := t.tx.Exec(ctx, ddl); err != nil {
+			return fmt.Errorf("prune: %s: %w", ddl, err)
+		}
+	}
+	return nil
+}
+
+func (t pgTx) deleteReadingsBefore(ctx context.Context, cut int64) (map[int32]int64, error) {
+	out, err := t.counts(ctx, `WITH d AS (DELETE FROM readings WHERE ts < $1 RETURNING station) SELECT station, count(*) FROM d GROUP BY station`, cut)
+	if err != nil {
+		return nil, fmt.Errorf("prune: delete readings: %w", err)
+	}
+	return out, nil
+}

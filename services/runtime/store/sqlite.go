@@ -39,6 +39,7 @@ func openSQLite(ctx context.Context, s *sqlStore, o Options) error {
 		greatest: "MAX",
 		rebind:   func(q string) string { return q },
 		prepare:  func(context.Context, []row) error { return nil },
+		pruned:   func(int64) {},
 		query: func(ctx context.Context, q string, args ...any) (rowsIter, error) {
 			rows, err := db.QueryContext(ctx, q, args...)
 			if err != nil {
@@ -240,4 +241,29 @@ func (t sqlTx) insertReadings(ctx context.Context, rows []row) (map[int32]int64,
 		}
 	}
 	return total, nil
+}
+
+// dropMonthsBefore drops nothing: SQLite has no partitions, deleteReadingsBefore does it.
+func (t sqlTx) dropMonthsBefore(context.Context, int64) (map[int32]int64, error) {
+	return map[int32]int64{}, nil
+}
+
+func (t sqlTx) deleteReadingsBefore(ctx context.Context, cut int64) (map[int32]int64, error) {
+	rows, err := t.tx.QueryContext(ctx, `DELETE FROM readings WHERE ts < ? RETURNING station`, cut)
+	if err != nil {
+		return nil, fmt.Errorf("prune: delete readings: %w", err)
+	}
+	defer rows.Close()
+	out := map[int32]int64{}
+	for rows.Next() {
+		var k int32
+		if err := rows.Scan(&k); err != nil {
+			return nil, fmt.Errorf("prune: delete readings: %w", err)
+		}
+		out[k]++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("prune: delete readings: %w", err)
+	}
+	return out, nil
 }

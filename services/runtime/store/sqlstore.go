@@ -67,6 +67,13 @@ type txn interface {
 	// insertReadings writes rows, skipping those already stored, and returns how many
 	// were new per station key.
 	insertReadings(ctx context.Context, rows []row) (map[int32]int64, error)
+	// dropMonthsBefore drops whole months of readings and blocks that end at or before
+	// cut (PostgreSQL partitions; nothing on SQLite) and returns the readings each
+	// station lost.
+	dropMonthsBefore(ctx context.Context, cut int64) (map[int32]int64, error)
+	// deleteReadingsBefore deletes the readings before cut and returns how many each
+	// station lost.
+	deleteReadingsBefore(ctx context.Context, cut int64) (map[int32]int64, error)
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -101,7 +108,9 @@ type dialect struct {
 	query    func(ctx context.Context, q string, args ...any) (rowsIter, error)
 	queryRow func(ctx context.Context, q string, args ...any) scanner
 	size     func(ctx context.Context) (int64, error)
-	close    func() error
+	// pruned tells the dialect that everything before cut (ms) is gone.
+	pruned func(cut int64)
+	close  func() error
 }
 
 // sqlStore implements Store over database/sql for reads and a dialect for writes.

@@ -109,6 +109,10 @@ type Store interface {
 	// Footprint counts every reading and measures the disk used; it scans, so it is
 	// for benchmarks and operators, not for request paths.
 	Footprint(ctx context.Context) (Footprint, error)
+	// Prune removes the readings older than before (and the blocks that held them),
+	// keeping the stations' counters and last reading times right, and returns how many
+	// readings it removed. The retention job of the service calls it.
+	Prune(ctx context.Context, before time.Time) (int64, error)
 	Close() error
 }
 

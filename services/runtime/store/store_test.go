@@ -337,3 +337,73 @@ func TestBlocksAndInlineReadBack(t *testing.T) {
 		})
 	}
 }
+
+// Retention removes the readings before the cutoff and keeps the rest, the counters and
+// the latest reading right; on PostgreSQL the months entirely before the cutoff are
+// dropped as partitions and the boundary month is deleted from.
+func TestPrune(t *testing.T) {
+	t.Parallel()
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			start := time.Date(2026, 1, 20, 0, 0, 0, 0, time.UTC)
+			span := ndbcBatch("SPAN", start, 24*40) // hourly, Jan 20 - Feb 28
+			old := ndbcBatch("OLD", start, 24*5)    // Jan 20 - 24 only
+			for _, b := range []store.Batch{span, old} {
+				if _, err := s.Ingest(ctx, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cut := time.Date(2026, 2, 10, 12, 30, 0, 0, time.UTC)
+			wantGone := int64(24*5 + (21*24 + 13)) // OLD's 120, SPAN's Jan 20 - Feb 10 12:00
+			removed, err := s.Prune(ctx, cut)
+			if err != nil || removed != wantGone {
+				t.Fatalf("prune = %d, %v; want %d", removed, err, wantGone)
+			}
+			left := int64(24*40) - (wantGone - 120)
+			if fp, err := s.Footprint(ctx); err != nil || fp.Readings != left {
+				t.Fatalf("footprint = %+v, %v; want %d readings", fp, err, left)
+			}
+			rs, total, err := s.Readings(ctx, "SPAN", contract.ReadingsQuery{Limit: 300, Page: 1, Ascending: true})
+			if err != nil || int64(total) != left || len(rs) != 300 || !rs[0].Time.Equal(cut.Add(30*time.Minute)) {
+				t.Fatalf("SPAN after prune: total %d, %d rows, first %v, %v; want %d from %v", total, len(rs), rs[0].Time, err, left, cut.Add(30*time.Minute))
+			}
+			rs, _, err = s.Readings(ctx, "SPAN", contract.ReadingsQuery{Limit: 300, Page: 2, Ascending: true, Format: contract.FormatRaw})
+			if err != nil || int64(300+len(rs)) != left || string(rs[len(rs)-1].Raw) != string(span.Observations[len(span.Observations)-1].Raw) {
+				t.Fatalf("SPAN page 2: %d rows, %v", len(rs), err)
+			}
+			latest, err := s.LatestReading(ctx, "SPAN")
+			if err != nil || !latest.Time.Equal(start.Add(959*time.Hour)) {
+				t.Fatalf("SPAN latest = %v, %v", latest.Time, err)
+			}
+			if _, err := s.LatestReading(ctx, "OLD"); !errors.Is(err, store.ErrNoReadings) {
+				t.Fatalf("OLD latest: %v, want ErrNoReadings", err)
+			}
+			st, err := s.Station(ctx, "OLD")
+			if err != nil || st.LastReadingAt != nil {
+				t.Fatalf("OLD station = %+v, %v; want no last reading", st, err)
+			}
+			if _, total, err := s.Readings(ctx, "OLD", contract.ReadingsQuery{Limit: 10, Page: 1}); err != nil || total != 0 {
+				t.Fatalf("OLD readings total %d, %v", total, err)
+			}
+			// A source that repeats what retention removed does not bring it back; new
+			// readings of the boundary month and of a new month are stored.
+			res, err := s.Ingest(ctx, old)
+			if err != nil || res.Inserted != 0 {
+				t.Fatalf("re-ingest of pruned readings = %+v, %v", res, err)
+			}
+			res, err = s.Ingest(ctx, ndbcBatch("OLD", cut.Add(time.Hour), 24*30))
+			if err != nil || res.Inserted != 24*30 {
+				t.Fatalf("ingest after prune = %+v, %v", res, err)
+			}
+			if _, total, err := s.Readings(ctx, "OLD", contract.ReadingsQuery{Limit: 10, Page: 1}); err != nil || total != 24*30 {
+				t.Fatalf("OLD readings total %d, %v; want %d", total, err, 24*30)
+			}
+			if removed, err := s.Prune(ctx, cut); err != nil || removed != 0 {
+				t.Fatalf("second prune = %d, %v", removed, err)
+			}
+		})
+	}
+}
