@@ -112,6 +112,16 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 		return fmt.Errorf("%s: ingest metrics: %w", def.ID, err)
 	}
 
+	var keep retention
+	if cfg.RetentionDays > 0 {
+		pruned, err := newPrunedCounter(reg, def.ID)
+		if err != nil {
+			return fmt.Errorf("%s: retention metrics: %w", def.ID, err)
+		}
+		keep = retention{st: st, keep: time.Duration(cfg.RetentionDays) * 24 * time.Hour, interval: retentionInterval,
+			now: time.Now, log: log, pruned: pruned}
+	}
+
 	mcpSrv, err := mcpserver.New(ctx, "sensorgate-"+def.ID, Version, mcpserver.Deps{ServiceID: def.ID, Store: st, Logger: log}, def.Tools...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", def.ID, err)
@@ -157,6 +167,14 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 		<-sched.Ready()
 		log.Info("first ingest cycle done", "mode", cfg.SourceMode)
 	}()
+	if cfg.RetentionDays > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keep.run(ingestCtx, sched.Ready())
+		}()
+		log.Info("retention on", "days", cfg.RetentionDays, "every", retentionInterval.String())
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

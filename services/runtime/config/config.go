@@ -43,6 +43,9 @@ type Config struct {
 	LogLevel            string // debug | info | warn | error
 	UserAgent           string
 	ShutdownTimeout     time.Duration
+	// RetentionDays keeps readings this many days (by reading time); 0 keeps them
+	// forever. Older readings are removed hourly.
+	RetentionDays int
 	// Providers holds live settings by provider slug.
 	Providers map[string]ProviderConfig
 	// PrintEnv asks the binary to print the environment variables it reads and exit.
@@ -65,6 +68,7 @@ const (
 	EnvLogLevel        = "LOG_LEVEL"
 	EnvUserAgent       = "USER_AGENT"
 	EnvShutdownTimeout = "SHUTDOWN_TIMEOUT"
+	EnvRetentionDays   = "RETENTION_DAYS"
 )
 
 // Per-provider variable suffixes: <PROVIDER>_BASE_URL etc., where <PROVIDER> is the slug
@@ -84,7 +88,7 @@ func ProviderPrefix(slug string) string {
 // EnvNames lists every environment variable a service binary with these providers reads.
 func EnvNames(providerSlugs []string) []string {
 	out := []string{EnvAddr, EnvPublicPort, EnvDatabaseURL, EnvSQLitePath, EnvSourceMode, EnvSourceDir, EnvSimStations,
-		EnvSimDays, EnvSimSeed, EnvInternalToken, EnvLogFormat, EnvLogLevel, EnvUserAgent, EnvShutdownTimeout}
+		EnvSimDays, EnvSimSeed, EnvInternalToken, EnvLogFormat, EnvLogLevel, EnvUserAgent, EnvShutdownTimeout, EnvRetentionDays}
 	for _, s := range providerSlugs {
 		p := ProviderPrefix(s)
 		out = append(out, p+SuffixBaseURL, p+SuffixStations, p+SuffixAPIKey, p+SuffixInterval)
@@ -123,6 +127,7 @@ func Load(serviceID string, defaultPort int, providerSlugs []string, args []stri
 	fs.StringVar(&c.LogLevel, "log-level", env(EnvLogLevel, "info"), "debug, info, warn or error ("+EnvLogLevel+")")
 	fs.StringVar(&c.UserAgent, "user-agent", env(EnvUserAgent, "sensorgate-"+serviceID+"/1 (+https://github.com/sensorgate/sensorgate)"), "User-Agent of live polls ("+EnvUserAgent+")")
 	shutdown := fs.String("shutdown-timeout", env(EnvShutdownTimeout, "30s"), "grace period for requests and the ingest batch in flight ("+EnvShutdownTimeout+")")
+	retention := fs.String("retention-days", env(EnvRetentionDays, "0"), "days of readings kept, by reading time ("+EnvRetentionDays+"; 0: forever)")
 	fs.BoolVar(&c.PrintEnv, "print-env", false, "print the environment variables this binary reads and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("flags: %w", err)
@@ -187,6 +192,11 @@ func Load(serviceID string, defaultPort int, providerSlugs []string, args []stri
 		bad(EnvShutdownTimeout, "want a positive duration such as 30s, got %q", *shutdown)
 	} else {
 		c.ShutdownTimeout = d
+	}
+	if n, err := strconv.Atoi(*retention); err != nil || n < 0 || n > 36600 {
+		bad(EnvRetentionDays, "want 0 (keep forever) to 36600 days, got %q", *retention)
+	} else {
+		c.RetentionDays = n
 	}
 	for _, slug := range providerSlugs {
 		p := ProviderPrefix(slug)

@@ -21,25 +21,29 @@ func TestLoad(t *testing.T) {
 	}{
 		{name: "defaults", check: func(c config.Config) string {
 			if c.Addr != "127.0.0.1:8081" || c.PublicPort != 8081 || c.SourceMode != "simulate" || c.SimStations != 24 ||
-				c.SimDays != 7 || c.SQLitePath != "./data/ocean.db" || c.ReadingsDatabaseURL != "" || c.ShutdownTimeout != 30*time.Second {
+				c.SimDays != 7 || c.SQLitePath != "./data/ocean.db" || c.ReadingsDatabaseURL != "" || c.ShutdownTimeout != 30*time.Second ||
+				c.RetentionDays != 0 {
 				return "unexpected defaults"
 			}
 			return ""
 		}},
 		{name: "env and flags, flags win", env: map[string]string{"SERVICE_ADDR": "0.0.0.0:9000", "SOURCE_MODE": "files", "SOURCE_DIR": "/x",
-			"NOAA_NDBC_STATIONS": "41002, tplm2", "NOAA_NDBC_POLL_INTERVAL": "5m", "SERVICE_PORT_PUBLIC": "80"},
-			args: []string{"-source-mode", "live", "-sim-days", "2"},
+			"NOAA_NDBC_STATIONS": "41002, tplm2", "NOAA_NDBC_POLL_INTERVAL": "5m", "SERVICE_PORT_PUBLIC": "80", "RETENTION_DAYS": "30"},
+			args: []string{"-source-mode", "live", "-sim-days", "2", "-retention-days", "90"},
 			check: func(c config.Config) string {
 				p := c.Providers["noaa-ndbc"]
 				if c.Addr != "0.0.0.0:9000" || c.PublicPort != 80 || c.SourceMode != "live" || c.SimDays != 2 ||
-					len(p.Stations) != 2 || p.Stations[1] != "tplm2" || p.Interval != 5*time.Minute {
+					len(p.Stations) != 2 || p.Stations[1] != "tplm2" || p.Interval != 5*time.Minute || c.RetentionDays != 90 {
 					return "env or flags not applied"
 				}
 				return ""
 			}},
 		{name: "every mistake reported", env: map[string]string{"SERVICE_ADDR": "nonsense", "SOURCE_MODE": "psychic", "SIM_STATIONS": "0",
-			"LOG_LEVEL": "loud", "READINGS_DATABASE_URL": "mysql://x", "NOAA_NDBC_POLL_INTERVAL": "1ms", "NOAA_NDBC_BASE_URL": "ftp://x"},
-			wantErr: []string{"SERVICE_ADDR", "SOURCE_MODE", "SIM_STATIONS", "LOG_LEVEL", "READINGS_DATABASE_URL", "NOAA_NDBC_POLL_INTERVAL", "NOAA_NDBC_BASE_URL"}},
+			"LOG_LEVEL": "loud", "READINGS_DATABASE_URL": "mysql://x", "NOAA_NDBC_POLL_INTERVAL": "1ms", "NOAA_NDBC_BASE_URL": "ftp://x",
+			"RETENTION_DAYS": "-1"},
+			wantErr: []string{"SERVICE_ADDR", "SOURCE_MODE", "SIM_STATIONS", "LOG_LEVEL", "READINGS_DATABASE_URL", "NOAA_NDBC_POLL_INTERVAL", "NOAA_NDBC_BASE_URL",
+				"RETENTION_DAYS"}},
+		{name: "retention days not a number", env: map[string]string{"RETENTION_DAYS": "30d"}, wantErr: []string{"RETENTION_DAYS"}},
 		{name: "files mode needs a folder", env: map[string]string{"SOURCE_MODE": "files"}, wantErr: []string{"SOURCE_DIR"}},
 		{name: "unknown flag", args: []string{"-nope"}, wantErr: []string{"nope"}},
 	}
@@ -71,7 +75,7 @@ func TestLoad(t *testing.T) {
 func TestEnvNames(t *testing.T) {
 	t.Parallel()
 	names := strings.Join(config.EnvNames([]string{"noaa-ndbc", "openaq"}), " ")
-	for _, want := range []string{"SERVICE_ADDR", "READINGS_DATABASE_URL", "INTERNAL_TOKEN", "NOAA_NDBC_BASE_URL", "OPENAQ_API_KEY", "OTEL_TRACES_EXPORTER"} {
+	for _, want := range []string{"SERVICE_ADDR", "READINGS_DATABASE_URL", "INTERNAL_TOKEN", "NOAA_NDBC_BASE_URL", "OPENAQ_API_KEY", "OTEL_TRACES_EXPORTER", "RETENTION_DAYS"} {
 		if !strings.Contains(names, want) {
 			t.Errorf("EnvNames lacks %s: %s", want, names)
 		}
