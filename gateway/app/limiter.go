@@ -34,7 +34,11 @@ func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Log
 		if !ok {
 			return ratelimit.Identity{}, false
 		}
-		return ratelimit.Identity{KeyID: id.KeyID.String(), Environment: id.Environment, Plan: id.Plan}, true
+		keyID := id.KeyIDText // set by the authenticator; a hand-made identity may lack it
+		if keyID == "" {
+			keyID = id.KeyID.String()
+		}
+		return ratelimit.Identity{KeyID: keyID, Environment: id.Environment, Plan: id.Plan}, true
 	}
 	local := ratelimit.NewMemory(nil)
 	if cfg.RedisURL == "" {

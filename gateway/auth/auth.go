@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
@@ -29,6 +30,9 @@ type Identity struct {
 	OwnerID     uuid.UUID
 	Environment string
 	Plan        string
+	// KeyIDText is KeyID.String(), made once per key lookup rather than on every request
+	// (the log, the rate limiter's counter key).
+	KeyIDText string
 }
 
 // KeyStore is what authentication needs of the catalog.
@@ -44,6 +48,8 @@ type Authenticator struct {
 	now   func() time.Time
 	size  int
 	met   *obs.Metrics
+	// hits and misses count cache lookups, bound once (no label lookup per request).
+	hits, misses prometheus.Counter
 
 	mu    sync.Mutex
 	cache map[[32]byte]cacheEntry
@@ -51,8 +57,11 @@ type Authenticator struct {
 
 // cacheEntry remembers one lookup, found or not, until expires.
 type cacheEntry struct {
-	key     catalog.APIKey
-	found   bool
+	key   catalog.APIKey
+	found bool
+	// id is the identity of a found key, built once for every request that presents it;
+	// shared, so never modified.
+	id      *Identity
 	expires time.Time
 }
 
@@ -85,10 +94,14 @@ func New(store KeyStore, opt Options) (*Authenticator, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Authenticator{
+	a := &Authenticator{
 		store: store, env: opt.Environment, ttl: opt.CacheTTL, now: opt.Now, size: opt.CacheSize, met: opt.Metrics,
 		cache: map[[32]byte]cacheEntry{},
-	}, nil
+	}
+	if opt.Metrics != nil {
+		a.hits, a.misses = opt.Metrics.KeyCache.WithLabelValues(obs.CacheHit), opt.Metrics.KeyCache.WithLabelValues(obs.CacheMiss)
+	}
+	return a, nil
 }
 
 // Environment is the gateway environment the Authenticator admits keys of.
@@ -99,21 +112,32 @@ func (a *Authenticator) Environment() string { return a.env }
 // other-environment key. A store failure is returned wrapped (an internal error), never
 // mistaken for an invalid key, and is not cached.
 func (a *Authenticator) Authenticate(ctx context.Context, secret string) (Identity, error) {
-	if secret == "" {
-		return Identity{}, apierr.New(apierr.MissingAPIKey, "missing API key: send it in the %s header", Header)
-	}
-	if len(secret) > MaxKeyLen {
-		return Identity{}, invalidKey()
-	}
-	hash := Hash(secret)
-	k, found, err := a.lookup(ctx, hash)
+	id, err := a.authenticate(ctx, secret)
 	if err != nil {
 		return Identity{}, err
 	}
-	if !found || subtle.ConstantTimeCompare(k.Hash, hash) != 1 || k.RevokedAt != nil || k.Environment != a.env {
-		return Identity{}, invalidKey()
+	return *id, nil
+}
+
+// authenticate is Authenticate returning the cached, shared identity (the middleware puts
+// it in the request context without copying it).
+func (a *Authenticator) authenticate(ctx context.Context, secret string) (*Identity, error) {
+	if secret == "" {
+		return nil, apierr.New(apierr.MissingAPIKey, "missing API key: send it in the %s header", Header)
 	}
-	return Identity{KeyID: k.ID, Prefix: k.Prefix, OwnerID: k.OwnerID, Environment: k.Environment, Plan: k.Plan}, nil
+	if len(secret) > MaxKeyLen {
+		return nil, invalidKey()
+	}
+	hash := Hash(secret)
+	e, err := a.lookup(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	k := e.key
+	if !e.found || subtle.ConstantTimeCompare(k.Hash, hash) != 1 || k.RevokedAt != nil || k.Environment != a.env {
+		return nil, invalidKey()
+	}
+	return e.id, nil
 }
 
 // invalidKey does not say whether the key is unknown, revoked or of the other environment:
@@ -122,7 +146,7 @@ func invalidKey() *apierr.Error {
 	return apierr.New(apierr.InvalidAPIKey, "invalid API key: it is unknown, revoked, or of another environment than this gateway's")
 }
 
-func (a *Authenticator) lookup(ctx context.Context, hash []byte) (catalog.APIKey, bool, error) {
+func (a *Authenticator) lookup(ctx context.Context, hash []byte) (cacheEntry, error) {
 	var h [32]byte
 	copy(h[:], hash)
 	now := a.now()
@@ -131,28 +155,30 @@ func (a *Authenticator) lookup(ctx context.Context, hash []byte) (catalog.APIKey
 		e, ok := a.cache[h]
 		a.mu.Unlock()
 		if ok && now.Before(e.expires) {
-			a.count(obs.CacheHit)
-			return e.key, e.found, nil
+			a.count(a.hits)
+			return e, nil
 		}
-		a.count(obs.CacheMiss)
+		a.count(a.misses)
 	}
 	k, err := a.store.KeyByHash(ctx, hash)
-	found := true
+	e := cacheEntry{key: k, found: true, expires: now.Add(a.ttl)}
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
-		found = false
+		e.found = false
 	case err != nil:
-		return k, false, fmt.Errorf("auth: look up key: %w", err)
+		return cacheEntry{}, fmt.Errorf("auth: look up key: %w", err)
+	default:
+		e.id = &Identity{KeyID: k.ID, Prefix: k.Prefix, OwnerID: k.OwnerID, Environment: k.Environment, Plan: k.Plan, KeyIDText: k.ID.String()}
 	}
 	if a.ttl > 0 {
-		a.put(h, cacheEntry{key: k, found: found, expires: now.Add(a.ttl)})
+		a.put(h, e)
 	}
-	return k, found, nil
+	return e, nil
 }
 
-func (a *Authenticator) count(result string) {
-	if a.met != nil {
-		a.met.KeyCache.WithLabelValues(result).Inc()
+func (a *Authenticator) count(c prometheus.Counter) {
+	if c != nil {
+		c.Inc()
 	}
 }
 

@@ -17,8 +17,13 @@ func WithIdentity(ctx context.Context, id Identity) context.Context {
 
 // FromContext returns the identity the middleware established for the request.
 func FromContext(ctx context.Context) (Identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(Identity)
-	return id, ok
+	switch id := ctx.Value(identityKey{}).(type) {
+	case *Identity:
+		return *id, true
+	case Identity:
+		return id, true
+	}
+	return Identity{}, false
 }
 
 // FromGin returns the identity of a Gin request.
@@ -29,14 +34,16 @@ func FromGin(c *gin.Context) (Identity, bool) { return FromContext(c.Request.Con
 // admitted one continues with its Identity in the request context.
 func Middleware(a *Authenticator) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		id, err := a.Authenticate(c.Request.Context(), c.GetHeader(Header))
+		id, err := a.authenticate(c.Request.Context(), c.GetHeader(Header))
 		if err != nil {
 			_ = c.Error(err)
 			c.Abort()
 			return
 		}
-		obs.SetKeyID(c.Request.Context(), id.KeyID.String())
-		c.Request = c.Request.WithContext(WithIdentity(c.Request.Context(), id))
+		obs.SetKeyID(c.Request.Context(), id.KeyIDText)
+		// The shared identity goes in as a pointer: boxing the struct would copy it to the
+		// heap on every request. FromContext hands out copies, so it stays unmodified.
+		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), identityKey{}, id))
 		c.Next()
 	}
 }

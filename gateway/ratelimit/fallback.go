@@ -58,6 +58,8 @@ type Fallback struct {
 	degradedGauge prometheus.Gauge
 	backendErrors prometheus.Counter
 	decisions     *prometheus.CounterVec
+	// The decision counters by result and source, bound once: no label lookup per request.
+	allowedPrimary, limitedPrimary, allowedLocal, limitedLocal, unavailableLocal prometheus.Counter
 }
 
 var _ Limiter = (*Fallback)(nil)
@@ -90,6 +92,9 @@ func NewFallback(primary, local Limiter, opt FallbackOptions) (*Fallback, error)
 			Help: "Rate limit decisions by result (allowed, limited, unavailable) and by where they were made (primary, local).",
 		}, []string{"result", "source"}),
 	}
+	f.allowedPrimary, f.limitedPrimary = f.decisions.WithLabelValues("allowed", "primary"), f.decisions.WithLabelValues("limited", "primary")
+	f.allowedLocal, f.limitedLocal = f.decisions.WithLabelValues("allowed", "local"), f.decisions.WithLabelValues("limited", "local")
+	f.unavailableLocal = f.decisions.WithLabelValues("unavailable", "local")
 	if opt.Registerer != nil {
 		for _, c := range []prometheus.Collector{f.degradedGauge, f.backendErrors, f.decisions} {
 			if err := opt.Registerer.Register(c); err != nil {
@@ -115,7 +120,7 @@ func (f *Fallback) Allow(ctx context.Context, key string, l Limit) (Result, erro
 		if f.degraded.Load() {
 			f.recovered()
 		}
-		f.count(res, "primary")
+		f.count(res, f.allowedPrimary, f.limitedPrimary)
 		return res, nil
 	}
 	if ctx.Err() != nil {
@@ -132,22 +137,22 @@ func (f *Fallback) Allow(ctx context.Context, key string, l Limit) (Result, erro
 
 func (f *Fallback) fallback(ctx context.Context, key string, l Limit) (Result, error) {
 	if f.opt.FailClosed {
-		f.decisions.WithLabelValues("unavailable", "local").Inc()
+		f.unavailableLocal.Inc()
 		return Result{Limit: l}, ErrUnavailable
 	}
 	res, err := f.local.Allow(ctx, key, l)
 	if err != nil {
 		return Result{}, fmt.Errorf("local rate limit: %w", err)
 	}
-	f.count(res, "local")
+	f.count(res, f.allowedLocal, f.limitedLocal)
 	return res, nil
 }
 
-func (f *Fallback) count(res Result, source string) {
+func (f *Fallback) count(res Result, allowed, limited prometheus.Counter) {
 	if res.Allowed {
-		f.decisions.WithLabelValues("allowed", source).Inc()
+		allowed.Inc()
 	} else {
-		f.decisions.WithLabelValues("limited", source).Inc()
+		limited.Inc()
 	}
 }
 
