@@ -146,7 +146,7 @@ func (h *Handlers) readings(route Route, params []string, validate func(url.Valu
 		// The key is the id as the client wrote it: a hot sensor is answered without a
 		// catalog lookup, within the freshness bound.
 		key := prefix + ref + "\x00?" + fwd
-		resp, err := h.cache.Do(c.Request.Context(), key, func(ctx context.Context) (*Response, error) {
+		resp, held, err := h.cache.do(c.Request.Context(), key, func(ctx context.Context) (*Response, error) {
 			sn, err := h.sensor(ctx, ref)
 			if err != nil {
 				return nil, err
@@ -164,8 +164,11 @@ func (h *Handlers) readings(route Route, params []string, validate func(url.Valu
 			h.fail(c, err)
 			return
 		}
-		if rawKey != key {
-			h.cache.put(rawKey, resp) // the client's spelling of the query, for its next request
+		if held && rawKey != key {
+			// The client's spelling of the query, for its next request. Only once the answer
+			// is asked for again (it was held already): storing it for every miss doubled
+			// the cache's work and memory for the many queries that are asked once.
+			h.cache.put(rawKey, resp)
 		}
 		h.write(c, resp)
 	}
@@ -221,7 +224,8 @@ func forward(v url.Values, params []string) string {
 // freshness the gateway itself applies.
 func (h *Handlers) write(c *gin.Context, r *Response) {
 	hd := c.Writer.Header()
-	hd["Content-Type"] = []string{r.ContentType}
+	ctV, etagV := r.headerValues()
+	hd["Content-Type"] = ctV
 	if r.Status != http.StatusOK {
 		hd["Cache-Control"] = h.noStoreV
 		c.Writer.WriteHeader(r.Status)
@@ -229,9 +233,9 @@ func (h *Handlers) write(c *gin.Context, r *Response) {
 		return
 	}
 	hd["Cache-Control"] = h.cacheControlV
-	hd["Etag"] = []string{r.ETag}
+	hd["Etag"] = etagV
 	if age := h.now().Sub(r.FetchedAt); age >= time.Second {
-		hd.Set("Age", strconv.Itoa(int(age/time.Second)))
+		hd["Age"] = ageValue(int(age / time.Second))
 	}
 	if etagMatch(c.GetHeader("If-None-Match"), r.ETag) {
 		c.Status(http.StatusNotModified)
@@ -240,6 +244,23 @@ func (h *Handlers) write(c *gin.Context, r *Response) {
 	}
 	c.Writer.WriteHeader(http.StatusOK)
 	_, _ = c.Writer.Write(r.Body)
+}
+
+// ageValues are the Age header values of the freshness bounds the cache allows (at most a
+// minute), made once.
+var ageValues = func() [][]string {
+	v := make([][]string, int(MaxCacheTTL/time.Second)+1)
+	for i := range v {
+		v[i] = []string{strconv.Itoa(i)}
+	}
+	return v
+}()
+
+func ageValue(s int) []string {
+	if s >= 0 && s < len(ageValues) {
+		return ageValues[s]
+	}
+	return []string{strconv.Itoa(s)}
 }
 
 // etagMatch applies If-None-Match's weak comparison (RFC 9110 13.1.2): "*" or any listed

@@ -55,8 +55,8 @@ func (t *connTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		_ = pc.c.Close()
-		// The connection's deadline is the context's, and may fire a hair before the
-		// context's own timer: that is the context's deadline, not a broken connection.
+		// A connection unblocked by the context's deadline failed because of it, not
+		// because it broke.
 		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
 			return nil, fmt.Errorf("GET %s: %w (%w)", req.URL.Path, context.DeadlineExceeded, err)
 		}
@@ -124,11 +124,11 @@ func (t *connTransport) CloseIdleConnections() {
 // roundTrip writes req and reads the response head; started says whether any byte of an
 // answer arrived.
 func (t *connTransport) roundTrip(ctx context.Context, pc *pconn, req *http.Request) (*http.Response, bool, error) {
-	dl, _ := ctx.Deadline()
-	if err := pc.c.SetDeadline(dl); err != nil {
-		return nil, false, err
-	}
-	// Cancellation without a deadline: unblock the read by moving the deadline.
+	// The context's end, by its deadline or by cancellation, unblocks the write or read by
+	// moving the connection's deadline into the past. The connection itself keeps no
+	// deadline: setting one per call and clearing it after cost two timer updates (and
+	// clock reads) per upstream call, and the context's timer already fires at the same
+	// moment.
 	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(aLongTimeAgo) })
 	host := req.Host
 	if host == "" {
@@ -190,7 +190,6 @@ func (b *pconnBody) Close() error {
 	err := b.rc.Close() // reads what is left of the body, so the connection can carry the next request
 	cancelled := !b.stop()
 	if b.keep && err == nil && b.err == nil && !cancelled {
-		_ = b.pc.c.SetDeadline(time.Time{})
 		b.t.put(b.pc)
 		return nil
 	}

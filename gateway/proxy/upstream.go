@@ -108,6 +108,18 @@ type Response struct {
 	Body        []byte
 	ETag        string // strong validator of Body
 	FetchedAt   time.Time
+
+	// contentTypeV and etagV are the header values ready to assign, made once per answer
+	// instead of once per request served from it.
+	contentTypeV, etagV []string
+}
+
+// headerValues returns the Content-Type and ETag header values of r.
+func (r *Response) headerValues() (contentType, etag []string) {
+	if r.contentTypeV != nil {
+		return r.contentTypeV, r.etagV
+	}
+	return []string{r.ContentType}, []string{r.ETag}
 }
 
 // Upstreams calls the backing services. Each service has its own transport and retrying
@@ -117,12 +129,15 @@ type Upstreams struct {
 	services map[string]*service
 	opt      Options
 	bufs     sync.Pool
+	tokenV   []string // the internal token header's value, nil without a token
 }
+
+var acceptJSON = []string{"application/json"}
 
 type service struct {
 	id   string
 	base string
-	rc   *retryablehttp.Client
+	rt   http.RoundTripper // the request id (and spans) over ct, or tr
 	tr   *http.Transport
 	ct   *connTransport // nil with StdTransport or HTTPS
 }
@@ -171,6 +186,9 @@ func New(opt Options) (*Upstreams, error) {
 		opt:      opt,
 		bufs:     sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 16<<10)) }},
 	}
+	if opt.InternalToken != "" {
+		u.tokenV = []string{opt.InternalToken}
+	}
 	for id, base := range opt.Services {
 		s, err := u.newService(id, base)
 		if err != nil {
@@ -207,15 +225,7 @@ func (u *Upstreams) newService(id, base string) (*service, error) {
 		s.ct = ct
 		rt = ct
 	}
-	s.rc = &retryablehttp.Client{
-		HTTPClient:   &http.Client{Transport: obs.Transport(rt, u.opt.Tracing)},
-		RetryWaitMin: u.opt.RetryWaitMin,
-		RetryWaitMax: u.opt.RetryWaitMax,
-		RetryMax:     u.opt.Retries,
-		CheckRetry:   u.checkRetry,
-		Backoff:      retryablehttp.DefaultBackoff,
-		ErrorHandler: retryablehttp.PassthroughErrorHandler,
-	}
+	s.rt = obs.Transport(rt, u.opt.Tracing)
 	return s, nil
 }
 
@@ -294,18 +304,19 @@ func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQue
 	timeout := u.timeout(route)
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
-	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, s.base+pathQuery, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+pathQuery, nil)
 	if err != nil {
 		return nil, obs.OutcomeUnavailable, fmt.Errorf("upstream %s: build request: %w", s.id, err)
 	}
-	req.Header.Set("Accept", "application/json")
-	if u.opt.InternalToken != "" {
-		req.Header.Set(contract.HeaderInternalToken, u.opt.InternalToken)
+	// The fixed headers are shared, ready-made values (transports only read them).
+	req.Header["Accept"] = acceptJSON
+	if u.tokenV != nil {
+		req.Header[contract.HeaderInternalToken] = u.tokenV // canonical form already
 	}
 	if id := obs.RequestID(parent); id != "" {
-		req.Header.Set(contract.HeaderRequestID, id)
+		req.Header[contract.HeaderRequestID] = []string{id}
 	}
-	resp, err := s.rc.Do(req)
+	resp, err := u.do(ctx, s, req)
 	if err != nil {
 		if resp != nil {
 			_ = resp.Body.Close()
@@ -342,14 +353,67 @@ func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQue
 	}
 	body := make([]byte, buf.Len())
 	copy(body, buf.Bytes())
+	etag := `"` + strconv.FormatUint(xxhash.Sum64(body), 36) + `"`
 	out := &Response{
-		Status:      resp.StatusCode,
-		ContentType: ct,
-		Body:        body,
-		ETag:        `"` + strconv.FormatUint(xxhash.Sum64(body), 36) + `"`,
-		FetchedAt:   time.Now(),
+		Status:       resp.StatusCode,
+		ContentType:  ct,
+		Body:         body,
+		ETag:         etag,
+		FetchedAt:    time.Now(),
+		contentTypeV: []string{ct},
+		etagV:        []string{etag},
 	}
 	return out, obs.OutcomeOK, nil
+}
+
+// do sends req on the service's transport, retrying as checkRetry allows after
+// retryablehttp's backoff (DefaultBackoff: RetryWaitMin doubled per attempt up to
+// RetryWaitMax, or a 503's Retry-After). It is retryablehttp.Client.Do's loop without its
+// request wrapper and http.Client underneath, whose request and header copies were a fifth
+// of the allocations of an uncached call; the services never redirect, so http.Client's
+// redirect handling had nothing to do. When it gives up, the service's idle connections
+// are dropped (a failing service's kept-alive connections are likely dead too); a 5xx
+// answer left after the last retry is returned for the caller to judge.
+func (u *Upstreams) do(ctx context.Context, s *service, req *http.Request) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		resp, err := s.rt.RoundTrip(req)
+		retry, checkErr := u.checkRetry(ctx, resp, err)
+		if !retry && err == nil && checkErr == nil {
+			return resp, nil
+		}
+		if !retry || attempt >= u.opt.Retries {
+			s.closeIdle()
+			if checkErr != nil {
+				err = checkErr
+			}
+			return resp, err
+		}
+		if err == nil {
+			drain(resp.Body)
+		}
+		timer := time.NewTimer(retryablehttp.DefaultBackoff(u.opt.RetryWaitMin, u.opt.RetryWaitMax, attempt, resp))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			s.closeIdle()
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+// drain reads what is left of a body that will not be used (up to a bound), so that its
+// connection can carry the next attempt.
+func drain(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4096))
+	_ = body.Close()
+}
+
+func (s *service) closeIdle() {
+	s.tr.CloseIdleConnections()
+	if s.ct != nil {
+		s.ct.CloseIdleConnections()
+	}
 }
 
 // failure maps a transport error: the caller's own cancellation is returned as such (no
@@ -388,9 +452,6 @@ func snippet(b []byte) string {
 // CloseIdleConnections releases the pools, at shutdown.
 func (u *Upstreams) CloseIdleConnections() {
 	for _, s := range u.services {
-		s.tr.CloseIdleConnections()
-		if s.ct != nil {
-			s.ct.CloseIdleConnections()
-		}
+		s.closeIdle()
 	}
 }
