@@ -23,6 +23,36 @@ func blockRef(id int64, idx int) int64 { return id<<refShift | int64(idx) }
 
 func splitRef(ref int64) (id int64, idx int) { return ref >> refShift, int(ref & (1<<refShift - 1)) }
 
+// tagBlockRef starts the measurements column of a reading whose values are in a block:
+// tagBlockRef, then its reference (blockRef) as a uvarint. Stored measurements otherwise
+// start with '[' (plain JSON) or a codec tag (0xff, 0xfe), never this byte.
+const tagBlockRef = 0xfd
+
+// setBlockRefs points each block's rows at it, once the blocks have their ids.
+func setBlockRefs(blocks []block, rows []row) {
+	buf := make([]byte, 0, 8*len(rows))
+	for _, b := range blocks {
+		for i, r := range b.rows {
+			start := len(buf)
+			buf = append(buf, tagBlockRef)
+			buf = binary.AppendUvarint(buf, uint64(blockRef(b.id, i)))
+			rows[r].measurements = buf[start:len(buf):len(buf)]
+		}
+	}
+}
+
+// parseBlockRef reads the block reference in a stored measurements value, if it is one.
+func parseBlockRef(m []byte) (int64, bool) {
+	if len(m) < 2 || m[0] != tagBlockRef {
+		return 0, false
+	}
+	ref, n := binary.Uvarint(m[1:])
+	if n <= 0 || ref == 0 {
+		return 0, false
+	}
+	return int64(ref), true
+}
+
 // block is the stored form of consecutive readings of one station and source format in one
 // calendar month (so that it lives in the monthly partition of its readings and is
 // dropped with them): their measurements, and separately their raw fragments, each

@@ -226,7 +226,7 @@ func (t pgTx) queryRow(ctx context.Context, q string, args ...any) scanner {
 }
 
 var (
-	readingCols = []string{"station", "ts", "fetched_ms", "lat", "lon", "measurements", "raw_format", "raw", "bref"}
+	readingCols = []string{"station", "ts", "fetched_ms", "lat", "lon", "measurements", "raw_format", "raw"}
 	blockCols   = []string{"id", "station", "ts", "ts_last", "measurements", "raw_format", "raw"}
 )
 
@@ -398,7 +398,7 @@ func copyRows(rows []row) pgx.CopyFromSource {
 		if r.rawFormat != nil {
 			rf = *r.rawFormat
 		}
-		return []any{r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw, r.brefArg()}, nil
+		return []any{r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw}, nil
 	})
 }
 
@@ -426,16 +426,12 @@ func (t pgTx) insertUnnest(ctx context.Context, rows []row) (map[int32]int64, er
 	lat, lon := make([]*float64, n), make([]*float64, n)
 	ms, raw := make([][]byte, n), make([][]byte, n)
 	rf := make([]*int32, n)
-	refs := make([]*int64, n)
 	for i, r := range rows {
 		st[i], ts[i], fe[i], lat[i], lon[i], ms[i], rf[i], raw[i] = r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, r.rawFormat, r.raw
-		if r.bref != 0 {
-			refs[i] = &rows[i].bref
-		}
 	}
-	added, err := t.counts(ctx, countInserted(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw, bref)
-		SELECT * FROM unnest($1::int4[], $2::int8[], $3::int8[], $4::float8[], $5::float8[], $6::bytea[], $7::int4[], $8::bytea[], $9::int8[])
-		ON CONFLICT DO NOTHING`), st, ts, fe, lat, lon, ms, rf, raw, refs)
+	added, err := t.counts(ctx, countInserted(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw)
+		SELECT * FROM unnest($1::int4[], $2::int8[], $3::int8[], $4::float8[], $5::float8[], $6::bytea[], $7::int4[], $8::bytea[])
+		ON CONFLICT DO NOTHING`), st, ts, fe, lat, lon, ms, rf, raw)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: insert readings: %w", err)
 	}
@@ -443,24 +439,24 @@ func (t pgTx) insertUnnest(ctx context.Context, rows []row) (map[int32]int64, er
 }
 
 func (t pgTx) insertValues(ctx context.Context, rows []row) (map[int32]int64, error) {
-	const chunk = 1000 // 9 parameters a row, under the protocol's 65535
+	const chunk = 1000 // 8 parameters a row, under the protocol's 65535
 	total := map[int32]int64{}
 	for start := 0; start < len(rows); start += chunk {
 		part := rows[start:min(start+chunk, len(rows))]
 		var b strings.Builder
-		b.WriteString(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw, bref) VALUES `)
-		args := make([]any, 0, len(part)*9)
+		b.WriteString(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw) VALUES `)
+		args := make([]any, 0, len(part)*8)
 		for i, r := range part {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			k := i * 9
-			fmt.Fprintf(&b, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8, k+9)
+			k := i * 8
+			fmt.Fprintf(&b, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8)
 			var rf any
 			if r.rawFormat != nil {
 				rf = *r.rawFormat
 			}
-			args = append(args, r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw, r.brefArg())
+			args = append(args, r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw)
 		}
 		b.WriteString(` ON CONFLICT DO NOTHING`)
 		added, err := t.counts(ctx, countInserted(b.String()), args...)

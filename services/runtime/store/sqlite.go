@@ -204,13 +204,13 @@ func (t sqlTx) insertReadings(ctx context.Context, rows []row) (map[int32]int64,
 	for start := 0; start < len(rows); start += chunk {
 		part := rows[start:min(start+chunk, len(rows))]
 		var b strings.Builder
-		b.WriteString(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw, bref) VALUES `)
-		args := make([]any, 0, len(part)*9)
+		b.WriteString(`INSERT INTO readings (station, ts, fetched_ms, lat, lon, measurements, raw_format, raw) VALUES `)
+		args := make([]any, 0, len(part)*8)
 		for i, r := range part {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString("(?,?,?,?,?,?,?,?,?)")
+			b.WriteString("(?,?,?,?,?,?,?,?)")
 			var lat, lon, rf any
 			if r.lat != nil && r.lon != nil {
 				lat, lon = *r.lat, *r.lon
@@ -218,7 +218,7 @@ func (t sqlTx) insertReadings(ctx context.Context, rows []row) (map[int32]int64,
 			if r.rawFormat != nil {
 				rf = *r.rawFormat
 			}
-			args = append(args, r.station, r.ts, r.fetched, lat, lon, r.measurements, rf, r.raw, r.brefArg())
+			args = append(args, r.station, r.ts, r.fetched, lat, lon, r.measurements, rf, r.raw)
 		}
 		b.WriteString(` ON CONFLICT DO NOTHING RETURNING station`)
 		res, err := t.tx.QueryContext(ctx, b.String(), args...)

@@ -35,21 +35,11 @@ type row struct {
 	rawPlain       []byte // raw fragment as served
 	mDict, rawDict uint32
 
-	// Stored form: measurements, raw_format and raw of an inline row; bref (block id and
-	// index, see blockRef) of a row whose values are in a block, whose measurements is
-	// then empty.
+	// Stored form: measurements, raw_format and raw of an inline row; for a row whose
+	// values are in a block, measurements holds the reference to it (appendBlockRef).
 	measurements []byte
 	rawFormat    *int32
 	raw          []byte
-	bref         int64
-}
-
-// brefArg is the block reference column's value: NULL for an inline row.
-func (r *row) brefArg() any {
-	if r.bref == 0 {
-		return nil
-	}
-	return r.bref
 }
 
 // txn is the part of a transaction the ingest path needs, over pgx or database/sql.
@@ -326,9 +316,9 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 	if asc {
 		order = "ASC"
 	}
-	cols := "ts, fetched_ms, lat, lon, measurements, NULL, NULL, bref"
+	cols := "ts, fetched_ms, lat, lon, measurements, NULL, NULL"
 	if withRaw {
-		cols = "ts, fetched_ms, lat, lon, measurements, raw_format, raw, bref"
+		cols = "ts, fetched_ms, lat, lon, measurements, raw_format, raw"
 	}
 	// A deep page is found on the primary key alone (index-only) before any row is
 	// read, so page 20 costs about what page 1 does.
@@ -363,9 +353,8 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 			lat, lon    sql.NullFloat64
 			m, raw      []byte
 			rawFormat   sql.NullInt64
-			bref        sql.NullInt64
 		)
-		if err := rows.Scan(&ts, &fetched, &lat, &lon, &m, &rawFormat, &raw, &bref); err != nil {
+		if err := rows.Scan(&ts, &fetched, &lat, &lon, &m, &rawFormat, &raw); err != nil {
 			return nil, fmt.Errorf("readings of %q: %w", st.ExternalID, err)
 		}
 		t := time.UnixMilli(ts).UTC()
@@ -373,8 +362,9 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 		if lat.Valid && lon.Valid {
 			r.Lat, r.Lon = &lat.Float64, &lon.Float64
 		}
-		refs = append(refs, bref.Int64)
-		if bref.Valid {
+		ref, inBlock := parseBlockRef(m)
+		refs = append(refs, ref)
+		if inBlock {
 			out = append(out, r)
 			continue
 		}
@@ -688,12 +678,7 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		if err := tx.insertBlocks(ctx, blocks); err != nil {
 			return err
 		}
-		for _, bl := range blocks {
-			for i, r := range bl.rows {
-				fresh[r].bref = blockRef(bl.id, i)
-				fresh[r].measurements = []byte{} // NOT NULL, and one byte
-			}
-		}
+		setBlockRefs(blocks, fresh)
 		added, err := tx.insertReadings(ctx, fresh)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 -- Blocks: consecutive readings of one station, source format and month, whose
 -- measurements (and, separately, raw fragments) are packed and compressed together (see
--- the PostgreSQL migration). Readings stored before keep their inline values (bref NULL).
+-- the PostgreSQL migration: a reading in a block holds only a reference to it in its
+-- measurements column). Readings stored before keep their inline values.
 CREATE TABLE blocks (
   id           INTEGER PRIMARY KEY,
   station      INTEGER NOT NULL,
@@ -11,4 +12,3 @@ CREATE TABLE blocks (
   raw          BLOB
 );
 CREATE INDEX blocks_ts_last ON blocks (ts_last);
-ALTER TABLE readings ADD COLUMN bref INTEGER;
