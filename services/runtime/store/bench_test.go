@@ -88,16 +88,18 @@ func reportPhases(b *testing.B, s store.Store, readings int) {
 
 // BenchmarkIngestBlocks compares block sizes and block compressors on the default
 // PostgreSQL path (batches as in BenchmarkIngest; one station's 100 readings of a batch
-// make blocks of at most n).
+// make blocks of at most n), and compressing the blocks while the readings are written
+// (the default) against before (zstd-serial).
 //
 //	go test -run '^$' -bench IngestBlocks -benchtime 20x ./services/runtime/store/
 func BenchmarkIngestBlocks(b *testing.B) {
 	ctx := context.Background()
-	for _, codec := range []string{"zstd", "s2"} {
+	for _, codec := range []string{"zstd", "s2", "zstd-serial"} {
 		for _, n := range []int{1, 16, 32, 64} {
 			b.Run(fmt.Sprintf("%s-%d", codec, n), func(b *testing.B) {
+				defer store.SetOverlapPack(store.SetOverlapPack(codec != "zstd-serial"))
 				defer store.SetBlockReadings(store.SetBlockReadings(n))
-				defer store.SetBlockZstd(store.SetBlockZstd(codec == "zstd"))
+				defer store.SetBlockZstd(store.SetBlockZstd(codec != "s2"))
 				s, err := store.Open(ctx, store.Options{DatabaseURL: testenv.Postgres(b), ServiceID: "ocean"})
 				if err != nil {
 					b.Fatal(err)

@@ -15,6 +15,10 @@ import (
 // docs/services.md. A variable so that the benchmark can compare sizes.
 var blockReadings = 32
 
+// overlapPack compresses blocks while the readings are written (true) or before (false,
+// for the benchmark's comparison).
+var overlapPack = true
+
 // refShift splits a reading's block reference into the block id (high bits) and the
 // reading's index in the block (low bits, so at most 256 readings a block).
 const refShift = 8

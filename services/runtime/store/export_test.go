@@ -13,6 +13,14 @@ func SetBlockReadings(n int) int {
 	return old
 }
 
+// SetOverlapPack selects compressing blocks while the readings are written (true) or
+// before, and returns the previous choice.
+func SetOverlapPack(on bool) bool {
+	old := overlapPack
+	overlapPack = on
+	return old
+}
+
 // SetBlockZstd selects zstd (true) or S2 for blocks and returns the previous choice.
 func SetBlockZstd(on bool) bool {
 	old := blockZstd

@@ -11,14 +11,15 @@ const (
 	phasePrepare  = iota // stations merged, measurements JSON, dictionaries, partitions
 	phaseStations        // transaction begun, stations upserted and locked
 	phaseLookup          // stored keys looked up
-	phaseCompress        // new readings packed into blocks and compressed
-	phaseInsert          // blocks and readings written
+	phaseCompress        // new readings cut into blocks, block ids taken, inline readings compressed
+	phaseReadings        // readings written (blocks compressed meanwhile)
+	phaseBlocks          // blocks written
 	phaseCounters        // station counters moved
 	phaseCommit          // committed
 	phaseCount
 )
 
-var phaseNames = [phaseCount]string{"prepare", "stations", "lookup", "compress", "insert", "counters", "commit"}
+var phaseNames = [phaseCount]string{"prepare", "stations", "lookup", "compress", "readings", "blocks", "counters", "commit"}
 
 // phaseTimes accumulates the time spent in each phase over every batch.
 type phaseTimes struct{ ns [phaseCount]atomic.Int64 }

@@ -230,11 +230,8 @@ var (
 	blockCols   = []string{"id", "station", "ts", "ts_last", "measurements", "raw_format", "raw"}
 )
 
-// insertBlocks takes ids for blocks from the sequence in one round trip and COPYs them
-// in. Blocks never conflict (their ids are new), so this is outside the readings'
-// savepoint: if another replica stored some of the readings in between, the blocks
-// they would have used stay unreferenced until retention removes their month.
-func (t pgTx) insertBlocks(ctx context.Context, blocks []block) error {
+// blockIDs takes ids for blocks from the sequence in one round trip.
+func (t pgTx) blockIDs(ctx context.Context, blocks []block) error {
 	if len(blocks) == 0 {
 		return nil
 	}
@@ -254,7 +251,18 @@ func (t pgTx) insertBlocks(ctx context.Context, blocks []block) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("ingest: block ids: %w", err)
 	}
-	_, err = t.tx.CopyFrom(ctx, pgx.Identifier{"blocks"}, blockCols, pgx.CopyFromSlice(len(blocks), func(i int) ([]any, error) {
+	return nil
+}
+
+// insertBlocks COPYs blocks in. Blocks never conflict (their ids are new), so this is
+// outside the readings' savepoint: if another replica stored some of the readings in
+// between, the blocks they would have used stay unreferenced until retention removes
+// their month.
+func (t pgTx) insertBlocks(ctx context.Context, blocks []block) error {
+	if len(blocks) == 0 {
+		return nil
+	}
+	_, err := t.tx.CopyFrom(ctx, pgx.Identifier{"blocks"}, blockCols, pgx.CopyFromSlice(len(blocks), func(i int) ([]any, error) {
 		b := &blocks[i]
 		var rf any
 		if b.rawFormat != nil {

@@ -161,9 +161,9 @@ func (t sqlTx) unstored(ctx context.Context, rows []row) ([]row, error) {
 	return out, nil
 }
 
-// insertBlocks numbers blocks after the highest stored id (the transaction holds the write
-// lock) and writes them.
-func (t sqlTx) insertBlocks(ctx context.Context, blocks []block) error {
+// blockIDs numbers blocks after the highest stored id (the transaction holds the write
+// lock).
+func (t sqlTx) blockIDs(ctx context.Context, blocks []block) error {
 	if len(blocks) == 0 {
 		return nil
 	}
@@ -171,6 +171,14 @@ func (t sqlTx) insertBlocks(ctx context.Context, blocks []block) error {
 	if err := t.tx.QueryRowContext(ctx, `SELECT COALESCE(max(id), 0) + 1 FROM blocks`).Scan(&next); err != nil {
 		return fmt.Errorf("ingest: block ids: %w", err)
 	}
+	for i := range blocks {
+		blocks[i].id = next + int64(i)
+	}
+	return nil
+}
+
+// insertBlocks writes blocks.
+func (t sqlTx) insertBlocks(ctx context.Context, blocks []block) error {
 	const chunk = 500
 	for start := 0; start < len(blocks); start += chunk {
 		part := blocks[start:min(start+chunk, len(blocks))]
@@ -179,8 +187,6 @@ func (t sqlTx) insertBlocks(ctx context.Context, blocks []block) error {
 		args := make([]any, 0, len(part)*7)
 		for i := range part {
 			bl := &part[i]
-			bl.id = next
-			next++
 			if i > 0 {
 				b.WriteByte(',')
 			}

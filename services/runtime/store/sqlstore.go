@@ -52,7 +52,9 @@ type txn interface {
 	unstored(ctx context.Context, rows []row) ([]row, error)
 	// addCounts moves each station's last_reading_ms and reading_count.
 	addCounts(ctx context.Context, counts []stationCount) error
-	// insertBlocks gives blocks their ids and writes them.
+	// blockIDs gives blocks their ids.
+	blockIDs(ctx context.Context, blocks []block) error
+	// insertBlocks writes blocks.
 	insertBlocks(ctx context.Context, blocks []block) error
 	// insertReadings writes rows, skipping those already stored, and returns how many
 	// were new per station key.
@@ -670,20 +672,37 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			return err
 		}
 		ph.done(phaseLookup)
-		blocks, err := s.pack(fresh)
-		if err != nil {
-			return err
-		}
-		ph.done(phaseCompress)
-		if err := tx.insertBlocks(ctx, blocks); err != nil {
+		// The blocks get their ids first, so that the readings (which only point at
+		// them) are written while the blocks are still being compressed: PostgreSQL's
+		// insert and index work and Go's compression overlap on the two cores.
+		blocks, inline := groupBlocks(fresh)
+		if err := tx.blockIDs(ctx, blocks); err != nil {
 			return err
 		}
 		setBlockRefs(blocks, fresh)
+		if err := s.packInline(fresh, inline); err != nil {
+			return err
+		}
+		ph.done(phaseCompress)
+		packed := s.packBlocks(blocks, fresh)
+		if !overlapPack {
+			if err := packed(); err != nil {
+				return err
+			}
+			packed = func() error { return nil }
+		}
 		added, err := tx.insertReadings(ctx, fresh)
+		if perr := packed(); err == nil {
+			err = perr
+		}
 		if err != nil {
 			return err
 		}
-		ph.done(phaseInsert)
+		ph.done(phaseReadings)
+		if err := tx.insertBlocks(ctx, blocks); err != nil {
+			return err
+		}
+		ph.done(phaseBlocks)
 		res.Inserted = 0
 		for _, n := range added {
 			res.Inserted += int(n)
@@ -731,28 +750,37 @@ type stationCount struct {
 	readings int64
 }
 
-// pack cuts the new rows into blocks and encodes and compresses them (and the rows left
-// inline) on every CPU: one dictionary encode per block instead of two per reading, and
-// only for readings not stored yet (a replay encodes nothing).
-func (s *sqlStore) pack(rows []row) ([]block, error) {
-	blocks, inline := groupBlocks(rows)
-	units := len(blocks) + len(inline)
-	err := parallelMin(units, 16, func(lo, hi int) error {
+// packInline encodes and compresses the rows that keep their values (the indexes
+// inline), on every CPU. Only readings not stored yet are encoded: a replay encodes
+// nothing.
+func (s *sqlStore) packInline(rows []row, inline []int) error {
+	return parallelMin(len(inline), 64, func(lo, hi int) error {
 		p := newPacker(s.codec)
-		for u := lo; u < hi; u++ {
-			var err error
-			if u < len(blocks) {
-				err = p.block(&blocks[u], rows)
-			} else {
-				err = p.inline(&rows[inline[u-len(blocks)]])
-			}
-			if err != nil {
+		for _, i := range inline[lo:hi] {
+			if err := p.inline(&rows[i]); err != nil {
 				return fmt.Errorf("ingest: %w", err)
 			}
 		}
 		return nil
 	})
-	return blocks, err
+}
+
+// packBlocks encodes and compresses blocks in the background, on every CPU (one
+// dictionary encode per block instead of two per reading), and returns the wait for it.
+func (s *sqlStore) packBlocks(blocks []block, rows []row) (wait func() error) {
+	done := make(chan error, 1)
+	go func() {
+		done <- parallelMin(len(blocks), 16, func(lo, hi int) error {
+			p := newPacker(s.codec)
+			for i := lo; i < hi; i++ {
+				if err := p.block(&blocks[i], rows); err != nil {
+					return fmt.Errorf("ingest: %w", err)
+				}
+			}
+			return nil
+		})
+	}()
+	return func() error { return <-done }
 }
 
 // prepareRows encodes the observations' measurements JSON (outside the transaction, on
