@@ -2,6 +2,7 @@ package obs
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -44,34 +45,43 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 	}
 	tracer := o.Tracing.Tracer()
 	prop := o.Tracing.Propagator()
+	// Without tracing there is no span to continue or record: the span, its attributes and
+	// its context are skipped altogether (they cost allocations on every request even with
+	// the no-op tracer).
+	traced := o.Tracing.Enabled()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get(HeaderRequestID)
-		if !ValidRequestID(id) {
+		fromCaller := ValidRequestID(id)
+		if !fromCaller {
 			id = NewRequestID()
 		}
-		w.Header().Set(HeaderRequestID, id)
-		ctx := WithRequestID(r.Context(), id)
-		ri := info(ctx)
-		ri.tracer = tracer
-		if o.Tracing.Enabled() {
-			// Without tracing there is no span to continue: skip parsing the headers.
+		w.Header()[HeaderRequestID] = []string{id} // canonical already: no canonicalization
+		// One allocation holds the request's shared state and the response recorder.
+		st := &requestState{info: requestInfo{id: id, tracer: tracer}}
+		ctx := context.WithValue(r.Context(), infoKey{}, &st.info)
+		var span trace.Span
+		if traced {
 			ctx = prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+			ctx, span = tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(
+					attribute.String("http.request.method", r.Method),
+					attribute.String("url.path", r.URL.Path),
+					attribute.String("sensorgate.request_id", id),
+				))
 		}
-		ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(
-				attribute.String("http.request.method", r.Method),
-				attribute.String("url.path", r.URL.Path),
-				attribute.String("sensorgate.request_id", id),
-			))
 		if o.Metrics != nil {
 			o.Metrics.HTTPInFlight.Inc()
 		}
-		rec := &recorder{ResponseWriter: w}
+		rec := &st.rec
+		rec.ResponseWriter = w
 		r2 := r.WithContext(ctx)
-		// The request id must reach the handlers' own upstream calls even when they copy
-		// the incoming headers instead of the context.
-		r2.Header.Set(HeaderRequestID, id)
+		if !fromCaller {
+			// The request id must reach the handlers' own upstream calls even when they copy
+			// the incoming headers instead of the context (a caller's valid id is there
+			// already).
+			r2.Header.Set(HeaderRequestID, id)
+		}
 		defer func() {
 			status := rec.status
 			if status == 0 {
@@ -98,12 +108,14 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 				route = UnmatchedRoute
 			}
 			d := time.Since(start)
-			span.SetName(r.Method + " " + route)
-			span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
-			if status >= 500 {
-				span.SetStatus(codes.Error, http.StatusText(status))
+			if span != nil {
+				span.SetName(r.Method + " " + route)
+				span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
+				if status >= 500 {
+					span.SetStatus(codes.Error, http.StatusText(status))
+				}
+				span.End()
 			}
-			span.End()
 			if o.Metrics != nil {
 				o.Metrics.HTTPInFlight.Dec()
 				o.Metrics.ObserveHTTP(route, r.Method, status, d)
@@ -115,6 +127,9 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 					level = slog.LevelError
 				case o.Quiet[route] || o.Quiet[r.URL.Path]:
 					level = slog.LevelDebug
+				}
+				if !o.Logger.Enabled(ctx, level) {
+					return
 				}
 				o.Logger.LogAttrs(ctx, level, "http request",
 					slog.String("method", r.Method),
@@ -128,6 +143,12 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 		}()
 		next.ServeHTTP(rec, r2)
 	})
+}
+
+// requestState is what Middleware allocates per request, in one piece.
+type requestState struct {
+	info requestInfo
+	rec  recorder
 }
 
 // recorder remembers the status and size of the response. It keeps Flush, Hijack and

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,6 +84,60 @@ type Metrics struct {
 	BuildInfo *prometheus.GaugeVec
 
 	names []string
+
+	httpObs     observerCache[httpLabels]
+	upstreamObs observerCache[upstreamLabels]
+}
+
+type httpLabels struct {
+	route, method string
+	status        int
+}
+
+type upstreamLabels struct{ service, outcome string }
+
+// maxCachedObservers bounds an observerCache: label sets beyond it (a scanner sending made-up
+// methods) are looked up every time, as without the cache, instead of growing it.
+const maxCachedObservers = 1024
+
+// observerCache remembers the histogram child of each label set, so that recording a
+// request is one lock-free map read instead of prometheus' label hashing and locked lookup
+// (WithLabelValues) plus strconv of the status: per request, on every binary. The map is
+// copied on write; writes are rare (a new route, method or status) and bounded.
+type observerCache[K comparable] struct {
+	m  atomic.Pointer[map[K]prometheus.Observer]
+	mu sync.Mutex // serializes writers
+}
+
+func (c *observerCache[K]) get(k K, create func() prometheus.Observer) prometheus.Observer {
+	if m := c.m.Load(); m != nil {
+		if o, ok := (*m)[k]; ok {
+			return o
+		}
+	}
+	o := create()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m.Load()
+	if old != nil && len(*old) >= maxCachedObservers {
+		return o
+	}
+	next := make(map[K]prometheus.Observer, 1+lenOf(old))
+	if old != nil {
+		for k2, v := range *old {
+			next[k2] = v
+		}
+	}
+	next[k] = o
+	c.m.Store(&next)
+	return o
+}
+
+func lenOf[K comparable](m *map[K]prometheus.Observer) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
 }
 
 // httpBuckets span a cached catalog answer (sub-millisecond) to a slow upstream (10 s).
@@ -139,12 +195,16 @@ func (m *Metrics) ObserveHTTP(route, method string, status int, d time.Duration)
 	if route == "" {
 		route = UnmatchedRoute
 	}
-	m.HTTPDuration.WithLabelValues(route, method, strconv.Itoa(status)).Observe(d.Seconds())
+	m.httpObs.get(httpLabels{route, method, status}, func() prometheus.Observer {
+		return m.HTTPDuration.WithLabelValues(route, method, strconv.Itoa(status))
+	}).Observe(d.Seconds())
 }
 
 // ObserveUpstream records one call to a backing service.
 func (m *Metrics) ObserveUpstream(service, outcome string, d time.Duration) {
-	m.UpstreamDuration.WithLabelValues(service, outcome).Observe(d.Seconds())
+	m.upstreamObs.get(upstreamLabels{service, outcome}, func() prometheus.Observer {
+		return m.UpstreamDuration.WithLabelValues(service, outcome)
+	}).Observe(d.Seconds())
 }
 
 // UpstreamOutcome classifies the result of a call to a service for ObserveUpstream.
