@@ -120,7 +120,7 @@ wait_http "http://127.0.0.1:$P_NGINX/v1/meta"
 #    a 200 that went through the limiter).
 P_REDIS=$(free_port)
 redis-server --port "$P_REDIS" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" >"$tmp/redis.log" 2>&1 &
-pids+=($!)
+pids+=($!); REDIS_PID=$!
 for _ in $(seq 50); do redis-cli -p "$P_REDIS" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
 P_GW=$(free_port)
 export GATEWAY_ADDR=127.0.0.1:$P_GW SENSORGATE_ENV=production SQLITE_PATH=$tmp/catalog.db \
@@ -129,25 +129,55 @@ export GATEWAY_ADDR=127.0.0.1:$P_GW SENSORGATE_ENV=production SQLITE_PATH=$tmp/c
 GW_BIN=${GATEWAY_BIN:-$tmp/bin/gateway} # GATEWAY_BIN measures another build of the gateway
 KEY=$("$GW_BIN" keys create --owner loadtest --env production --plan bench | head -1)
 "$GW_BIN" >"$tmp/gateway.log" 2>&1 &
-pids+=($!)
+pids+=($!); GW_PID=$!
 GW=http://127.0.0.1:$P_GW
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT"
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2"
 TTL=$(curl -fsS -D - -o /dev/null -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2" | tr -d '\r' | awk -F'max-age=' '/^Cache-Control/ {print $2}')
+PATHS=(direct nginx gateway-uncached gateway-hot)
+# A/B: GATEWAY_BIN_B (another build) and/or GATEWAY_ENV_B (extra environment, e.g. "GOGC=100")
+# start a second gateway on its own catalog copy, measured in the same rounds as b-uncached
+# and b-hot, so that two variants meet the same load on the machine.
+if [ -n "${GATEWAY_BIN_B:-}${GATEWAY_ENV_B:-}" ]; then
+  B_BIN=${GATEWAY_BIN_B:-$GW_BIN} P_GWB=$(free_port)
+  cp "$tmp/catalog.db" "$tmp/catalog-b.db"
+  # shellcheck disable=SC2086 # GATEWAY_ENV_B is a list of NAME=value words
+  env GATEWAY_ADDR=127.0.0.1:$P_GWB SQLITE_PATH=$tmp/catalog-b.db ${GATEWAY_ENV_B:-} "$B_BIN" >"$tmp/gateway-b.log" 2>&1 &
+  pids+=($!); GWB_PID=$!
+  GWB=http://127.0.0.1:$P_GWB
+  wait_http -H "x-api-key: $KEY" "$GWB/api/v1/sensors/$EXT/readings?limit=2"
+  PATHS+=(b-uncached b-hot)
+  log "B: ${GATEWAY_BIN_B:-same build} ${GATEWAY_ENV_B:-}"
+fi
 
 # 4. Measure.
 LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
-declare -A RPS P50 P99
+declare -A RPS P50 P99 CPU_NGINX CPU_GW CPU_REDIS
+# CPU seconds (user+system, in clock ticks) a set of processes has used so far. Throughput
+# on a shared machine swings with whatever else runs; the CPU each hop spends per request
+# does not, so the run reports both.
+ticks() { local t=0 p; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
+nginx_workers() { pgrep -P "$(cat "$tmp/nginx.pid")" | tr '\n' ' '; }
+per_req_us() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n > 0) printf "%.1f", t / hz / n * 1e6; else print "n/a" }'; }
 run_wrk() { # name url [lua] [header]
   local name=$1 url=$2 lua=${3:-} hdr=${4:-}
   local args=(-t2 -c"$CONNS" -d"${DURATION}s" --latency)
   [ -n "$lua" ] && args+=(-s "$lua")
   [ -n "$hdr" ] && args+=(-H "$hdr")
+  local workers; workers=$(nginx_workers)
+  # shellcheck disable=SC2086 # one pid per word
+  local n0 g0 r0; n0=$(ticks $workers) g0=$(ticks "$GWP") r0=$(ticks "$REDIS_PID")
   wrk "${args[@]}" "$url" >"$tmp/wrk-$name.txt" 2>&1 || true
-  local non2xx rps; non2xx=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk-$name.txt")
+  # shellcheck disable=SC2086
+  local n1 g1 r1; n1=$(ticks $workers) g1=$(ticks "$GWP") r1=$(ticks "$REDIS_PID")
+  local non2xx rps reqs; non2xx=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk-$name.txt")
   rps=$(awk '/^Requests\/sec/ {printf "%.0f", $2}' "$tmp/wrk-$name.txt")
+  reqs=$(awk '/requests in/ {print $1}' "$tmp/wrk-$name.txt")
   RPS[$name]="${RPS[$name]:-} $rps"
-  log "round $round $name: $rps req/s${non2xx:+ ($non2xx non-2xx!)}"
+  CPU_NGINX[$name]="${CPU_NGINX[$name]:-} $(per_req_us $((n1 - n0)) "$reqs")"
+  CPU_GW[$name]="${CPU_GW[$name]:-} $(per_req_us $((g1 - g0)) "$reqs")"
+  CPU_REDIS[$name]="${CPU_REDIS[$name]:-} $(per_req_us $((r1 - r0)) "$reqs")"
+  log "round $round $name: $rps req/s${non2xx:+ ($non2xx non-2xx!)}; CPU per request: nginx $(per_req_us $((n1 - n0)) "$reqs") us, gateway $(per_req_us $((g1 - g0)) "$reqs") us, redis $(per_req_us $((r1 - r0)) "$reqs") us"
 }
 run_rate() { # name url [header]
   local name=$1 url=$2 hdr=${3:-}
@@ -161,19 +191,33 @@ run_rate() { # name url [header]
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
 LUA=scripts/loadtest/unique.lua
 H="x-api-key: $KEY"
+GWP=$GW_PID # the gateway whose CPU run_wrk counts
 for round in $(seq "$ROUNDS"); do
   run_wrk direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2" "$LUA"
   run_wrk nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2" "$LUA"
-  run_wrk gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H"
-  run_wrk gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "" "$H"
+  GWP=$GW_PID run_wrk gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H"
+  GWP=$GW_PID run_wrk gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "" "$H"
+  if [ -n "${GWB:-}" ]; then
+    GWP=$GWB_PID run_wrk b-uncached "$GWB/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H"
+    GWP=$GWB_PID run_wrk b-hot "$GWB/api/v1/sensors/$EXT/readings?limit=2" "" "$H"
+  fi
   run_rate direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2&n={n}"
   run_rate nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2&n={n}"
   run_rate gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2&since=2001-01-01T00:00:00Z&page={n}" "$H"
   run_rate gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "$H"
+  if [ -n "${GWB:-}" ]; then
+    run_rate b-uncached "$GWB/api/v1/sensors/$EXT/readings?limit=2&since=2001-01-01T00:00:00Z&page={n}" "$H"
+    run_rate b-hot "$GWB/api/v1/sensors/$EXT/readings?limit=2" "$H"
+  fi
 done
-for n in direct nginx gateway-uncached gateway-hot; do
+ROUNDS_RPS=""
+for n in "${PATHS[@]}"; do
+  ROUNDS_RPS="$ROUNDS_RPS $n:$(echo "${RPS[$n]}" | tr -s ' ' ',' | sed 's/^,//')"
   RPS[$n]=$(echo "${RPS[$n]}" | median); P50[$n]=$(echo "${P50[$n]}" | median); P99[$n]=$(echo "${P99[$n]}" | median)
+  CPU_NGINX[$n]=$(echo "${CPU_NGINX[$n]}" | median); CPU_GW[$n]=$(echo "${CPU_GW[$n]}" | median); CPU_REDIS[$n]=$(echo "${CPU_REDIS[$n]}" | median)
 done
+peak_rss() { awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$1/status" 2>/dev/null || echo "?"; }
+GW_RSS="$(peak_rss "$GW_PID")${GWB_PID:+ (B: $(peak_rss "$GWB_PID"))}"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.3f", a - b }'; }
@@ -183,9 +227,27 @@ diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.3f", a - b }'; }
   echo
   echo "| path | req/s at saturation | vs nginx | p50 at $RATE/s | p99 at $RATE/s | p99 vs nginx |"
   echo "|---|---|---|---|---|---|"
-  for n in direct nginx gateway-uncached gateway-hot; do
+  for n in "${PATHS[@]}"; do
     echo "| $n | ${RPS[$n]} | $(ratio "${RPS[$n]}" "${RPS[nginx]}")x | ${P50[$n]} ms | ${P99[$n]} ms | $(diff_ms "${P99[$n]}" "${P99[nginx]}") ms |"
   done
   echo
+  echo "req/s per round:$ROUNDS_RPS"
+  echo
+  echo "CPU per request at saturation (us, median of rounds; user+system from /proc; nginx = its two workers, which serve the backend and the nginx proxy):"
+  echo
+  echo "| path | nginx workers | gateway | redis | the hop's own cost |"
+  echo "|---|---|---|---|---|"
+  for n in "${PATHS[@]}"; do
+    case $n in
+      direct) hop="-" ;;
+      nginx) hop="$(awk -v a="${CPU_NGINX[nginx]}" -v b="${CPU_NGINX[direct]}" 'BEGIN { printf "%.1f", a - b }') (nginx minus direct)" ;;
+      *) hop="$(awk -v a="${CPU_GW[$n]}" -v b="${CPU_REDIS[$n]}" 'BEGIN { printf "%.1f", a + b }') (gateway + redis)" ;;
+    esac
+    echo "| $n | ${CPU_NGINX[$n]} | ${CPU_GW[$n]} | ${CPU_REDIS[$n]} | $hop |"
+  done
+  echo
+  echo "gateway peak RSS: ${GW_RSS} MiB"
+  echo
+  [ -n "${GWB:-}" ] && echo "B (b-uncached, b-hot): ${GATEWAY_BIN_B:-same build} ${GATEWAY_ENV_B:-}" && echo
   echo "targets: gateway-uncached >= 0.5x nginx; gateway-hot >= 1.0x nginx; gateway p99 at $RATE/s <= nginx p99 + 1 ms"
 } | tee ${OUT:+"$OUT"}

@@ -116,4 +116,6 @@ func run(args []string) error {
 	return nil
 }
 
-func us(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64) + "ms" }
+func us(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64) + "ms"
+}
