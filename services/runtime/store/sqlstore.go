@@ -641,69 +641,17 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		return res, err
 	}
 	ph.done(phasePrepare)
-	keys := map[string]int32{}
 	err = s.d.inTx(ctx, func(tx txn) error {
-		res.Stations = 0
-		stored, err := s.lockStations(ctx, tx, stations)
+		changed, err := s.writeStations(ctx, tx, stations, rows, uppers, len(b.Observations) == 0)
 		if err != nil {
 			return err
-		}
-		for _, st := range stations {
-			cur, exists := stored[strings.ToUpper(st.ExternalID)]
-			key, changed, err := s.upsertStation(ctx, tx, st, cur, exists, len(b.Observations) == 0)
-			if err != nil {
-				return err
-			}
-			keys[strings.ToUpper(st.ExternalID)] = key
-			if changed {
-				res.Stations++
-			}
-		}
-		for i := range rows {
-			k, ok := keys[uppers[i]]
-			if !ok {
-				return fmt.Errorf("ingest: observation of unknown station %q", uppers[i])
-			}
-			rows[i].station = k
 		}
 		ph.done(phaseStations)
-		fresh, err := tx.unstored(ctx, rows)
+		fresh, added, err := s.writeReadings(ctx, tx, rows, &ph)
 		if err != nil {
 			return err
 		}
-		ph.done(phaseLookup)
-		// The blocks get their ids first, so that the readings (which only point at
-		// them) are written while the blocks are still being compressed: PostgreSQL's
-		// insert and index work and Go's compression overlap on the two cores.
-		blocks, inline := groupBlocks(fresh)
-		if err := tx.blockIDs(ctx, blocks); err != nil {
-			return err
-		}
-		setBlockRefs(blocks, fresh)
-		if err := s.packInline(fresh, inline); err != nil {
-			return err
-		}
-		ph.done(phaseCompress)
-		packed := s.packBlocks(blocks, fresh)
-		if !overlapPack {
-			if err := packed(); err != nil {
-				return err
-			}
-			packed = func() error { return nil }
-		}
-		added, err := tx.insertReadings(ctx, fresh)
-		if perr := packed(); err == nil {
-			err = perr
-		}
-		if err != nil {
-			return err
-		}
-		ph.done(phaseReadings)
-		if err := tx.insertBlocks(ctx, blocks); err != nil {
-			return err
-		}
-		ph.done(phaseBlocks)
-		res.Inserted = 0
+		res = IngestResult{Stations: changed}
 		for _, n := range added {
 			res.Inserted += int(n)
 		}
@@ -719,6 +667,79 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	}
 	ph.done(phaseCommit)
 	return res, nil
+}
+
+// writeStations locks and upserts the batch's stations, gives every row its station
+// key, and returns how many stations changed.
+func (s *sqlStore) writeStations(ctx context.Context, tx txn, stations []contract.Station, rows []row, uppers []string, authoritative bool) (int, error) {
+	stored, err := s.lockStations(ctx, tx, stations)
+	if err != nil {
+		return 0, err
+	}
+	keys := make(map[string]int32, len(stations))
+	changed := 0
+	for _, st := range stations {
+		upper := strings.ToUpper(st.ExternalID)
+		cur, exists := stored[upper]
+		key, ch, err := s.upsertStation(ctx, tx, st, cur, exists, authoritative)
+		if err != nil {
+			return 0, err
+		}
+		keys[upper] = key
+		if ch {
+			changed++
+		}
+	}
+	for i := range rows {
+		k, ok := keys[uppers[i]]
+		if !ok {
+			return 0, fmt.Errorf("ingest: observation of unknown station %q", uppers[i])
+		}
+		rows[i].station = k
+	}
+	return changed, nil
+}
+
+// writeReadings writes the rows not stored yet (returned) and their blocks, and returns
+// how many readings each station gained.
+func (s *sqlStore) writeReadings(ctx context.Context, tx txn, rows []row, ph *phaseClock) ([]row, map[int32]int64, error) {
+	fresh, err := tx.unstored(ctx, rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	ph.done(phaseLookup)
+	// The blocks get their ids first, so that the readings (which only point at them)
+	// are written while the blocks are still being compressed: PostgreSQL's insert and
+	// index work and Go's compression overlap on the two cores.
+	blocks, inline := groupBlocks(fresh)
+	if err := tx.blockIDs(ctx, blocks); err != nil {
+		return nil, nil, err
+	}
+	setBlockRefs(blocks, fresh)
+	if err := s.packInline(fresh, inline); err != nil {
+		return nil, nil, err
+	}
+	ph.done(phaseCompress)
+	packed := s.packBlocks(blocks, fresh)
+	if !overlapPack {
+		if err := packed(); err != nil {
+			return nil, nil, err
+		}
+		packed = func() error { return nil }
+	}
+	added, err := tx.insertReadings(ctx, fresh)
+	if perr := packed(); err == nil {
+		err = perr
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	ph.done(phaseReadings)
+	if err := tx.insertBlocks(ctx, blocks); err != nil {
+		return nil, nil, err
+	}
+	ph.done(phaseBlocks)
+	return fresh, added, nil
 }
 
 // countReadings moves the counters of the stations that gained readings. A station that
