@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/testenv"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
@@ -61,5 +62,50 @@ func TestPruneDropsPartitions(t *testing.T) {
 	}
 	if got := partitions(); !slices.Equal(got, []string{"blocks_p202603", "readings_p202603"}) {
 		t.Fatalf("partitions after = %v", got)
+	}
+}
+
+// A replica that remembers a month's partitions which another replica's retention
+// dropped fails one batch into that month, forgets its partitions, and stores the
+// readings on the next attempt (the ingest loop retries a failed batch).
+func TestPartitionDroppedByAnotherReplica(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testenv.Postgres(t)
+	var stores [2]Store
+	for i := range stores {
+		st, err := Open(ctx, Options{DatabaseURL: url, ServiceID: "ocean"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		stores[i] = st
+	}
+	batch := func(start time.Time, n int) Batch {
+		b := Batch{Provider: "ndbc"}
+		for i := 0; i < n; i++ {
+			m, _ := canon.Normalize(canon.WindSpeedMS, float64(i), "m/s")
+			b.Observations = append(b.Observations, observation.Observation{StationID: "R1", Time: start.Add(time.Duration(i) * time.Hour),
+				Measurements: []canon.Measurement{m}, Raw: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), RawFormat: "r.v1"})
+		}
+		return b
+	}
+	jan := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	if _, err := stores[0].Ingest(ctx, batch(jan, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := stores[1].Prune(ctx, time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)); err != nil || n != 10 {
+		t.Fatalf("prune by the other replica = %d, %v", n, err)
+	}
+	later := batch(jan.Add(24*time.Hour), 10)
+	if _, err := stores[0].Ingest(ctx, later); err == nil {
+		t.Log("first batch into the dropped month succeeded (partitions already recreated)")
+	}
+	res, err := stores[0].Ingest(ctx, later)
+	if err != nil || res.Inserted+res.Duplicates != 10 {
+		t.Fatalf("retry = %+v, %v", res, err)
+	}
+	if _, total, err := stores[0].Readings(ctx, "R1", contract.ReadingsQuery{Limit: 100, Page: 1}); err != nil || total != 10 {
+		t.Fatalf("readings after the retry: total %d, %v; want 10", total, err)
 	}
 }
