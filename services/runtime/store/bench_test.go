@@ -189,7 +189,7 @@ func BenchmarkIngestConcurrent(b *testing.B) {
 //	go test -run '^$' -bench 'Read$' ./services/runtime/store/
 func BenchmarkRead(b *testing.B) {
 	ctx := context.Background()
-	for _, n := range []int{1, 32, 64} {
+	for _, n := range []int{1, 16, 32, 64} {
 		b.Run(fmt.Sprintf("blocks-of-%d", n), func(b *testing.B) {
 			defer store.SetBlockReadings(store.SetBlockReadings(n))
 			s, err := store.Open(ctx, store.Options{DatabaseURL: testenv.Postgres(b), ServiceID: "ocean"})

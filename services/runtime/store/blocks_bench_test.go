@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -10,7 +11,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sensorgate/sensorgate/services/runtime/benchdata"
-	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
 
 // packed is a block's plain form as the store packs it (count, lengths, values).
@@ -27,19 +27,34 @@ func packed(parts [][]byte) []byte {
 }
 
 // BenchmarkBlockCodecs compares compressors for one block of n consecutive NDBC-shaped
-// readings of a station (raw fragments), with a dictionary of other stations' samples.
+// readings of a station (raw fragments, or measurements JSON), with a dictionary of other
+// stations' samples.
+//
+//	go test -run '^$' -bench BlockCodecs -benchtime 3000x ./services/runtime/store/
 func BenchmarkBlockCodecs(b *testing.B) {
+	for _, kind := range []string{"raw", "measurements"} {
+		b.Run(kind, func(b *testing.B) { benchmarkBlockCodecs(b, kind) })
+	}
+}
+
+func benchmarkBlockCodecs(b *testing.B, kind string) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	batch := benchdata.Batch(0, 10, 64, start)
+	value := func(i int) []byte {
+		if kind == "raw" {
+			return batch.Observations[i].Raw
+		}
+		j, _ := json.Marshal(batch.Observations[i].Measurements)
+		return j
+	}
 	var dict []byte
 	for s := 1; s < 9; s++ {
-		dict = append(dict, batch.Observations[s*64].Raw...)
+		dict = append(dict, value(s*64)...)
 	}
-	_ = store.Batch{}
 	for _, n := range []int{1, 16, 32, 64} {
 		var parts [][]byte
 		for i := 0; i < n; i++ {
-			parts = append(parts, batch.Observations[i].Raw)
+			parts = append(parts, value(i))
 		}
 		plain := packed(parts)
 		sd := s2.MakeDict(dict, nil)
