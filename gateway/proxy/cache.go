@@ -96,16 +96,9 @@ func (c *Cache) Get(key string) (*Response, bool) {
 // it must bound itself, as Upstreams.Get does with its route deadline. A caller whose
 // context ended meanwhile gets its context's error when the call returns.
 func (c *Cache) Do(ctx context.Context, key string, fetch func(context.Context) (*Response, error)) (*Response, error) {
-	r, _, err := c.do(ctx, key, fetch)
-	return r, err
-}
-
-// do is Do that also says whether the answer was already held (a hit), as opposed to
-// fetched by this call or the one it joined.
-func (c *Cache) do(ctx context.Context, key string, fetch func(context.Context) (*Response, error)) (*Response, bool, error) {
 	if r, ok := c.Get(key); ok {
 		c.hits.Inc()
-		return r, true, nil
+		return r, nil
 	}
 	// The call runs on this goroutine (no goroutine per miss, as DoChan would start),
 	// detached from its cancellation because others may be waiting on it; fetch bounds
@@ -129,12 +122,12 @@ func (c *Cache) do(ctx context.Context, key string, fetch func(context.Context) 
 		c.misses.Inc()
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if ctx.Err() != nil {
-		return nil, false, ctx.Err()
+		return nil, ctx.Err()
 	}
-	return v.(*Response), false, nil
+	return v.(*Response), nil
 }
 
 func (c *Cache) put(key string, r *Response) {

@@ -146,7 +146,7 @@ func (h *Handlers) readings(route Route, params []string, validate func(url.Valu
 		// The key is the id as the client wrote it: a hot sensor is answered without a
 		// catalog lookup, within the freshness bound.
 		key := prefix + ref + "\x00?" + fwd
-		resp, held, err := h.cache.do(c.Request.Context(), key, func(ctx context.Context) (*Response, error) {
+		resp, err := h.cache.Do(c.Request.Context(), key, func(ctx context.Context) (*Response, error) {
 			sn, err := h.sensor(ctx, ref)
 			if err != nil {
 				return nil, err
@@ -164,11 +164,8 @@ func (h *Handlers) readings(route Route, params []string, validate func(url.Valu
 			h.fail(c, err)
 			return
 		}
-		if held && rawKey != key {
-			// The client's spelling of the query, for its next request. Only once the answer
-			// is asked for again (it was held already): storing it for every miss doubled
-			// the cache's work and memory for the many queries that are asked once.
-			h.cache.put(rawKey, resp)
+		if rawKey != key {
+			h.cache.put(rawKey, resp) // the client's spelling of the query, for its next request
 		}
 		h.write(c, resp)
 	}
@@ -208,16 +205,24 @@ func isUUID(ref string) bool {
 	return err == nil
 }
 
-// forward re-encodes the known parameters in a canonical order (url.Values.Encode sorts),
-// so equal queries share a cache entry and nothing else reaches the service.
+// forward re-encodes the known parameters in a canonical order, so equal queries share a
+// cache entry and nothing else reaches the service. params is sorted, so writing them in
+// its order gives url.Values.Encode's output without its map and sort.
 func forward(v url.Values, params []string) string {
-	out := url.Values{}
+	var b strings.Builder
 	for _, p := range params {
-		if s := v.Get(p); s != "" {
-			out.Set(p, s)
+		s := v.Get(p)
+		if s == "" {
+			continue
 		}
+		if b.Len() > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(p))
+		b.WriteByte('=')
+		b.WriteString(url.QueryEscape(s))
 	}
-	return out.Encode()
+	return b.String()
 }
 
 // write sends an upstream answer as it came, with a validator and, for a 200, the

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -488,5 +490,32 @@ func TestCacheOptions(t *testing.T) {
 	}
 	if _, err := c.Do(ctx, "err", func(context.Context) (*Response, error) { return nil, fmt.Errorf("boom") }); err == nil {
 		t.Error("fetch error not returned")
+	}
+}
+
+func TestForwardMatchesValuesEncode(t *testing.T) {
+	t.Parallel()
+	for _, params := range [][]string{readingsParams, latestParams} {
+		if !slices.IsSorted(params) {
+			t.Fatalf("params %v are not sorted: forward would not be canonical", params)
+		}
+	}
+	for _, q := range []string{
+		"", "limit=2", "since=2001-01-01T00:00:00Z&limit=2&x=1", "parameter=a+b&parameter=c&sort=desc&page=3",
+		"until=2026-01-01T00%3A00%3A00%2B01%3A00&days=7&data_format=raw", "limit=&page=1",
+	} {
+		v, err := url.ParseQuery(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := url.Values{}
+		for _, p := range readingsParams {
+			if s := v.Get(p); s != "" {
+				want.Set(p, s)
+			}
+		}
+		if got := forward(v, readingsParams); got != want.Encode() {
+			t.Errorf("forward(%q) = %q, want %q", q, got, want.Encode())
+		}
 	}
 }

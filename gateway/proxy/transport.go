@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
+	"strings"
 	"sync"
 	"time"
 )
@@ -140,10 +142,7 @@ func (t *connTransport) roundTrip(ctx context.Context, pc *pconn, req *http.Requ
 	_, _ = bw.WriteString(" HTTP/1.1\r\nHost: ")
 	_, _ = bw.WriteString(host)
 	_, _ = bw.WriteString("\r\n")
-	if err := req.Header.Write(bw); err != nil {
-		stop()
-		return nil, false, err
-	}
+	writeHeader(bw, req.Header)
 	_, _ = bw.WriteString("\r\n")
 	if err := bw.Flush(); err != nil {
 		stop()
@@ -161,6 +160,26 @@ func (t *connTransport) roundTrip(ctx context.Context, pc *pconn, req *http.Requ
 	resp.Body = &pconnBody{rc: resp.Body, t: t, pc: pc, stop: stop, keep: !resp.Close}
 	return resp, true, nil
 }
+
+// writeHeader writes h as http.Header.Write does, but in map order: Header.Write sorts the
+// keys (a pooled sorter and a sort per request) for reproducible output, which an upstream
+// call does not need. As Header.Write does, it replaces CR and LF in values with spaces, so
+// that no value can start a header of its own.
+func writeHeader(bw *bufio.Writer, h http.Header) {
+	for k, vs := range h {
+		for _, v := range vs {
+			_, _ = bw.WriteString(k)
+			_, _ = bw.WriteString(": ")
+			if strings.ContainsAny(v, "\r\n") {
+				v = headerNewlines.Replace(v)
+			}
+			_, _ = bw.WriteString(textproto.TrimString(v))
+			_, _ = bw.WriteString("\r\n")
+		}
+	}
+}
+
+var headerNewlines = strings.NewReplacer("\n", " ", "\r", " ")
 
 // pconnBody gives the connection back to the pool once the body was read to the end and
 // closed, and closes it otherwise.

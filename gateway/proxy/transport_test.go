@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -8,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -149,5 +152,33 @@ func TestConnTransportFallsBackForOtherRequests(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if string(b) != "POST body" {
 		t.Errorf("POST through the fallback = %q", b)
+	}
+}
+
+func TestWriteHeaderAsHeaderWrite(t *testing.T) {
+	t.Parallel()
+	h := http.Header{
+		"Accept":           {"application/json"},
+		"X-Request-Id":     {"abc"},
+		"X-Internal-Token": {" tok \r\nX-Evil: 1"},
+		"Traceparent":      {"00-1-2-01", "second"},
+	}
+	var want, got bytes.Buffer
+	if err := h.Write(&want); err != nil {
+		t.Fatal(err)
+	}
+	bw := bufio.NewWriter(&got)
+	writeHeader(bw, h)
+	_ = bw.Flush()
+	lines := func(b []byte) []string {
+		l := strings.Split(strings.TrimSuffix(string(b), "\r\n"), "\r\n")
+		slices.Sort(l)
+		return l
+	}
+	if g, w := lines(got.Bytes()), lines(want.Bytes()); !slices.Equal(g, w) {
+		t.Errorf("writeHeader wrote\n%q\nHeader.Write writes\n%q", g, w)
+	}
+	if strings.Contains(got.String(), "\r\nX-Evil") {
+		t.Errorf("a value's newline started a header: %q", got.String())
 	}
 }
