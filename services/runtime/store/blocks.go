@@ -8,11 +8,12 @@ import (
 	"slices"
 )
 
-// blockReadings is the most readings one block holds. A block is compressed with one S2
-// dictionary encode (S2 prepares its 64 KB match table per call, which cost more than the
-// compression itself when every reading was its own value), and a latest-reading read
-// decodes a whole block, so the size trades ingest CPU against that read: measured in
-// docs/services.md. A variable so that the benchmark can compare sizes.
+// blockReadings is the most readings one block holds. A block is compressed with one zstd
+// encode against its format's dictionary (the per-call setup, which cost more than the
+// compression itself when every reading was its own value, is paid once per block), and a
+// latest-reading read decodes a whole block, so the size trades ingest CPU and bytes
+// against that read: measured in docs/services.md. A variable so that the benchmark can
+// compare sizes.
 var blockReadings = 32
 
 // overlapPack compresses blocks while the readings are written (true) or before (false,

@@ -20,7 +20,7 @@ const tagS2 = 0xff
 // first byte is below 0x80 for the at most 64 readings of a block: never this byte.
 const tagZstd = 0xfe
 
-// blockZstd selects zstd for blocks (S2 otherwise): see blockCodecNote.
+// blockZstd selects zstd for blocks (S2 otherwise, for the benchmark's comparison).
 var blockZstd = true
 
 // codec compresses the per-reading blobs (canonical measurements JSON and the raw source

@@ -1,0 +1,277 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sensorgate/sensorgate/pkg/contract"
+)
+
+// mergeStations combines the batch's station metadata with what its observations show
+// (parameters, location) into the stations to upsert.
+func (s *sqlStore) mergeStations(ctx context.Context, b Batch) ([]contract.Station, error) {
+	byUpper := map[string]*contract.Station{}
+	var order []string
+	add := func(st contract.Station) *contract.Station {
+		u := strings.ToUpper(st.ExternalID)
+		if cur, ok := byUpper[u]; ok {
+			return cur
+		}
+		c := st
+		byUpper[u] = &c
+		order = append(order, u)
+		return &c
+	}
+	for _, st := range b.Stations {
+		if err := contract.ValidExternalID(st.ExternalID); err != nil {
+			return nil, fmt.Errorf("ingest: station %q: %w", st.ExternalID, err)
+		}
+		add(st)
+	}
+	stored, err := s.storedStations(ctx, b, byUpper)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range b.Observations {
+		if err := contract.ValidExternalID(o.StationID); err != nil {
+			return nil, fmt.Errorf("ingest: observation station %q: %w", o.StationID, err)
+		}
+		if o.Time.IsZero() {
+			return nil, fmt.Errorf("ingest: observation of %q has no time", o.StationID)
+		}
+		u := strings.ToUpper(o.StationID)
+		st, ok := byUpper[u]
+		if !ok {
+			if cur, found := stored[u]; found {
+				st = add(cur.Station)
+			} else {
+				st = add(contract.Station{ExternalID: o.StationID, Name: o.StationID})
+			}
+		}
+		for _, m := range o.Measurements {
+			if !contains(st.DataTypes, m.Parameter) {
+				st.DataTypes = append(st.DataTypes, m.Parameter)
+			}
+		}
+		if st.Latitude == nil && o.Lat != nil && o.Lon != nil {
+			st.Latitude, st.Longitude = o.Lat, o.Lon
+		}
+	}
+	sort.Strings(order) // the lock order of upsertStation
+	out := make([]contract.Station, 0, len(order))
+	for _, u := range order {
+		st := *byUpper[u]
+		if st.ProviderSlug == "" {
+			st.ProviderSlug = b.Provider
+		}
+		if st.FeedSlug == "" {
+			st.FeedSlug = b.Feed
+		}
+		if st.FeedSlug == "" {
+			st.FeedSlug = b.Provider
+		}
+		if st.Name == "" {
+			st.Name = st.ExternalID
+		}
+		if st.Status == "" {
+			st.Status = "active"
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// storedStations reads, in one query per 500, the stored rows of the stations that the
+// batch's observations name and its station list does not.
+func (s *sqlStore) storedStations(ctx context.Context, b Batch, listed map[string]*contract.Station) (map[string]stationRec, error) {
+	var uppers []any
+	seen := map[string]bool{}
+	for _, o := range b.Observations {
+		u := strings.ToUpper(o.StationID)
+		if listed[u] == nil && !seen[u] {
+			seen[u] = true
+			uppers = append(uppers, u)
+		}
+	}
+	out := make(map[string]stationRec, len(uppers))
+	const chunk = 500
+	for start := 0; start < len(uppers); start += chunk {
+		part := uppers[start:min(start+chunk, len(uppers))]
+		rows, err := s.d.query(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper IN (?`+strings.Repeat(", ?", len(part)-1)+`)`), part...)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: read stations: %w", err)
+		}
+		for rows.Next() {
+			r, err := scanStation(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("ingest: read stations: %w", err)
+			}
+			out[strings.ToUpper(r.ExternalID)] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("ingest: read stations: %w", err)
+		}
+	}
+	return out, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// lockStations reads and locks the stored rows of stations in one query. Rows are locked
+// before any reading is written, and batches lock their stations in one order (by id,
+// as are the inserts of new ones that follow), so replicas writing the same stations
+// queue up instead of deadlocking on each other's readings.
+func (s *sqlStore) lockStations(ctx context.Context, tx txn, stations []contract.Station) (map[string]stationRec, error) {
+	out := make(map[string]stationRec, len(stations))
+	const chunk = 500
+	for start := 0; start < len(stations); start += chunk {
+		part := stations[start:min(start+chunk, len(stations))]
+		args := make([]any, len(part))
+		for i, st := range part {
+			args[i] = strings.ToUpper(st.ExternalID)
+		}
+		rows, err := tx.query(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper IN (?`+
+			strings.Repeat(", ?", len(part)-1)+`) ORDER BY external_upper`+s.d.forUpdate), args...)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: read stations: %w", err)
+		}
+		for rows.Next() {
+			r, err := scanStation(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("ingest: read stations: %w", err)
+			}
+			out[strings.ToUpper(r.ExternalID)] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("ingest: read stations: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// upsertStation writes st unless the stored row already says the same, keeping the stored
+// data types that st lacks (a station never forgets a parameter it reported). It returns
+// the station key and whether anything changed (which moves updated_at, the cursor of the
+// gateway's incremental sync).
+func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Station, cur stationRec, exists, authoritative bool) (int32, bool, error) {
+	upper := strings.ToUpper(st.ExternalID)
+	if exists && !authoritative {
+		in := st
+		st = cur.Station
+		st.DataTypes = append([]string(nil), cur.DataTypes...)
+		for _, p := range in.DataTypes {
+			if !contains(st.DataTypes, p) {
+				st.DataTypes = append(st.DataTypes, p)
+			}
+		}
+		if st.Latitude == nil {
+			st.Latitude, st.Longitude = in.Latitude, in.Longitude
+		}
+		if st.Name == "" || st.Name == st.ExternalID {
+			st.Name = in.Name
+		}
+		if st.Description == "" {
+			st.Description = in.Description
+		}
+		if st.SensorType == "" {
+			st.SensorType = in.SensorType
+		}
+		if st.DeploymentDate == "" {
+			st.DeploymentDate = in.DeploymentDate
+		}
+		if st.ReportingIntervalS == 0 {
+			st.ReportingIntervalS = in.ReportingIntervalS
+		}
+		if st.Status == "" {
+			st.Status = in.Status
+		}
+	}
+	if exists {
+		for _, p := range cur.DataTypes {
+			if !contains(st.DataTypes, p) {
+				st.DataTypes = append(st.DataTypes, p)
+			}
+		}
+		if st.Latitude == nil {
+			st.Latitude, st.Longitude = cur.Latitude, cur.Longitude
+		}
+		if st.Description == "" {
+			st.Description = cur.Description
+		}
+		if st.SensorType == "" {
+			st.SensorType = cur.SensorType
+		}
+		if st.DeploymentDate == "" {
+			st.DeploymentDate = cur.DeploymentDate
+		}
+		if st.ReportingIntervalS == 0 {
+			st.ReportingIntervalS = cur.ReportingIntervalS
+		}
+		if st.Name == st.ExternalID && cur.Name != "" {
+			st.Name = cur.Name
+		}
+	}
+	sort.Strings(st.DataTypes)
+	if st.DataTypes == nil {
+		st.DataTypes = []string{}
+	}
+	if exists && sameStation(cur.Station, st) {
+		return cur.key, false, nil
+	}
+	dt, _ := json.Marshal(st.DataTypes)
+	var lat, lon any
+	if st.Latitude != nil && st.Longitude != nil {
+		lat, lon = *st.Latitude, *st.Longitude
+	}
+	var decom any
+	if st.DecommissionedDate != nil {
+		decom = *st.DecommissionedDate
+	}
+	args := []any{st.ExternalID, upper, st.ProviderSlug, st.FeedSlug, st.Name, st.Description, st.SensorType, st.Status,
+		string(dt), st.DeploymentDate, decom, lat, lon, st.ReportingIntervalS, s.now().UnixMilli()}
+	var key int32
+	err := tx.queryRow(ctx, s.q(`INSERT INTO stations (external_id, external_upper, provider, feed, name, description, sensor_type,
+		status, data_types, deployment_date, decommissioned_date, latitude, longitude, reporting_interval_s, updated_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (external_upper) DO UPDATE SET external_id = excluded.external_id, provider = excluded.provider,
+		feed = excluded.feed, name = excluded.name, description = excluded.description, sensor_type = excluded.sensor_type,
+		status = excluded.status, data_types = excluded.data_types, deployment_date = excluded.deployment_date,
+		decommissioned_date = excluded.decommissioned_date, latitude = excluded.latitude, longitude = excluded.longitude,
+		reporting_interval_s = excluded.reporting_interval_s, updated_ms = excluded.updated_ms
+		RETURNING skey`), args...).Scan(&key)
+	if err != nil {
+		return 0, false, fmt.Errorf("ingest: upsert station %q: %w", st.ExternalID, err)
+	}
+	return key, true, nil
+}
+
+func sameStation(a, b contract.Station) bool {
+	eqf := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	eqs := func(x, y *string) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	if len(a.DataTypes) != len(b.DataTypes) {
+		return false
+	}
+	for i := range a.DataTypes {
+		if a.DataTypes[i] != b.DataTypes[i] {
+			return false
+		}
+	}
+	return a.ExternalID == b.ExternalID && a.ProviderSlug == b.ProviderSlug && a.FeedSlug == b.FeedSlug &&
+		a.Name == b.Name && a.Description == b.Description && a.SensorType == b.SensorType && a.Status == b.Status &&
+		a.DeploymentDate == b.DeploymentDate && eqs(a.DecommissionedDate, b.DecommissionedDate) &&
+		eqf(a.Latitude, b.Latitude) && eqf(a.Longitude, b.Longitude) && a.ReportingIntervalS == b.ReportingIntervalS
+}
