@@ -44,7 +44,7 @@ chmod 755 "$tmp" # nginx workers (www-data when started as root) read the record
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null || true
+  for f in "$tmp"/nginx*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$tmp"
 }
@@ -76,23 +76,31 @@ kill "$OCEAN_PID"
 BYTES=$(wc -c <"$tmp/www/readings.json")
 log "backend answer: GET /v1/sensors/$EXT/readings?limit=2, $BYTES bytes"
 
-# 2. nginx: the static backend and the plain reverse proxy in front of it.
+# 2. nginx: the static backend and, as a separate nginx (its own master and workers), the
+#    plain reverse proxy in front of it. Separate, because the gateway is a separate process
+#    from its backend too: one nginx serving both would often proxy a request to itself in
+#    the same worker, with no process switch at all, which no deployment has.
 P_BACK=$(free_port) P_NGINX=$(free_port)
-cat >"$tmp/nginx.conf" <<CONF
+nginx_conf() { # name server-block
+  cat <<CONF
 worker_processes 2;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx-error.log warn;
+pid $tmp/nginx-$1.pid;
+error_log $tmp/nginx-$1-error.log warn;
 events { worker_connections 4096; }
 http {
   access_log off;
   default_type application/json;
   keepalive_requests 1000000;
-  client_body_temp_path $tmp/nginx-body;
-  proxy_temp_path $tmp/nginx-proxy;
-  fastcgi_temp_path $tmp/nginx-fcgi;
-  uwsgi_temp_path $tmp/nginx-uwsgi;
-  scgi_temp_path $tmp/nginx-scgi;
-  server {
+  client_body_temp_path $tmp/nginx-$1-body;
+  proxy_temp_path $tmp/nginx-$1-proxy;
+  fastcgi_temp_path $tmp/nginx-$1-fcgi;
+  uwsgi_temp_path $tmp/nginx-$1-uwsgi;
+  scgi_temp_path $tmp/nginx-$1-scgi;
+$2
+}
+CONF
+}
+nginx_conf backend "  server {
     listen 127.0.0.1:$P_BACK;
     root $tmp/www;
     location = /v1/meta { try_files /v1/meta.json =404; }
@@ -100,19 +108,18 @@ http {
     location = /v1/sensors { try_files /v1/sensors.json =404; }
     location ~ ^/v1/sensors/[^/]+/readings/latest\$ { try_files /latest.json =404; }
     location ~ ^/v1/sensors/[^/]+/readings\$ { try_files /readings.json =404; }
-  }
-  upstream backend { server 127.0.0.1:$P_BACK; keepalive 64; }
+  }" >"$tmp/nginx-backend.conf"
+nginx_conf proxy "  upstream backend { server 127.0.0.1:$P_BACK; keepalive 64; }
   server {
     listen 127.0.0.1:$P_NGINX;
     location / {
       proxy_pass http://backend;
       proxy_http_version 1.1;
-      proxy_set_header Connection "";
+      proxy_set_header Connection \"\";
     }
-  }
-}
-CONF
-"$NGINX" -c "$tmp/nginx.conf" -p "$tmp"
+  }" >"$tmp/nginx-proxy.conf"
+"$NGINX" -c "$tmp/nginx-backend.conf" -p "$tmp"
+"$NGINX" -c "$tmp/nginx-proxy.conf" -p "$tmp"
 wait_http "http://127.0.0.1:$P_BACK/v1/meta"
 wait_http "http://127.0.0.1:$P_NGINX/v1/meta"
 
@@ -157,7 +164,7 @@ declare -A RPS P50 P99 CPU_NGINX CPU_GW CPU_REDIS
 # on a shared machine swings with whatever else runs; the CPU each hop spends per request
 # does not, so the run reports both.
 ticks() { local t=0 p; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
-nginx_workers() { pgrep -P "$(cat "$tmp/nginx.pid")" | tr '\n' ' '; }
+nginx_workers() { cat "$tmp"/nginx-*.pid | xargs -n1 pgrep -P | tr '\n' ' '; }
 per_req_us() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n > 0) printf "%.1f", t / hz / n * 1e6; else print "n/a" }'; }
 run_wrk() { # name url [lua] [header]
   local name=$1 url=$2 lua=${3:-} hdr=${4:-}
@@ -233,7 +240,7 @@ diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.3f", a - b }'; }
   echo
   echo "req/s per round:$ROUNDS_RPS"
   echo
-  echo "CPU per request at saturation (us, median of rounds; user+system from /proc; nginx = its two workers, which serve the backend and the nginx proxy):"
+  echo "CPU per request at saturation (us, median of rounds; user+system from /proc; nginx = the workers of both nginx instances, the backend and the proxy):"
   echo
   echo "| path | nginx workers | gateway | redis | the hop's own cost |"
   echo "|---|---|---|---|---|"

@@ -13,10 +13,11 @@ import (
 	"syscall"
 
 	"github.com/sensorgate/sensorgate/gateway/app"
+	"github.com/sensorgate/sensorgate/pkg/gctune"
 )
 
 func main() {
-	tuneGC(os.Getenv)
+	gctune.Apply(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := app.Run(ctx, os.Args, os.Getenv, os.Stdout)
 	stop()

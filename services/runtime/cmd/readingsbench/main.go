@@ -23,12 +23,14 @@ import (
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/gctune"
 	"github.com/sensorgate/sensorgate/services/runtime/benchdata"
 	"github.com/sensorgate/sensorgate/services/runtime/httpapi"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
 
 func main() {
+	gctune.Apply(os.Getenv) // as the service binaries do
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
