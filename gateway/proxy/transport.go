@@ -19,8 +19,8 @@ import (
 // hands every request and response between them; here the calling goroutine writes the
 // request and reads the response on a pooled keep-alive connection itself, which saves
 // those hand-offs (a fifth of the gateway's CPU on an uncached readings call). Anything
-// else (a body, another method, HTTPS) goes to the fallback http.Transport. It sits under
-// retryablehttp like any RoundTripper, so retries and their policy are unchanged.
+// else (a body, another method, HTTPS) goes to the fallback http.Transport. It is a plain
+// RoundTripper: Upstreams.do retries over it with go-retryablehttp's policy and backoff.
 type connTransport struct {
 	addr     string // host:port
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -109,7 +109,7 @@ func (t *connTransport) put(pc *pconn) {
 	_ = pc.c.Close()
 }
 
-// CloseIdleConnections closes the pool (http.Client calls it through retryablehttp).
+// CloseIdleConnections closes the pool (Upstreams.do, when a service keeps failing).
 func (t *connTransport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle

@@ -122,9 +122,9 @@ func (r *Response) headerValues() (contentType, etag []string) {
 	return []string{r.ContentType}, []string{r.ETag}
 }
 
-// Upstreams calls the backing services. Each service has its own transport and retrying
-// client, so one failing service (whose failures make retryablehttp drop idle
-// connections) never empties the pools of the others.
+// Upstreams calls the backing services. Each service has its own transport, so one
+// failing service (whose failures drop its idle connections, see do) never empties the
+// pools of the others.
 type Upstreams struct {
 	services map[string]*service
 	opt      Options
