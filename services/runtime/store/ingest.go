@@ -417,3 +417,21 @@ func parallelMin(n, least int, fn func(lo, hi int) error) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// tsSpan is the range of timestamps a batch holds for one station.
+type tsSpan struct{ lo, hi int64 }
+
+// stationSpans gives each station of rows the range of its rows' timestamps: the stored-key
+// lookups of both dialects read only those ranges.
+func stationSpans(rows []row) map[int32]tsSpan {
+	spans := map[int32]tsSpan{}
+	for _, r := range rows {
+		sp, ok := spans[r.station]
+		if !ok {
+			sp = tsSpan{r.ts, r.ts}
+		}
+		sp.lo, sp.hi = min(sp.lo, r.ts), max(sp.hi, r.ts)
+		spans[r.station] = sp
+	}
+	return spans
+}

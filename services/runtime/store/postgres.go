@@ -352,16 +352,7 @@ func (t pgTx) insertCopy(ctx context.Context, fresh []row) (map[int32]int64, err
 
 // unstored returns the rows whose (station, ts) is not stored yet.
 func (t pgTx) unstored(ctx context.Context, rows []row) ([]row, error) {
-	type span struct{ lo, hi int64 }
-	spans := map[int32]span{}
-	for _, r := range rows {
-		sp, ok := spans[r.station]
-		if !ok {
-			sp = span{r.ts, r.ts}
-		}
-		sp.lo, sp.hi = min(sp.lo, r.ts), max(sp.hi, r.ts)
-		spans[r.station] = sp
-	}
+	spans := stationSpans(rows)
 	st, lo, hi := make([]int32, 0, len(spans)), make([]int64, 0, len(spans)), make([]int64, 0, len(spans))
 	for k, sp := range spans {
 		st, lo, hi = append(st, k), append(lo, sp.lo), append(hi, sp.hi)

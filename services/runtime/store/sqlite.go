@@ -114,16 +114,7 @@ func (t sqlTx) queryRow(ctx context.Context, q string, args ...any) scanner {
 // unstored returns the rows whose (station, ts) is not stored yet. The transaction holds
 // SQLite's write lock from its start, so nothing is stored in between.
 func (t sqlTx) unstored(ctx context.Context, rows []row) ([]row, error) {
-	type span struct{ lo, hi int64 }
-	spans := map[int32]span{}
-	for _, r := range rows {
-		sp, ok := spans[r.station]
-		if !ok {
-			sp = span{r.ts, r.ts}
-		}
-		sp.lo, sp.hi = min(sp.lo, r.ts), max(sp.hi, r.ts)
-		spans[r.station] = sp
-	}
+	spans := stationSpans(rows)
 	type key struct {
 		station int32
 		ts      int64

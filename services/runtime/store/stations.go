@@ -96,11 +96,19 @@ func (s *sqlStore) storedStations(ctx context.Context, b Batch, listed map[strin
 			uppers = append(uppers, u)
 		}
 	}
+	return s.stationsByUpper(ctx, s.d.query, uppers, "")
+}
+
+// stationsByUpper reads the stored stations whose upper-case external ids are uppers with
+// query, 500 ids a statement (PostgreSQL and SQLite bound the parameters of one), suffix
+// ending each statement (an ORDER BY and a lock).
+func (s *sqlStore) stationsByUpper(ctx context.Context, query func(context.Context, string, ...any) (rowsIter, error), uppers []any, suffix string) (map[string]stationRec, error) {
 	out := make(map[string]stationRec, len(uppers))
 	const chunk = 500
 	for start := 0; start < len(uppers); start += chunk {
 		part := uppers[start:min(start+chunk, len(uppers))]
-		rows, err := s.d.query(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper IN (?`+strings.Repeat(", ?", len(part)-1)+`)`), part...)
+		rows, err := query(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper IN (?`+
+			strings.Repeat(", ?", len(part)-1)+`)`+suffix), part...)
 		if err != nil {
 			return nil, fmt.Errorf("ingest: read stations: %w", err)
 		}
@@ -134,33 +142,11 @@ func contains(xs []string, x string) bool {
 // as are the inserts of new ones that follow), so replicas writing the same stations
 // queue up instead of deadlocking on each other's readings.
 func (s *sqlStore) lockStations(ctx context.Context, tx txn, stations []contract.Station) (map[string]stationRec, error) {
-	out := make(map[string]stationRec, len(stations))
-	const chunk = 500
-	for start := 0; start < len(stations); start += chunk {
-		part := stations[start:min(start+chunk, len(stations))]
-		args := make([]any, len(part))
-		for i, st := range part {
-			args[i] = strings.ToUpper(st.ExternalID)
-		}
-		rows, err := tx.query(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper IN (?`+
-			strings.Repeat(", ?", len(part)-1)+`) ORDER BY external_upper`+s.d.forUpdate), args...)
-		if err != nil {
-			return nil, fmt.Errorf("ingest: read stations: %w", err)
-		}
-		for rows.Next() {
-			r, err := scanStation(rows)
-			if err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("ingest: read stations: %w", err)
-			}
-			out[strings.ToUpper(r.ExternalID)] = r
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("ingest: read stations: %w", err)
-		}
+	uppers := make([]any, len(stations))
+	for i, st := range stations {
+		uppers[i] = strings.ToUpper(st.ExternalID)
 	}
-	return out, nil
+	return s.stationsByUpper(ctx, tx.query, uppers, ` ORDER BY external_upper`+s.d.forUpdate)
 }
 
 // upsertStation writes st unless the stored row already says the same, keeping the stored
