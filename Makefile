@@ -24,13 +24,14 @@ test: lint
 
 vet:
 	$(GO) vet $(MODULES)
+	@for m in scripts/loadtest/fixedrate scripts/loadtest/goproxy; do (cd $$m && GOWORK=off $(GO) vet .) || exit 1; done
 
 fmt:
-	gofmt -l -w pkg gateway services deploy
+	gofmt -l -w pkg gateway services deploy scripts
 
 # lint: gofmt and go vet always; golangci-lint (.golangci.yml) too when it is installed.
 lint: vet
-	@test -z "$$(gofmt -l pkg gateway services deploy)" || (echo "gofmt would change:"; gofmt -l pkg gateway services deploy; exit 1)
+	@test -z "$$(gofmt -l pkg gateway services deploy scripts)" || (echo "gofmt would change:"; gofmt -l pkg gateway services deploy scripts; exit 1)
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./pkg/... ./gateway/... ./services/...; \
 	else echo "lint: golangci-lint not installed, ran gofmt and go vet only"; fi
 

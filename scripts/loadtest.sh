@@ -2,6 +2,7 @@
 # Load test of the gateway's traffic path (docs/traffic.md), in one run, side by side:
 #   direct   wrk -> backend (nginx serving a real service answer recorded at start, ~1.7 KB)
 #   nginx    wrk -> nginx as a plain reverse proxy (keepalive upstream) -> backend
+#   go-proxy wrk -> Go's floor: net/http + httputil.ReverseProxy, tuned, nothing else -> backend
 #   gateway  wrk -> gateway (x-api-key auth, Redis rate limiter, proxy) -> backend,
 #            uncached (every request a distinct query, a real upstream call) and hot (the
 #            same request again and again, answered within the cache's freshness bound)
@@ -58,6 +59,7 @@ mkdir -p "$tmp/bin" "$tmp/www/v1"
 go build -o "$tmp/bin/gateway" ./gateway/cmd/gateway
 go build -o "$tmp/bin/ocean" ./services/cmd/ocean
 (cd scripts/loadtest/fixedrate && GOWORK=off go build -o "$tmp/bin/fixedrate" .)
+(cd scripts/loadtest/goproxy && GOWORK=off go build -o "$tmp/bin/goproxy" .)
 
 # 1. Record real answers of the ocean service (simulated NDBC buoys) for the backend.
 P_OCEAN=$(free_port)
@@ -123,6 +125,13 @@ nginx_conf proxy "  upstream backend { server 127.0.0.1:$P_BACK; keepalive 64; }
 wait_http "http://127.0.0.1:$P_BACK/v1/meta"
 wait_http "http://127.0.0.1:$P_NGINX/v1/meta"
 
+# 2b. Go's floor for the same hop: net/http's server and httputil.ReverseProxy, tuned
+#     (pooled buffers, a large idle pool), with no auth, limiter or cache.
+P_GOPROXY=$(free_port)
+"$tmp/bin/goproxy" -addr "127.0.0.1:$P_GOPROXY" -backend "http://127.0.0.1:$P_BACK" >"$tmp/goproxy.log" 2>&1 &
+pids+=($!); GOPROXY_PID=$!
+wait_http "http://127.0.0.1:$P_GOPROXY/v1/meta"
+
 # 3. Redis and the gateway (production key on a plan far above the load, so every answer is
 #    a 200 that went through the limiter).
 P_REDIS=$(free_port)
@@ -141,7 +150,7 @@ GW=http://127.0.0.1:$P_GW
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT"
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2"
 TTL=$(curl -fsS -D - -o /dev/null -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2" | tr -d '\r' | awk -F'max-age=' '/^Cache-Control/ {print $2}')
-PATHS=(direct nginx gateway-uncached gateway-hot)
+PATHS=(direct nginx go-proxy gateway-uncached gateway-hot)
 # A/B: GATEWAY_BIN_B (another build) and/or GATEWAY_ENV_B (extra environment, e.g. "GOGC=100")
 # start a second gateway on its own catalog copy, measured in the same rounds as b-uncached
 # and b-hot, so that two variants meet the same load on the machine.
@@ -202,6 +211,7 @@ GWP=$GW_PID # the gateway whose CPU run_wrk counts
 for round in $(seq "$ROUNDS"); do
   run_wrk direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2" "$LUA"
   run_wrk nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2" "$LUA"
+  GWP=$GOPROXY_PID run_wrk go-proxy "http://127.0.0.1:$P_GOPROXY/v1/sensors/$EXT/readings?limit=2" "$LUA"
   GWP=$GW_PID run_wrk gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H"
   GWP=$GW_PID run_wrk gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "" "$H"
   if [ -n "${GWB:-}" ]; then
@@ -210,6 +220,7 @@ for round in $(seq "$ROUNDS"); do
   fi
   run_rate direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2&n={n}"
   run_rate nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2&n={n}"
+  run_rate go-proxy "http://127.0.0.1:$P_GOPROXY/v1/sensors/$EXT/readings?limit=2&n={n}"
   run_rate gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2&since=2001-01-01T00:00:00Z&page={n}" "$H"
   run_rate gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "$H"
   if [ -n "${GWB:-}" ]; then
@@ -242,13 +253,13 @@ diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.3f", a - b }'; }
   echo
   echo "CPU per request at saturation (us, median of rounds; user+system from /proc; nginx = the workers of both nginx instances, the backend and the proxy):"
   echo
-  echo "| path | nginx workers | gateway | redis | the hop's own cost |"
+  echo "| path | nginx workers | Go proxy (gateway or go-proxy) | redis | the hop's own cost |"
   echo "|---|---|---|---|---|"
   for n in "${PATHS[@]}"; do
     case $n in
       direct) hop="-" ;;
       nginx) hop="$(awk -v a="${CPU_NGINX[nginx]}" -v b="${CPU_NGINX[direct]}" 'BEGIN { printf "%.1f", a - b }') (nginx minus direct)" ;;
-      *) hop="$(awk -v a="${CPU_GW[$n]}" -v b="${CPU_REDIS[$n]}" 'BEGIN { printf "%.1f", a + b }') (gateway + redis)" ;;
+      *) hop="$(awk -v a="${CPU_GW[$n]}" -v b="${CPU_REDIS[$n]}" 'BEGIN { printf "%.1f", a + b }') (Go proxy + redis)" ;;
     esac
     echo "| $n | ${CPU_NGINX[$n]} | ${CPU_GW[$n]} | ${CPU_REDIS[$n]} | $hop |"
   done
