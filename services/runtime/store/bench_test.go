@@ -48,11 +48,7 @@ func BenchmarkIngest(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			batches := make([]store.Batch, b.N)
-			for i := range batches {
-				batches[i] = benchdata.Batch(0, 100, 100, start.Add(time.Duration(i)*100*10*time.Minute))
-			}
+			batches := ndbcBatches(b.N)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				res, err := s.Ingest(ctx, batches[i])
@@ -105,11 +101,7 @@ func BenchmarkIngestBlocks(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer s.Close()
-				start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-				batches := make([]store.Batch, b.N)
-				for i := range batches {
-					batches[i] = benchdata.Batch(0, 100, 100, start.Add(time.Duration(i)*100*10*time.Minute))
-				}
+				batches := ndbcBatches(b.N)
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					if res, err := s.Ingest(ctx, batches[i]); err != nil || res.Inserted != 10000 {
@@ -228,4 +220,15 @@ func BenchmarkRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// ndbcBatches makes n batches of 10,000 new NDBC-shaped readings (the same 100 stations,
+// 100 readings each, moving on in time), before a benchmark's timer starts.
+func ndbcBatches(n int) []store.Batch {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	batches := make([]store.Batch, n)
+	for i := range batches {
+		batches[i] = benchdata.Batch(0, 100, 100, start.Add(time.Duration(i)*100*10*time.Minute))
+	}
+	return batches
 }
