@@ -34,11 +34,7 @@ func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Log
 		if !ok {
 			return ratelimit.Identity{}, false
 		}
-		keyID := id.KeyIDText // set by the authenticator; a hand-made identity may lack it
-		if keyID == "" {
-			keyID = id.KeyID.String()
-		}
-		return ratelimit.Identity{KeyID: keyID, Environment: id.Environment, Plan: id.Plan}, true
+		return ratelimit.Identity{KeyID: id.KeyIDText, Environment: id.Environment, Plan: id.Plan}, true
 	}
 	local := ratelimit.NewMemory(nil)
 	if cfg.RedisURL == "" {

@@ -10,20 +10,15 @@ import (
 
 type identityKey struct{}
 
-// WithIdentity returns ctx carrying the caller's identity.
-func WithIdentity(ctx context.Context, id Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
-}
-
-// FromContext returns the identity the middleware established for the request.
+// FromContext returns the identity the middleware established for the request. The
+// context holds the authenticator's shared identity; callers get a copy, so it stays
+// unmodified.
 func FromContext(ctx context.Context) (Identity, bool) {
-	switch id := ctx.Value(identityKey{}).(type) {
-	case *Identity:
-		return *id, true
-	case Identity:
-		return id, true
+	id, ok := ctx.Value(identityKey{}).(*Identity)
+	if !ok {
+		return Identity{}, false
 	}
-	return Identity{}, false
+	return *id, true
 }
 
 // FromGin returns the identity of a Gin request.
@@ -42,7 +37,7 @@ func Middleware(a *Authenticator) gin.HandlerFunc {
 		}
 		obs.SetKeyID(c.Request.Context(), id.KeyIDText)
 		// The shared identity goes in as a pointer: boxing the struct would copy it to the
-		// heap on every request. FromContext hands out copies, so it stays unmodified.
+		// heap on every request.
 		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), identityKey{}, id))
 		c.Next()
 	}
