@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
@@ -118,26 +119,16 @@ func (c *observerCache[K]) get(k K, create func() prometheus.Observer) prometheu
 	o := create()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old := c.m.Load()
-	if old != nil && len(*old) >= maxCachedObservers {
-		return o
-	}
-	next := make(map[K]prometheus.Observer, 1+lenOf(old))
-	if old != nil {
-		for k2, v := range *old {
-			next[k2] = v
+	next := map[K]prometheus.Observer{}
+	if old := c.m.Load(); old != nil {
+		if len(*old) >= maxCachedObservers {
+			return o
 		}
+		next = maps.Clone(*old)
 	}
 	next[k] = o
 	c.m.Store(&next)
 	return o
-}
-
-func lenOf[K comparable](m *map[K]prometheus.Observer) int {
-	if m == nil {
-		return 0
-	}
-	return len(*m)
 }
 
 // httpBuckets span a cached catalog answer (sub-millisecond) to a slow upstream (10 s).
