@@ -271,10 +271,10 @@ func (s *sqlStore) packBlocks(blocks []block, rows []row) (wait func() error) {
 	return func() error { return <-done }
 }
 
-// prepareRows encodes the observations' measurements JSON (outside the transaction, on
-// every CPU), makes the dictionaries of formats not seen before, and drops repeats of one
-// (station, time) within the batch, keeping the last. Compression waits until the
-// transaction knows which readings are new.
+// prepareRows turns the observations into rows (outside the transaction), makes the
+// dictionaries of formats not seen before, and drops repeats of one (station, time)
+// within the batch, keeping the last. Encoding and compression wait until the
+// transaction knows which readings are new (packInline, packBlocks).
 func (s *sqlStore) prepareRows(ctx context.Context, b Batch) ([]row, []string, error) {
 	n := len(b.Observations)
 	fetched := b.FetchedAt.UnixMilli()

@@ -132,7 +132,7 @@ func (p *pgParts) ensure(ctx context.Context, rows []row) error {
 		suffix := fmt.Sprintf("_p%04d%02d", m.Year(), int(m.Month()))
 		bounds := fmt.Sprintf(`FOR VALUES FROM (%d) TO (%d)`, m.UnixMilli(), m.AddDate(0, 1, 0).UnixMilli())
 		// A block row up to a page (8 KB) stays inline and uncompressed: its values are
-		// S2 already, and the default (2 KB) would have PostgreSQL try pglz on them and
+		// compressed already (zstd), and the default (2 KB) would have PostgreSQL try pglz on them and
 		// move them to TOAST, a second lookup per block read.
 		for _, ddl := range []string{
 			`CREATE TABLE IF NOT EXISTS readings` + suffix + ` PARTITION OF readings ` + bounds,
@@ -264,11 +264,7 @@ func (t pgTx) insertBlocks(ctx context.Context, blocks []block) error {
 	}
 	_, err := t.tx.CopyFrom(ctx, pgx.Identifier{"blocks"}, blockCols, pgx.CopyFromSlice(len(blocks), func(i int) ([]any, error) {
 		b := &blocks[i]
-		var rf any
-		if b.rawFormat != nil {
-			rf = *b.rawFormat
-		}
-		return []any{b.id, b.station, b.ts, b.tsLast, b.measurements, rf, b.raw}, nil
+		return []any{b.id, b.station, b.ts, b.tsLast, b.measurements, nullInt32(b.rawFormat), b.raw}, nil
 	}))
 	if err != nil {
 		return fmt.Errorf("ingest: copy blocks: %w", err)
@@ -393,11 +389,7 @@ func (t pgTx) unstored(ctx context.Context, rows []row) ([]row, error) {
 func copyRows(rows []row) pgx.CopyFromSource {
 	return pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 		r := &rows[i]
-		var rf any
-		if r.rawFormat != nil {
-			rf = *r.rawFormat
-		}
-		return []any{r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw}, nil
+		return []any{r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, nullInt32(r.rawFormat), r.raw}, nil
 	})
 }
 
@@ -451,11 +443,7 @@ func (t pgTx) insertValues(ctx context.Context, rows []row) (map[int32]int64, er
 			}
 			k := i * 8
 			fmt.Fprintf(&b, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8)
-			var rf any
-			if r.rawFormat != nil {
-				rf = *r.rawFormat
-			}
-			args = append(args, r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, rf, r.raw)
+			args = append(args, r.station, r.ts, r.fetched, r.lat, r.lon, r.measurements, nullInt32(r.rawFormat), r.raw)
 		}
 		b.WriteString(` ON CONFLICT DO NOTHING`)
 		added, err := t.counts(ctx, countInserted(b.String()), args...)

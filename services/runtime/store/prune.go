@@ -55,6 +55,5 @@ func (s *sqlStore) Prune(ctx context.Context, before time.Time) (int64, error) {
 	for old := s.horizon.Load(); cut > old && !s.horizon.CompareAndSwap(old, cut); old = s.horizon.Load() {
 	}
 	s.d.pruned(cut)
-	s.log.Info("readings pruned", "before", before.UTC().Format(time.RFC3339), "removed", removed)
 	return removed, nil
 }

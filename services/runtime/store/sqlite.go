@@ -182,11 +182,7 @@ func (t sqlTx) insertBlocks(ctx context.Context, blocks []block) error {
 				b.WriteByte(',')
 			}
 			b.WriteString("(?,?,?,?,?,?,?)")
-			var rf any
-			if bl.rawFormat != nil {
-				rf = *bl.rawFormat
-			}
-			args = append(args, bl.id, bl.station, bl.ts, bl.tsLast, bl.measurements, rf, bl.raw)
+			args = append(args, bl.id, bl.station, bl.ts, bl.tsLast, bl.measurements, nullInt32(bl.rawFormat), bl.raw)
 		}
 		if _, err := t.tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("ingest: insert blocks: %w", err)
@@ -208,14 +204,11 @@ func (t sqlTx) insertReadings(ctx context.Context, rows []row) (map[int32]int64,
 				b.WriteByte(',')
 			}
 			b.WriteString("(?,?,?,?,?,?,?,?)")
-			var lat, lon, rf any
+			var lat, lon any
 			if r.lat != nil && r.lon != nil {
 				lat, lon = *r.lat, *r.lon
 			}
-			if r.rawFormat != nil {
-				rf = *r.rawFormat
-			}
-			args = append(args, r.station, r.ts, r.fetched, lat, lon, r.measurements, rf, r.raw)
+			args = append(args, r.station, r.ts, r.fetched, lat, lon, r.measurements, nullInt32(r.rawFormat), r.raw)
 		}
 		b.WriteString(` ON CONFLICT DO NOTHING RETURNING station`)
 		res, err := t.tx.QueryContext(ctx, b.String(), args...)

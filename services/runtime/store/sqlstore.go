@@ -286,3 +286,11 @@ func (s *sqlStore) Footprint(ctx context.Context) (Footprint, error) {
 	f.Bytes = n
 	return f, nil
 }
+
+// nullInt32 is p's value as a statement argument, NULL when p is nil.
+func nullInt32(p *int32) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
