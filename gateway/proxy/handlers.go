@@ -229,8 +229,7 @@ func forward(v url.Values, params []string) string {
 // freshness the gateway itself applies.
 func (h *Handlers) write(c *gin.Context, r *Response) {
 	hd := c.Writer.Header()
-	ctV, etagV := r.headerValues()
-	hd["Content-Type"] = ctV
+	hd["Content-Type"] = r.contentTypeV
 	if r.Status != http.StatusOK {
 		hd["Cache-Control"] = h.noStoreV
 		c.Writer.WriteHeader(r.Status)
@@ -238,7 +237,7 @@ func (h *Handlers) write(c *gin.Context, r *Response) {
 		return
 	}
 	hd["Cache-Control"] = h.cacheControlV
-	hd["Etag"] = etagV
+	hd["Etag"] = r.etagV
 	if age := h.now().Sub(r.FetchedAt); age >= time.Second {
 		hd["Age"] = ageValue(int(age / time.Second))
 	}

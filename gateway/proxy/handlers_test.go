@@ -457,7 +457,7 @@ func TestCacheOptions(t *testing.T) {
 	fetch := func(status int) func(context.Context) (*Response, error) {
 		return func(context.Context) (*Response, error) {
 			fetches++
-			return &Response{Status: status, Body: []byte("x"), FetchedAt: now}, nil
+			return NewResponse(status, "", []byte("x"), now), nil
 		}
 	}
 	ctx := context.Background()

@@ -114,12 +114,12 @@ type Response struct {
 	contentTypeV, etagV []string
 }
 
-// headerValues returns the Content-Type and ETag header values of r.
-func (r *Response) headerValues() (contentType, etag []string) {
-	if r.contentTypeV != nil {
-		return r.contentTypeV, r.etagV
-	}
-	return []string{r.ContentType}, []string{r.ETag}
+// NewResponse is an answer of a service with body (owned by the Response from now on),
+// its strong validator and its ready-made header values.
+func NewResponse(status int, contentType string, body []byte, fetchedAt time.Time) *Response {
+	etag := `"` + strconv.FormatUint(xxhash.Sum64(body), 36) + `"`
+	return &Response{Status: status, ContentType: contentType, Body: body, ETag: etag, FetchedAt: fetchedAt,
+		contentTypeV: []string{contentType}, etagV: []string{etag}}
 }
 
 // Upstreams calls the backing services. Each service has its own transport, so one
@@ -353,17 +353,7 @@ func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQue
 	}
 	body := make([]byte, buf.Len())
 	copy(body, buf.Bytes())
-	etag := `"` + strconv.FormatUint(xxhash.Sum64(body), 36) + `"`
-	out := &Response{
-		Status:       resp.StatusCode,
-		ContentType:  ct,
-		Body:         body,
-		ETag:         etag,
-		FetchedAt:    time.Now(),
-		contentTypeV: []string{ct},
-		etagV:        []string{etag},
-	}
-	return out, obs.OutcomeOK, nil
+	return NewResponse(resp.StatusCode, ct, body, time.Now()), obs.OutcomeOK, nil
 }
 
 // do sends req on the service's transport, retrying as checkRetry allows after
