@@ -88,6 +88,9 @@ type Proxy struct {
 	CacheTTL time.Duration
 	// ProbeInterval is how often every service's health is probed (PROBE_INTERVAL).
 	ProbeInterval time.Duration
+	// Native serves the readings routes on the gateway's own fast path (package fastpath)
+	// instead of through the Gin engine (GATEWAY_FASTPATH; on by default, off with tracing).
+	Native bool
 }
 
 // RateLimit is the rate limiter's configuration (RATE_LIMIT_*). Development keys always
@@ -243,6 +246,14 @@ func settings() []setting {
 				return fmt.Errorf("want true or false, got %q", v)
 			}
 			c.RateLimit.FailClosed = b
+			return nil
+		}},
+		{env: "GATEWAY_FASTPATH", flag: "fastpath", def: "true", usage: "answer the readings routes on the native fast path (package fastpath) instead of through the Gin engine; the answers are the same", set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("want true or false, got %q", v)
+			}
+			c.Proxy.Native = b
 			return nil
 		}},
 		{env: "UPSTREAM_TIMEOUT", flag: "upstream-timeout", def: "10s", usage: "deadline of one readings call to a backing service, retries included (then 504 upstream_timeout)", set: func(c *Config, v string) error {

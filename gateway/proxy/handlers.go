@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -103,72 +104,99 @@ var (
 	readingsParams = []string{"data_format", "days", "limit", "page", "parameter", "since", "sort", "until"}
 )
 
-// Latest answers GET /sensors/:id/readings/latest (SPEC.md 4.7).
-func (h *Handlers) Latest() gin.HandlerFunc {
-	return h.readings(RouteLatest, latestParams, func(v url.Values, now time.Time) error {
-		_, err := contract.ParseLatestQuery(v, now)
-		return err
-	}, contract.LatestPath)
+// readingsRoute is what differs between the two readings routes.
+type readingsRoute struct {
+	route    Route
+	prefix   string   // of its cache keys
+	params   []string // query parameters passed to the service, all others dropped
+	validate func(url.Values, time.Time) error
+	path     func(externalID string) string
 }
+
+var readingsRoutes = [...]readingsRoute{
+	RouteLatest: {route: RouteLatest, prefix: RouteLatest.String() + "\x00", params: latestParams,
+		validate: func(v url.Values, now time.Time) error { _, err := contract.ParseLatestQuery(v, now); return err },
+		path:     contract.LatestPath},
+	RouteReadings: {route: RouteReadings, prefix: RouteReadings.String() + "\x00", params: readingsParams,
+		validate: func(v url.Values, now time.Time) error { _, err := contract.ParseReadingsQuery(v, now); return err },
+		path:     contract.ReadingsPath},
+}
+
+// Latest answers GET /sensors/:id/readings/latest (SPEC.md 4.7).
+func (h *Handlers) Latest() gin.HandlerFunc { return h.readings(RouteLatest) }
 
 // Readings answers GET /sensors/:id/readings (SPEC.md 4.8).
-func (h *Handlers) Readings() gin.HandlerFunc {
-	return h.readings(RouteReadings, readingsParams, func(v url.Values, now time.Time) error {
-		_, err := contract.ParseReadingsQuery(v, now)
-		return err
-	}, contract.ReadingsPath)
-}
+func (h *Handlers) Readings() gin.HandlerFunc { return h.readings(RouteReadings) }
 
-func (h *Handlers) readings(route Route, params []string, validate func(url.Values, time.Time) error, path func(string) string) gin.HandlerFunc {
-	prefix := route.String() + "\x00"
+func (h *Handlers) readings(route Route) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		ref := c.Param("id")
-		if !isUUID(ref) {
-			if err := contract.ValidExternalID(ref); err != nil {
-				h.fail(c, apierr.Invalid("id", "want a sensor UUID or a provider's external id: %v", err))
-				return
-			}
-		}
-		// A request repeated byte for byte (the hot case) is answered without parsing its
-		// query again: the raw form is only ever stored after it validated once.
-		rawKey := prefix + ref + "\x00?" + c.Request.URL.RawQuery
-		if resp, ok := h.cache.Get(rawKey); ok {
-			h.cache.hits.Inc()
-			h.write(c, resp)
-			return
-		}
-		v := c.Request.URL.Query()
-		if err := validate(v, h.now()); err != nil {
-			h.fail(c, err)
-			return
-		}
-		fwd := forward(v, params)
-		// The key is the id as the client wrote it: a hot sensor is answered without a
-		// catalog lookup, within the freshness bound.
-		key := prefix + ref + "\x00?" + fwd
-		resp, err := h.cache.Do(c.Request.Context(), key, func(ctx context.Context) (*Response, error) {
-			sn, err := h.sensor(ctx, ref)
-			if err != nil {
-				return nil, err
-			}
-			if sn.FeedID == nil {
-				return nil, apierr.New(apierr.NoFeed, "sensor %q has no feed, so it has no readings", ref)
-			}
-			pq := path(sn.ExternalID)
-			if fwd != "" {
-				pq += "?" + fwd
-			}
-			return h.up.Get(ctx, sn.ServiceID, route, pq)
-		})
+		resp, err := h.Answer(c.Request.Context(), route, c.Param("id"), c.Request.URL.RawQuery)
 		if err != nil {
 			h.fail(c, err)
 			return
 		}
-		if rawKey != key {
-			h.cache.put(rawKey, resp) // the client's spelling of the query, for its next request
+		status, body := h.Reply(ginHeader(c.Writer.Header()), resp, c.GetHeader("If-None-Match"))
+		c.Writer.WriteHeader(status)
+		if body != nil {
+			_, _ = c.Writer.Write(body)
 		}
-		h.write(c, resp)
 	}
+}
+
+// Answer is the readings answer of route (RouteLatest or RouteReadings) for the sensor ref
+// (the path's :id as the client wrote it) and the request's raw query: from the cache
+// within the freshness bound, else from the sensor's service, concurrent identical misses
+// sharing one call. Errors are *apierr.Error (400 for a bad id or query, 404, 502, 504), or
+// ctx's own when the caller went away. The Gin handlers and the native path of package
+// fastpath both answer through it.
+func (h *Handlers) Answer(ctx context.Context, route Route, ref, rawQuery string) (*Response, error) {
+	if route != RouteLatest && route != RouteReadings {
+		return nil, fmt.Errorf("proxy: Answer of route %s, not a readings route", route)
+	}
+	rr := &readingsRoutes[route]
+	if !isUUID(ref) {
+		if err := contract.ValidExternalID(ref); err != nil {
+			return nil, apierr.Invalid("id", "want a sensor UUID or a provider's external id: %v", err)
+		}
+	}
+	// A request repeated byte for byte (the hot case) is answered without parsing its
+	// query again: the raw form is only ever stored after it validated once.
+	rawKey := rr.prefix + ref + "\x00?" + rawQuery
+	if resp, ok := h.cache.Get(rawKey); ok {
+		h.cache.hits.Inc()
+		return resp, nil
+	}
+	// As url.URL.Query does, a malformed pair is dropped; the parameters that did parse
+	// are validated.
+	v, _ := url.ParseQuery(rawQuery)
+	if err := rr.validate(v, h.now()); err != nil {
+		return nil, err
+	}
+	fwd := forward(v, rr.params)
+	// The key is the id as the client wrote it: a hot sensor is answered without a
+	// catalog lookup, within the freshness bound.
+	key := rr.prefix + ref + "\x00?" + fwd
+	resp, err := h.cache.Do(ctx, key, func(ctx context.Context) (*Response, error) {
+		sn, err := h.sensor(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		if sn.FeedID == nil {
+			return nil, apierr.New(apierr.NoFeed, "sensor %q has no feed, so it has no readings", ref)
+		}
+		pq := rr.path(sn.ExternalID)
+		if fwd != "" {
+			pq += "?" + fwd
+		}
+		return h.up.Get(ctx, sn.ServiceID, rr.route, pq)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rawKey != key {
+		h.cache.put(rawKey, resp) // the client's spelling of the query, for its next request
+	}
+	return resp, nil
 }
 
 // sensor resolves ref through the short-lived sensor cache; concurrent misses of one ref
@@ -225,29 +253,34 @@ func forward(v url.Values, params []string) string {
 	return b.String()
 }
 
-// write sends an upstream answer as it came, with a validator and, for a 200, the
-// freshness the gateway itself applies.
-func (h *Handlers) write(c *gin.Context, r *Response) {
-	hd := c.Writer.Header()
-	hd["Content-Type"] = r.contentTypeV
+// HeaderSetter sets one response header to a ready-made value slice (name in canonical
+// form), so that Reply serves both Gin's http.Header and other servers' header types.
+type HeaderSetter interface {
+	SetHeader(name string, value []string)
+}
+
+type ginHeader http.Header
+
+func (g ginHeader) SetHeader(name string, value []string) { g[name] = value }
+
+// Reply sets the headers of an upstream answer (its Content-Type, a validator and, for a
+// 200, the freshness the gateway itself applies) and returns the status and body to send:
+// the answer as it came, or 304 with no body when ifNoneMatch matches its ETag.
+func (h *Handlers) Reply(hd HeaderSetter, r *Response, ifNoneMatch string) (status int, body []byte) {
+	hd.SetHeader("Content-Type", r.contentTypeV)
 	if r.Status != http.StatusOK {
-		hd["Cache-Control"] = h.noStoreV
-		c.Writer.WriteHeader(r.Status)
-		_, _ = c.Writer.Write(r.Body)
-		return
+		hd.SetHeader("Cache-Control", h.noStoreV)
+		return r.Status, r.Body
 	}
-	hd["Cache-Control"] = h.cacheControlV
-	hd["Etag"] = r.etagV
+	hd.SetHeader("Cache-Control", h.cacheControlV)
+	hd.SetHeader("Etag", r.etagV)
 	if age := h.now().Sub(r.FetchedAt); age >= time.Second {
-		hd["Age"] = ageValue(int(age / time.Second))
+		hd.SetHeader("Age", ageValue(int(age/time.Second)))
 	}
-	if etagMatch(c.GetHeader("If-None-Match"), r.ETag) {
-		c.Status(http.StatusNotModified)
-		c.Writer.WriteHeaderNow()
-		return
+	if etagMatch(ifNoneMatch, r.ETag) {
+		return http.StatusNotModified, nil
 	}
-	c.Writer.WriteHeader(http.StatusOK)
-	_, _ = c.Writer.Write(r.Body)
+	return http.StatusOK, r.Body
 }
 
 // ageValues are the Age header values of the freshness bounds the cache allows (at most a

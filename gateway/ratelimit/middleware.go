@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -30,11 +31,55 @@ type Identity struct {
 // untouched (the auth middleware has answered it already).
 type IdentityFunc func(c *gin.Context) (id Identity, ok bool)
 
-// Middleware counts each authenticated request against its key's budget, sets the
+// Verdict is the limiter's answer for one authenticated request: the header values every
+// such response carries (empty: not set) and, for a refused request, its status and error.
+type Verdict struct {
+	Limit, Remaining, Reset, RetryAfter string
+	// Refusal is nil for an admitted request.
+	Refusal *apierr.Error
+	Status  int
+}
+
+// Check counts one request of id against its key's budget. A fail-closed limiter whose
+// backend is down refuses with 503 and Retry-After; a limiter error of any other kind lets
+// the request through (logged): the limiter protects the API, it must not become the reason
+// it fails. Middleware and the gateway's native readings path (package fastpath) both
+// decide through it.
+func Check(ctx context.Context, l Limiter, plans Plans, id Identity, log *slog.Logger) Verdict {
+	limit := plans.For(id.Environment, id.Plan)
+	res, err := l.Allow(ctx, "key:"+id.KeyID, limit)
+	switch {
+	case errors.Is(err, ErrUnavailable):
+		return Verdict{Limit: strconv.Itoa(limit.Rate), RetryAfter: "1", Status: http.StatusServiceUnavailable,
+			Refusal: &apierr.Error{Code: "rate_limit_unavailable", Message: "the rate limiter is unavailable and the gateway is configured to fail closed; retry shortly"}}
+	case err != nil:
+		if ctx.Err() == nil && log != nil {
+			log.Error("rate limit check failed, request let through", "key_id", id.KeyID, "err", err)
+		}
+		return Verdict{}
+	}
+	v := Verdict{Limit: strconv.Itoa(limit.Rate), Remaining: strconv.Itoa(res.Remaining), Reset: strconv.FormatInt(seconds(res.ResetAfter), 10)}
+	if !res.Allowed {
+		retry := max(seconds(res.RetryAfter), 1)
+		v.RetryAfter = strconv.FormatInt(retry, 10)
+		v.Status = http.StatusTooManyRequests
+		v.Refusal = apierr.New(apierr.RateLimited, "rate limit of %d requests per %s exceeded for this API key; retry after %d s", limit.Rate, limit.Per(), retry)
+	}
+	return v
+}
+
+// Headers calls set for each header of the verdict that has a value.
+func (v Verdict) Headers(set func(name, value string)) {
+	for _, h := range [...]struct{ name, value string }{{HeaderLimit, v.Limit}, {HeaderRemaining, v.Remaining}, {HeaderReset, v.Reset}, {HeaderRetryAfter, v.RetryAfter}} {
+		if h.value != "" {
+			set(h.name, h.value)
+		}
+	}
+}
+
+// Middleware counts each authenticated request against its key's budget (Check), sets the
 // x-ratelimit-* headers on every such response, and answers 429 rate_limited with
-// Retry-After when the budget is spent. A fail-closed limiter whose backend is down gives
-// 503 with Retry-After. A limiter error of any other kind lets the request through (logged):
-// the limiter protects the API, it must not become the reason it fails.
+// Retry-After when the budget is spent, or 503 when a fail-closed limiter is down.
 func Middleware(l Limiter, plans Plans, identify IdentityFunc, log *slog.Logger) gin.HandlerFunc {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -45,29 +90,11 @@ func Middleware(l Limiter, plans Plans, identify IdentityFunc, log *slog.Logger)
 			c.Next()
 			return
 		}
-		limit := plans.For(id.Environment, id.Plan)
-		res, err := l.Allow(c.Request.Context(), "key:"+id.KeyID, limit)
+		v := Check(c.Request.Context(), l, plans, id, log)
 		h := c.Writer.Header()
-		switch {
-		case errors.Is(err, ErrUnavailable):
-			h.Set(HeaderLimit, strconv.Itoa(limit.Rate))
-			h.Set(HeaderRetryAfter, "1")
-			abort(c, http.StatusServiceUnavailable, &apierr.Error{Code: "rate_limit_unavailable", Message: "the rate limiter is unavailable and the gateway is configured to fail closed; retry shortly"})
-			return
-		case err != nil:
-			if c.Request.Context().Err() == nil {
-				log.Error("rate limit check failed, request let through", "key_id", id.KeyID, "err", err)
-			}
-			c.Next()
-			return
-		}
-		h.Set(HeaderLimit, strconv.Itoa(limit.Rate))
-		h.Set(HeaderRemaining, strconv.Itoa(res.Remaining))
-		h.Set(HeaderReset, strconv.FormatInt(seconds(res.ResetAfter), 10))
-		if !res.Allowed {
-			h.Set(HeaderRetryAfter, strconv.FormatInt(max(seconds(res.RetryAfter), 1), 10))
-			abort(c, http.StatusTooManyRequests, apierr.New(apierr.RateLimited,
-				"rate limit of %d requests per %s exceeded for this API key; retry after %d s", limit.Rate, limit.Per(), max(seconds(res.RetryAfter), 1)))
+		v.Headers(func(name, value string) { h[name] = []string{value} })
+		if v.Refusal != nil {
+			abort(c, v.Status, v.Refusal)
 			return
 		}
 		c.Next()

@@ -118,31 +118,42 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 			}
 			if o.Metrics != nil {
 				o.Metrics.HTTPInFlight.Dec()
-				o.Metrics.ObserveHTTP(route, r.Method, status, d)
 			}
-			if o.Logger != nil {
-				level := slog.LevelInfo
-				switch {
-				case status >= 500:
-					level = slog.LevelError
-				case o.Quiet[route] || o.Quiet[r.URL.Path]:
-					level = slog.LevelDebug
-				}
-				if !o.Logger.Enabled(ctx, level) {
-					return
-				}
-				o.Logger.LogAttrs(ctx, level, "http request",
-					slog.String("method", r.Method),
-					slog.String("route", route),
-					slog.String("path", r.URL.Path),
-					slog.Int("status", status),
-					slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-					slog.Int64("bytes", rec.bytes),
-				)
-			}
+			o.Observe(ctx, r.Method, route, r.URL.Path, status, d, rec.bytes)
 		}()
 		next.ServeHTTP(rec, r2)
 	})
+}
+
+// Observe records one finished request: the latency histogram by route template, and one
+// access-log line (at error level for a 5xx, debug for a quiet route). Middleware calls it
+// for every request; a server that answers some routes without it (the gateway's native
+// readings path) calls it too, so both are recorded alike.
+func (o HTTPOptions) Observe(ctx context.Context, method, route, path string, status int, d time.Duration, bytes int64) {
+	if o.Metrics != nil {
+		o.Metrics.ObserveHTTP(route, method, status, d)
+	}
+	if o.Logger == nil {
+		return
+	}
+	level := slog.LevelInfo
+	switch {
+	case status >= 500:
+		level = slog.LevelError
+	case o.Quiet[route] || o.Quiet[path]:
+		level = slog.LevelDebug
+	}
+	if !o.Logger.Enabled(ctx, level) {
+		return
+	}
+	o.Logger.LogAttrs(ctx, level, "http request",
+		slog.String("method", method),
+		slog.String("route", route),
+		slog.String("path", path),
+		slog.Int("status", status),
+		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+		slog.Int64("bytes", bytes),
+	)
 }
 
 // requestState is what Middleware allocates per request, in one piece.
