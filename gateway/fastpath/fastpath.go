@@ -93,19 +93,19 @@ func NewServer(o Options) *fasthttp.Server {
 		}
 	}
 	return &fasthttp.Server{
-		Handler:                       handler,
-		ErrorHandler:                  requestError,
-		ReadTimeout:                   ReadTimeout,
-		WriteTimeout:                  WriteTimeout,
-		IdleTimeout:                   IdleTimeout,
-		ReadBufferSize:                MaxHeaderBytes,
-		MaxRequestBodySize:            MaxBodyBytes,
-		NoDefaultServerHeader:         true,
-		NoDefaultContentType:          true,
-		DisablePreParseMultipartForm:  true,
-		CloseOnShutdown:               true,
-		SecureErrorLogMessage:         true,
-		Logger:                        slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Handler:                      handler,
+		ErrorHandler:                 requestError,
+		ReadTimeout:                  ReadTimeout,
+		WriteTimeout:                 WriteTimeout,
+		IdleTimeout:                  IdleTimeout,
+		ReadBufferSize:               MaxHeaderBytes,
+		MaxRequestBodySize:           MaxBodyBytes,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		DisablePreParseMultipartForm: true,
+		CloseOnShutdown:              true,
+		SecureErrorLogMessage:        true,
+		Logger:                       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
 
