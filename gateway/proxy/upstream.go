@@ -23,6 +23,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/valyala/fasthttp"
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -88,9 +89,9 @@ type Options struct {
 	MaxIdleConnsPerHost int
 	MaxBody             int
 	Logger              *slog.Logger
-	// StdTransport keeps every call on net/http's Transport instead of the lighter
-	// HTTP/1.1 connection pool used for plain-HTTP services (for comparison and as an
-	// escape hatch).
+	// StdTransport keeps every call on net/http's Transport instead of fasthttp's client,
+	// which plain-HTTP services get when tracing is off (for comparison and as an escape
+	// hatch).
 	StdTransport bool
 	// Metrics receives one observation per call (sensorgate_upstream_request_duration_seconds
 	// by service and outcome); nil records nothing.
@@ -137,9 +138,14 @@ var acceptJSON = []string{"application/json"}
 type service struct {
 	id   string
 	base string
-	rt   http.RoundTripper // the request id (and spans) over ct, or tr
+	rt   http.RoundTripper // the request id (and spans) over tr
 	tr   *http.Transport
-	ct   *connTransport // nil with StdTransport or HTTPS
+	// fc calls a plain-HTTP service when tracing is off and StdTransport is not set: its
+	// calling goroutine writes the request and reads the answer itself, where
+	// http.Transport hands both between two goroutines per connection, and it parses the
+	// answer without building http.Header maps. That was a third of the gateway's CPU on an
+	// uncached readings call (docs/traffic.md).
+	fc *fasthttp.HostClient
 }
 
 // canonicalAddr is host:port of u, with the scheme's default port.
@@ -217,15 +223,20 @@ func (u *Upstreams) newService(id, base string) (*service, error) {
 		DisableCompression: true,
 		ForceAttemptHTTP2:  false,
 	}
-	s := &service{id: id, base: base, tr: tr}
-	var rt http.RoundTripper = tr
-	if bu, err := url.Parse(base); err == nil && bu.Scheme == "http" && bu.Host != "" && !u.opt.StdTransport {
-		ct := &connTransport{addr: canonicalAddr(bu), dial: tr.DialContext, fallback: tr,
-			maxIdle: u.opt.MaxIdleConnsPerHost, idleFor: tr.IdleConnTimeout}
-		s.ct = ct
-		rt = ct
+	s := &service{id: id, base: base, tr: tr, rt: obs.Transport(tr, u.opt.Tracing)}
+	if bu, err := url.Parse(base); err == nil && bu.Scheme == "http" && bu.Host != "" && !u.opt.StdTransport && (u.opt.Tracing == nil || !u.opt.Tracing.Enabled()) {
+		dialer := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}
+		s.fc = &fasthttp.HostClient{
+			Addr:                      canonicalAddr(bu),
+			Dial:                      func(addr string) (net.Conn, error) { return dialer.Dial("tcp", addr) },
+			MaxConns:                  u.opt.MaxIdleConnsPerHost,
+			MaxConnWaitTimeout:        u.opt.Timeouts.Readings, // a full pool queues, bounded by the call's deadline
+			MaxIdleConnDuration:       tr.IdleConnTimeout,
+			MaxResponseBodySize:       u.opt.MaxBody,
+			MaxIdemponentCallAttempts: 2, // one more try when a kept-alive connection was closed while idle
+			NoDefaultUserAgentHeader:  true,
+		}
 	}
-	s.rt = obs.Transport(rt, u.opt.Tracing)
 	return s, nil
 }
 
@@ -301,6 +312,9 @@ func (u *Upstreams) Get(ctx context.Context, serviceID string, route Route, path
 }
 
 func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQuery string) (*Response, string, error) {
+	if s.fc != nil {
+		return u.getFast(parent, s, route, pathQuery)
+	}
 	timeout := u.timeout(route)
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
@@ -340,20 +354,94 @@ func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQue
 		u.opt.Logger.ErrorContext(parent, "upstream answer too large", "service", s.id, "route", route.String(), "limit", u.opt.MaxBody)
 		return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q answered more than %d bytes", s.id, u.opt.MaxBody)
 	}
-	ct := resp.Header.Get("Content-Type")
-	if resp.StatusCode >= 500 {
-		u.opt.Logger.WarnContext(parent, "upstream error", "service", s.id, "route", route.String(), "status", resp.StatusCode, "body", snippet(buf.Bytes()))
-		return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q failed to answer (HTTP %d)", s.id, resp.StatusCode)
+	return u.judge(parent, s, route, resp.StatusCode, resp.Header.Get("Content-Type"), buf.Bytes())
+}
+
+// judge turns a service's answer into the gateway's: a 5xx, or a 4xx that is not the JSON
+// error shape, is a 502 (detail to the log only); anything else is kept, with a copy of
+// body (which the caller reuses).
+func (u *Upstreams) judge(parent context.Context, s *service, route Route, status int, ct string, body []byte) (*Response, string, error) {
+	if status >= 500 {
+		u.opt.Logger.WarnContext(parent, "upstream error", "service", s.id, "route", route.String(), "status", status, "body", snippet(body))
+		return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q failed to answer (HTTP %d)", s.id, status)
 	}
-	if resp.StatusCode >= 400 && !isJSONError(ct, buf.Bytes()) {
+	if status >= 400 && !isJSONError(ct, body) {
 		// A 401 for a wrong internal token, or a 404 from a service that lacks the route:
 		// a gateway fault, not the client's; its detail goes to the log only.
-		u.opt.Logger.ErrorContext(parent, "upstream answered a non-JSON error", "service", s.id, "route", route.String(), "status", resp.StatusCode, "body", snippet(buf.Bytes()))
+		u.opt.Logger.ErrorContext(parent, "upstream answered a non-JSON error", "service", s.id, "route", route.String(), "status", status, "body", snippet(body))
 		return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q could not answer this request", s.id)
 	}
-	body := make([]byte, buf.Len())
-	copy(body, buf.Bytes())
-	return NewResponse(resp.StatusCode, ct, body, time.Now()), obs.OutcomeOK, nil
+	return NewResponse(status, ct, bytes.Clone(body), time.Now()), obs.OutcomeOK, nil
+}
+
+// getFast is get over the service's fasthttp client, with the same retries (the policy of
+// checkRetry, go-retryablehttp's backoff) and the same answers. fasthttp takes a deadline,
+// not a context: the call ends at the route's deadline (or the caller's, when sooner), and
+// a caller that goes away is noticed between attempts.
+func (u *Upstreams) getFast(parent context.Context, s *service, route Route, pathQuery string) (*Response, string, error) {
+	timeout := u.timeout(route)
+	deadline := time.Now().Add(timeout)
+	if dl, ok := parent.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(s.base + pathQuery)
+	req.Header.Set("Accept", "application/json")
+	if u.tokenV != nil {
+		req.Header.Set(contract.HeaderInternalToken, u.tokenV[0])
+	}
+	if id := obs.RequestID(parent); id != "" {
+		req.Header.Set(contract.HeaderRequestID, id)
+	}
+	for attempt := 0; ; attempt++ {
+		err := s.fc.DoDeadline(req, resp, deadline)
+		if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
+			return nil, obs.OutcomeCanceled, fmt.Errorf("upstream %s: %w", s.id, parent.Err())
+		}
+		retry := false
+		switch {
+		case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrNoFreeConns) || (err != nil && !time.Now().Before(deadline)):
+			s.fc.CloseIdleConnections()
+			u.opt.Logger.WarnContext(parent, "upstream timeout", "service", s.id, "route", route.String(), "timeout", timeout, "err", err)
+			return nil, obs.OutcomeTimeout, apierr.New(apierr.UpstreamTimeout, "service %q did not answer within %s", s.id, timeout)
+		case errors.Is(err, fasthttp.ErrBodyTooLarge):
+			u.opt.Logger.ErrorContext(parent, "upstream answer too large", "service", s.id, "route", route.String(), "limit", u.opt.MaxBody)
+			return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q answered more than %d bytes", s.id, u.opt.MaxBody)
+		case err != nil:
+			retry = true // refused, reset, closed: no answer at all
+		default:
+			switch resp.StatusCode() {
+			case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+				retry = true
+			}
+		}
+		// As checkRetry: only while the deadline leaves room for the longest wait and a
+		// useful attempt.
+		if retry && (attempt >= u.opt.Retries || time.Until(deadline) < u.opt.RetryWaitMax+minAttempt) {
+			retry = false
+		}
+		if !retry {
+			if err != nil {
+				s.fc.CloseIdleConnections()
+				u.opt.Logger.WarnContext(parent, "upstream unavailable", "service", s.id, "route", route.String(), "err", err)
+				return nil, obs.OutcomeUnavailable, apierr.New(apierr.UpstreamUnavailable, "service %q is unavailable", s.id)
+			}
+			return u.judge(parent, s, route, resp.StatusCode(), string(resp.Header.ContentType()), resp.Body())
+		}
+		var hint *http.Response // DefaultBackoff honours a 503's Retry-After
+		if err == nil {
+			hint = &http.Response{StatusCode: resp.StatusCode(), Header: http.Header{"Retry-After": {string(resp.Header.Peek("Retry-After"))}}}
+		}
+		timer := time.NewTimer(retryablehttp.DefaultBackoff(u.opt.RetryWaitMin, u.opt.RetryWaitMax, attempt, hint))
+		select {
+		case <-parent.Done():
+			timer.Stop()
+			return nil, obs.OutcomeCanceled, fmt.Errorf("upstream %s: %w", s.id, parent.Err())
+		case <-timer.C:
+		}
+	}
 }
 
 // do sends req on the service's transport, retrying as checkRetry allows after
@@ -401,8 +489,8 @@ func drain(body io.ReadCloser) {
 
 func (s *service) closeIdle() {
 	s.tr.CloseIdleConnections()
-	if s.ct != nil {
-		s.ct.CloseIdleConnections()
+	if s.fc != nil {
+		s.fc.CloseIdleConnections()
 	}
 }
 
