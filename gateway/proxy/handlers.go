@@ -106,7 +106,6 @@ var (
 
 // readingsRoute is what differs between the two readings routes.
 type readingsRoute struct {
-	route    Route
 	prefix   string   // of its cache keys
 	params   []string // query parameters passed to the service, all others dropped
 	validate func(url.Values, time.Time) error
@@ -114,10 +113,10 @@ type readingsRoute struct {
 }
 
 var readingsRoutes = [...]readingsRoute{
-	RouteLatest: {route: RouteLatest, prefix: RouteLatest.String() + "\x00", params: latestParams,
+	RouteLatest: {prefix: RouteLatest.String() + "\x00", params: latestParams,
 		validate: func(v url.Values, now time.Time) error { _, err := contract.ParseLatestQuery(v, now); return err },
 		path:     contract.LatestPath},
-	RouteReadings: {route: RouteReadings, prefix: RouteReadings.String() + "\x00", params: readingsParams,
+	RouteReadings: {prefix: RouteReadings.String() + "\x00", params: readingsParams,
 		validate: func(v url.Values, now time.Time) error { _, err := contract.ParseReadingsQuery(v, now); return err },
 		path:     contract.ReadingsPath},
 }
@@ -188,7 +187,7 @@ func (h *Handlers) Answer(ctx context.Context, route Route, ref, rawQuery string
 		if fwd != "" {
 			pq += "?" + fwd
 		}
-		return h.up.Get(ctx, sn.ServiceID, rr.route, pq)
+		return h.up.Get(ctx, sn.ServiceID, route, pq)
 	})
 	if err != nil {
 		return nil, err

@@ -46,14 +46,15 @@ func newEnv(t *testing.T, o envOptions) *env {
 	now := time.Now().UTC().Truncate(time.Hour)
 	e := &env{now: now}
 	e.ocean = newFakeService(t, "ocean", map[string][]contract.Reading{
-		"41001": sampleReadings(ids.Sensor("ocean", "41001"), now, 48),
-		"EMPTY": nil,
+		"41001":    sampleReadings(ids.Sensor("ocean", "41001"), now, 48),
+		"EMPTY":    nil,
+		"ST 1+A:B": sampleReadings(ids.Sensor("ocean", "ST 1+A:B"), now, 1),
 	})
 	e.weather = newFakeService(t, "weather", map[string][]contract.Reading{
 		"KSEA": sampleReadings(ids.Sensor("weather", "KSEA"), now, 3),
 	})
 	st := newCatalog(t, []catalogSensor{
-		{"ocean", "41001", true}, {"ocean", "EMPTY", true}, {"ocean", "NOFEED", false},
+		{"ocean", "41001", true}, {"ocean", "EMPTY", true}, {"ocean", "NOFEED", false}, {"ocean", "ST 1+A:B", true},
 		{"ocean", "GONE", true}, // in the catalog, unknown to the service
 		{"weather", "KSEA", true},
 		{"ghost", "G1", true}, // a service this gateway has no URL for
@@ -167,6 +168,8 @@ func TestReadingsEndpoints(t *testing.T) {
 					t.Errorf("body %s, want an empty readings array", b)
 				}
 			}},
+		{name: "id with a space, plus and colon, escaped as it was", path: "/api/v1/sensors/ST%201+A:B/readings/latest", status: 200,
+			upstreamPath: "/v1/sensors/ST%201+A:B/readings/latest"},
 		{name: "no readings", path: "/api/v1/sensors/EMPTY/readings/latest", status: 404, code: "no_readings", upstreamPath: "/v1/sensors/EMPTY/readings/latest"},
 		{name: "unknown sensor", path: "/api/v1/sensors/nope/readings/latest", status: 404, code: "sensor_not_found"},
 		{name: "unknown sensor readings", path: "/api/v1/sensors/nope/readings", status: 404, code: "sensor_not_found"},

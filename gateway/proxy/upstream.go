@@ -85,7 +85,9 @@ type Options struct {
 	Retries                    int
 	RetryWaitMin, RetryWaitMax time.Duration
 	// MaxIdleConnsPerHost sizes each service's keep-alive pool; it should cover the
-	// expected concurrency so that a busy gateway never dials per request.
+	// expected concurrency so that a busy gateway never dials per request. On fasthttp's
+	// client it is also the most connections open at once: more calls wait for one,
+	// within their deadline.
 	MaxIdleConnsPerHost int
 	MaxBody             int
 	Logger              *slog.Logger
@@ -235,6 +237,9 @@ func (u *Upstreams) newService(id, base string) (*service, error) {
 			MaxResponseBodySize:       u.opt.MaxBody,
 			MaxIdemponentCallAttempts: 2, // one more try when a kept-alive connection was closed while idle
 			NoDefaultUserAgentHeader:  true,
+			// Paths are escaped already (contract.LatestPath, ReadingsPath): sent as they
+			// are, not decoded and re-encoded.
+			DisablePathNormalizing: true,
 		}
 	}
 	return s, nil
