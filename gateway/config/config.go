@@ -241,20 +241,10 @@ func settings() []setting {
 			return nil
 		}},
 		{env: "RATE_LIMIT_FAIL_CLOSED", flag: "rate-limit-fail-closed", def: "false", usage: "while Redis is down, refuse requests (503) instead of counting per replica", set: func(c *Config, v string) error {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return fmt.Errorf("want true or false, got %q", v)
-			}
-			c.RateLimit.FailClosed = b
-			return nil
+			return setBool(&c.RateLimit.FailClosed, v)
 		}},
 		{env: "GATEWAY_FASTPATH", flag: "fastpath", def: "true", usage: "answer the readings routes on the native fast path (package fastpath) instead of through the Gin engine; the answers are the same", set: func(c *Config, v string) error {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return fmt.Errorf("want true or false, got %q", v)
-			}
-			c.Proxy.Native = b
-			return nil
+			return setBool(&c.Proxy.Native, v)
 		}},
 		{env: "UPSTREAM_TIMEOUT", flag: "upstream-timeout", def: "10s", usage: "deadline of one readings call to a backing service, retries included (then 504 upstream_timeout)", set: func(c *Config, v string) error {
 			d, err := parseDuration(v)
@@ -312,6 +302,16 @@ func settings() []setting {
 			return nil
 		}},
 	}
+}
+
+// setBool parses a true/false setting into dst.
+func setBool(dst *bool, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("want true or false, got %q", v)
+	}
+	*dst = b
+	return nil
 }
 
 func parseDuration(v string) (time.Duration, error) {
