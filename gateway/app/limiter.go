@@ -36,11 +36,11 @@ func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Log
 		if !ok {
 			return ratelimit.Identity{}, false
 		}
-		return ratelimit.Identity{KeyID: id.KeyIDText, Environment: id.Environment, Plan: id.Plan}, true
+		return limitIdentity(id), true
 	}
 	limit := func(l ratelimit.Limiter) func(context.Context, auth.Identity) ratelimit.Verdict {
 		return func(ctx context.Context, id auth.Identity) ratelimit.Verdict {
-			return ratelimit.Check(ctx, l, cfg.RateLimit.Plans, ratelimit.Identity{KeyID: id.KeyIDText, Environment: id.Environment, Plan: id.Plan}, log)
+			return ratelimit.Check(ctx, l, cfg.RateLimit.Plans, limitIdentity(id), log)
 		}
 	}
 	local := ratelimit.NewMemory(nil)
@@ -84,4 +84,10 @@ func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Log
 		}},
 		close: rdb.Close,
 	}, nil
+}
+
+// limitIdentity is what the limiter knows of a caller: its key id (never the key), its
+// environment and plan.
+func limitIdentity(id auth.Identity) ratelimit.Identity {
+	return ratelimit.Identity{KeyID: id.KeyIDText, Environment: id.Environment, Plan: id.Plan}
 }

@@ -188,7 +188,7 @@ func (n *Native) serve(c *fasthttp.RequestCtx, route proxy.Route, ref, rawQuery 
 		v := n.Limit(ctx, who)
 		v.Headers(c.Response.Header.Set)
 		if v.Refusal != nil {
-			writeError(c, v.Status, v.Refusal)
+			writeError(c, v.Refusal.Status(), v.Refusal)
 			return
 		}
 	}

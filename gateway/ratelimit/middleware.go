@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -32,12 +31,12 @@ type Identity struct {
 type IdentityFunc func(c *gin.Context) (id Identity, ok bool)
 
 // Verdict is the limiter's answer for one authenticated request: the header values every
-// such response carries (empty: not set) and, for a refused request, its status and error.
+// such response carries (empty: not set) and, for a refused request, the error to answer
+// (429 rate_limited, or 503 rate_limit_unavailable).
 type Verdict struct {
 	Limit, Remaining, Reset, RetryAfter string
 	// Refusal is nil for an admitted request.
 	Refusal *apierr.Error
-	Status  int
 }
 
 // Check counts one request of id against its key's budget. A fail-closed limiter whose
@@ -50,8 +49,8 @@ func Check(ctx context.Context, l Limiter, plans Plans, id Identity, log *slog.L
 	res, err := l.Allow(ctx, "key:"+id.KeyID, limit)
 	switch {
 	case errors.Is(err, ErrUnavailable):
-		return Verdict{Limit: strconv.Itoa(limit.Rate), RetryAfter: "1", Status: http.StatusServiceUnavailable,
-			Refusal: &apierr.Error{Code: "rate_limit_unavailable", Message: "the rate limiter is unavailable and the gateway is configured to fail closed; retry shortly"}}
+		return Verdict{Limit: strconv.Itoa(limit.Rate), RetryAfter: "1",
+			Refusal: &apierr.Error{Code: apierr.RateLimitUnavailable, Message: "the rate limiter is unavailable and the gateway is configured to fail closed; retry shortly"}}
 	case err != nil:
 		if ctx.Err() == nil && log != nil {
 			log.Error("rate limit check failed, request let through", "key_id", id.KeyID, "err", err)
@@ -62,7 +61,6 @@ func Check(ctx context.Context, l Limiter, plans Plans, id Identity, log *slog.L
 	if !res.Allowed {
 		retry := max(seconds(res.RetryAfter), 1)
 		v.RetryAfter = strconv.FormatInt(retry, 10)
-		v.Status = http.StatusTooManyRequests
 		v.Refusal = apierr.New(apierr.RateLimited, "rate limit of %d requests per %s exceeded for this API key; retry after %d s", limit.Rate, limit.Per(), retry)
 	}
 	return v
@@ -94,7 +92,7 @@ func Middleware(l Limiter, plans Plans, identify IdentityFunc, log *slog.Logger)
 		h := c.Writer.Header()
 		v.Headers(func(name, value string) { h[name] = []string{value} })
 		if v.Refusal != nil {
-			abort(c, v.Status, v.Refusal)
+			abort(c, v.Refusal.Status(), v.Refusal)
 			return
 		}
 		c.Next()
