@@ -41,13 +41,15 @@ const (
 	RouteLatest   = "/api/v1/sensors/:id/readings/latest"
 )
 
-// Limits of the server, as net/http's server had them.
+// Limits of the server: the timeouts net/http's server had, a smaller header limit.
 const (
 	ReadTimeout  = 30 * time.Second  // the whole request; MCP bodies are at most 1 MiB
 	WriteTimeout = 60 * time.Second  // a proxied page from a slow service, whose own deadline is shorter
 	IdleTimeout  = 120 * time.Second // a kept-alive connection between requests
-	// MaxHeaderBytes bounds the request line and headers (431 beyond).
-	MaxHeaderBytes = 64 << 10
+	// MaxHeaderBytes bounds the request line and headers (431 beyond). fasthttp gives each
+	// connection a read buffer of this size, so it is kept small: 16 KiB is twice what
+	// nginx allows one header line by default, and 10,000 open connections hold 160 MiB.
+	MaxHeaderBytes = 16 << 10
 	// MaxBodyBytes bounds a request body the server reads at all (413 beyond); the MCP
 	// handlers refuse more than 1 MiB themselves, with their own message.
 	MaxBodyBytes = 4 << 20
