@@ -171,11 +171,11 @@ func (n *Native) serve(c *fasthttp.RequestCtx, route proxy.Route, ref, rawQuery 
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			// As the engine's recovery does: a 500, logged, and the server stays up.
-			log.ErrorContext(ctx, "handler panicked", "panic", fmt.Sprint(p))
+			// As the engine's recovery does: a 500 internal error, logged, and the server
+			// stays up.
 			c.Response.Reset()
 			c.Response.Header.Set(obs.HeaderRequestID, id)
-			writeError(c, http.StatusInternalServerError, &apierr.Error{Code: apierr.Internal, Message: "internal error"})
+			fail(ctx, c, fmt.Errorf("handler panicked: %v", p), log, template)
 		}
 		n.Observe.Observe(ctx, http.MethodGet, template, string(c.Path()), c.Response.StatusCode(), time.Since(start), int64(len(c.Response.Body())))
 	}()

@@ -255,17 +255,42 @@ func (u *Upstreams) checkRetry(ctx context.Context, resp *http.Response, err err
 	if resp != nil && resp.Request != nil && !idempotent(resp.Request.Method) {
 		return false, nil
 	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < u.opt.RetryWaitMax+minAttempt {
+	if dl, ok := ctx.Deadline(); ok && !u.roomToRetry(dl) {
 		return false, nil
 	}
 	if err != nil {
 		return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
 	}
-	switch resp.StatusCode {
+	return retryableStatus(resp.StatusCode), nil
+}
+
+// retryableStatus: a gateway or overloaded service in front of the data may answer the
+// next attempt.
+func retryableStatus(code int) bool {
+	switch code {
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true, nil
+		return true
 	}
-	return false, nil
+	return false
+}
+
+// roomToRetry reports whether deadline leaves room for the longest wait plus one useful
+// attempt.
+func (u *Upstreams) roomToRetry(deadline time.Time) bool {
+	return time.Until(deadline) >= u.opt.RetryWaitMax+minAttempt
+}
+
+// wait sleeps go-retryablehttp's DefaultBackoff before attempt+1 (RetryWaitMin doubled per
+// attempt up to RetryWaitMax, or a 503's Retry-After from resp), or until ctx ends.
+func (u *Upstreams) wait(ctx context.Context, attempt int, resp *http.Response) error {
+	timer := time.NewTimer(retryablehttp.DefaultBackoff(u.opt.RetryWaitMin, u.opt.RetryWaitMax, attempt, resp))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
 
 func idempotent(method string) bool {
@@ -356,8 +381,7 @@ func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQue
 		return u.failure(parent, ctx, s, route, timeout, err)
 	}
 	if n > int64(u.opt.MaxBody) {
-		u.opt.Logger.ErrorContext(parent, "upstream answer too large", "service", s.id, "route", route.String(), "limit", u.opt.MaxBody)
-		return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q answered more than %d bytes", s.id, u.opt.MaxBody)
+		return u.tooLarge(parent, s, route)
 	}
 	return u.judge(parent, s, route, resp.StatusCode, resp.Header.Get("Content-Type"), buf.Bytes())
 }
@@ -403,35 +427,24 @@ func (u *Upstreams) getFast(parent context.Context, s *service, route Route, pat
 	for attempt := 0; ; attempt++ {
 		err := s.fc.DoDeadline(req, resp, deadline)
 		if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
-			return nil, obs.OutcomeCanceled, fmt.Errorf("upstream %s: %w", s.id, parent.Err())
+			return canceled(parent, s)
 		}
 		retry := false
 		switch {
 		case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrNoFreeConns) || (err != nil && !time.Now().Before(deadline)):
 			s.fc.CloseIdleConnections()
-			u.opt.Logger.WarnContext(parent, "upstream timeout", "service", s.id, "route", route.String(), "timeout", timeout, "err", err)
-			return nil, obs.OutcomeTimeout, apierr.New(apierr.UpstreamTimeout, "service %q did not answer within %s", s.id, timeout)
+			return u.timedOut(parent, s, route, timeout, err)
 		case errors.Is(err, fasthttp.ErrBodyTooLarge):
-			u.opt.Logger.ErrorContext(parent, "upstream answer too large", "service", s.id, "route", route.String(), "limit", u.opt.MaxBody)
-			return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q answered more than %d bytes", s.id, u.opt.MaxBody)
+			return u.tooLarge(parent, s, route)
 		case err != nil:
 			retry = true // refused, reset, closed: no answer at all
 		default:
-			switch resp.StatusCode() {
-			case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-				retry = true
-			}
+			retry = retryableStatus(resp.StatusCode())
 		}
-		// As checkRetry: only while the deadline leaves room for the longest wait and a
-		// useful attempt.
-		if retry && (attempt >= u.opt.Retries || time.Until(deadline) < u.opt.RetryWaitMax+minAttempt) {
-			retry = false
-		}
-		if !retry {
+		if !retry || attempt >= u.opt.Retries || !u.roomToRetry(deadline) {
 			if err != nil {
 				s.fc.CloseIdleConnections()
-				u.opt.Logger.WarnContext(parent, "upstream unavailable", "service", s.id, "route", route.String(), "err", err)
-				return nil, obs.OutcomeUnavailable, apierr.New(apierr.UpstreamUnavailable, "service %q is unavailable", s.id)
+				return u.unavailable(parent, s, route, err)
 			}
 			return u.judge(parent, s, route, resp.StatusCode(), string(resp.Header.ContentType()), resp.Body())
 		}
@@ -439,12 +452,8 @@ func (u *Upstreams) getFast(parent context.Context, s *service, route Route, pat
 		if err == nil {
 			hint = &http.Response{StatusCode: resp.StatusCode(), Header: http.Header{"Retry-After": {string(resp.Header.Peek("Retry-After"))}}}
 		}
-		timer := time.NewTimer(retryablehttp.DefaultBackoff(u.opt.RetryWaitMin, u.opt.RetryWaitMax, attempt, hint))
-		select {
-		case <-parent.Done():
-			timer.Stop()
-			return nil, obs.OutcomeCanceled, fmt.Errorf("upstream %s: %w", s.id, parent.Err())
-		case <-timer.C:
+		if u.wait(parent, attempt, hint) != nil {
+			return canceled(parent, s)
 		}
 	}
 }
@@ -474,13 +483,9 @@ func (u *Upstreams) do(ctx context.Context, s *service, req *http.Request) (*htt
 		if err == nil {
 			drain(resp.Body)
 		}
-		timer := time.NewTimer(retryablehttp.DefaultBackoff(u.opt.RetryWaitMin, u.opt.RetryWaitMax, attempt, resp))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if err := u.wait(ctx, attempt, resp); err != nil {
 			s.closeIdle()
-			return nil, ctx.Err()
-		case <-timer.C:
+			return nil, err
 		}
 	}
 }
@@ -503,15 +508,36 @@ func (s *service) closeIdle() {
 // one is listening), the route deadline is 504, everything else 502.
 func (u *Upstreams) failure(parent, ctx context.Context, s *service, route Route, timeout time.Duration, err error) (*Response, string, error) {
 	if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
-		return nil, obs.OutcomeCanceled, fmt.Errorf("upstream %s: %w", s.id, parent.Err())
+		return canceled(parent, s)
 	}
 	var ne net.Error
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		u.opt.Logger.WarnContext(parent, "upstream timeout", "service", s.id, "route", route.String(), "timeout", timeout, "err", err)
-		return nil, obs.OutcomeTimeout, apierr.New(apierr.UpstreamTimeout, "service %q did not answer within %s", s.id, timeout)
+		return u.timedOut(parent, s, route, timeout, err)
 	}
+	return u.unavailable(parent, s, route, err)
+}
+
+// canceled is the caller's own cancellation: no one is listening, nothing to log.
+func canceled(parent context.Context, s *service) (*Response, string, error) {
+	return nil, obs.OutcomeCanceled, fmt.Errorf("upstream %s: %w", s.id, parent.Err())
+}
+
+// timedOut is 504 upstream_timeout: no answer within the route's deadline.
+func (u *Upstreams) timedOut(parent context.Context, s *service, route Route, timeout time.Duration, err error) (*Response, string, error) {
+	u.opt.Logger.WarnContext(parent, "upstream timeout", "service", s.id, "route", route.String(), "timeout", timeout, "err", err)
+	return nil, obs.OutcomeTimeout, apierr.New(apierr.UpstreamTimeout, "service %q did not answer within %s", s.id, timeout)
+}
+
+// unavailable is 502 upstream_unavailable: refused, reset, or no answer at all.
+func (u *Upstreams) unavailable(parent context.Context, s *service, route Route, err error) (*Response, string, error) {
 	u.opt.Logger.WarnContext(parent, "upstream unavailable", "service", s.id, "route", route.String(), "err", err)
 	return nil, obs.OutcomeUnavailable, apierr.New(apierr.UpstreamUnavailable, "service %q is unavailable", s.id)
+}
+
+// tooLarge is 502 for an answer over MaxBody, which the gateway will not hold.
+func (u *Upstreams) tooLarge(parent context.Context, s *service, route Route) (*Response, string, error) {
+	u.opt.Logger.ErrorContext(parent, "upstream answer too large", "service", s.id, "route", route.String(), "limit", u.opt.MaxBody)
+	return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q answered more than %d bytes", s.id, u.opt.MaxBody)
 }
 
 // isJSONError reports whether an error answer has the {error, code} shape, which the
