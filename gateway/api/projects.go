@@ -12,7 +12,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
-// ParseProjectQuery parses the query of GET /projects (SPEC.md 4.14) and /projects/my:
+// ParseProjectQuery parses the query of GET /projects (docs/spec.md 4.14) and /projects/my:
 // provider, domain, temporal_pattern, search, feed_type, page and limit. Viewer and owner
 // are the caller's to fill.
 func ParseProjectQuery(v url.Values) (catalog.ProjectFilter, error) {

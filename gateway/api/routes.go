@@ -35,14 +35,14 @@ func addRoutes(r *gin.Engine, d Deps) {
 		r.GET(openapi.PathAssets+"*file", gin.WrapH(docs))
 	}
 
-	// --- Authenticated: every /api/v1 route needs x-api-key (SPEC.md 5), then counts
+	// --- Authenticated: every /api/v1 route needs x-api-key (docs/spec.md 5), then counts
 	// against the key's rate limit. ---
 	v1 := r.Group("/api/v1", auth.Middleware(d.Auth))
 	if d.RateLimit != nil {
 		v1.Use(d.RateLimit)
 	}
 
-	// Sensors catalog (SPEC.md 4.2-4.6). The literal paths types, statuses and registry
+	// Sensors catalog (docs/spec.md 4.2-4.6). The literal paths types, statuses and registry
 	// are static routes, which Gin matches before the :id parameter.
 	v1.GET("/sensors", h.listSensors(false))
 	v1.GET("/sensors/types", h.sensorTypes)
@@ -50,30 +50,30 @@ func addRoutes(r *gin.Engine, d Deps) {
 	v1.GET("/sensors/registry", h.listSensors(true))
 	v1.GET("/sensors/:id", h.sensor)
 
-	// Readings (SPEC.md 4.7, 4.8), passed through from the sensor's service (package proxy).
+	// Readings (docs/spec.md 4.7, 4.8), passed through from the sensor's service (package proxy).
 	if d.Proxy.Latest != nil {
 		v1.GET("/sensors/:id/readings/latest", d.Proxy.Latest)
 		v1.GET("/sensors/:id/readings", d.Proxy.Readings)
 	}
 
-	// Services (SPEC.md 4.13).
+	// Services (docs/spec.md 4.13).
 	v1.GET("/services", h.services)
 	v1.GET("/services/:id", h.service)
 	// Service health, live from the service or "down" from the gateway's probe (package proxy).
 	if d.Proxy.ServiceHealth != nil {
 		v1.GET("/services/:id/health", d.Proxy.ServiceHealth)
 	}
-	// Service MCP (SPEC.md 4.13): forwarded to the service, tool names unchanged.
+	// Service MCP (docs/spec.md 4.13): forwarded to the service, tool names unchanged.
 	if d.MCP.Service != nil {
 		v1.POST("/services/:id/mcp", d.MCP.Service)
 	}
 
-	// Projects (SPEC.md 4.14).
+	// Projects (docs/spec.md 4.14).
 	v1.GET("/projects", h.listProjects(false))
 	v1.GET("/projects/my", h.listProjects(true))
 	v1.GET("/projects/:id", h.project)
 
-	// MCP endpoints (SPEC.md 4.9-4.12, package mcp). POST only: a GET gets the engine's
+	// MCP endpoints (docs/spec.md 4.9-4.12, package mcp). POST only: a GET gets the engine's
 	// 405. The literal /sensors/registry/mcp is matched before the :id parameter.
 	if d.MCP.Catalog != nil {
 		v1.POST("/sensors/registry/mcp", d.MCP.Registry)

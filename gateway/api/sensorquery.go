@@ -11,7 +11,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/canon"
 )
 
-// List sizes and bounds of the sensor and project lists (SPEC.md 8, API.md "Lists").
+// List sizes and bounds of the sensor and project lists (docs/spec.md 8, docs/api-decisions.md "Lists").
 const (
 	DefaultListLimit = 20
 	MaxListLimit     = 1000
@@ -32,11 +32,11 @@ type SensorQuery struct {
 	Filter  catalog.SensorFilter
 	Minimal bool
 	// Fields are the requested field names, trimmed and deduplicated, in request order;
-	// the view keeps the names it knows and ignores the others (SPEC.md 4.2).
+	// the view keeps the names it knows and ignores the others (docs/spec.md 4.2).
 	Fields []string
 }
 
-// ParseSensorQuery parses the query of GET /sensors and /sensors/registry (SPEC.md 4.2).
+// ParseSensorQuery parses the query of GET /sensors and /sensors/registry (docs/spec.md 4.2).
 // It is pure: every input gives a query or an *apierr.Error naming the parameter and the
 // form it takes. An empty value counts as absent.
 func ParseSensorQuery(v url.Values) (SensorQuery, error) {
@@ -151,7 +151,7 @@ func parameterIDs() string {
 	return strings.Join(ids, ", ")
 }
 
-// pageParams parses page and limit. A limit above MaxListLimit is clamped (API.md), and
+// pageParams parses page and limit. A limit above MaxListLimit is clamped (docs/api-decisions.md), and
 // the response's pagination.limit shows the applied value.
 func pageParams(v url.Values) (page, limit int, err error) {
 	page, limit = 1, DefaultListLimit

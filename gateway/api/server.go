@@ -117,7 +117,7 @@ type ProxyHandlers struct {
 	Latest, Readings, ServiceHealth gin.HandlerFunc
 }
 
-// MCPHandlers are the MCP endpoints (SPEC.md 4.9-4.12): one JSON-RPC message per POST.
+// MCPHandlers are the MCP endpoints (docs/spec.md 4.9-4.12): one JSON-RPC message per POST.
 type MCPHandlers struct {
 	Service, Sensor, Project, Registry, Catalog gin.HandlerFunc
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
-// services serves GET /services: SPEC.md 2.7 records.
+// services serves GET /services: docs/spec.md 2.7 records.
 func (h *handlers) services(c *gin.Context) {
 	ctx, cancel := h.queryCtx(c)
 	defer cancel()
@@ -27,7 +27,7 @@ func (h *handlers) services(c *gin.Context) {
 }
 
 // service serves GET /services/:id: the record plus version, providers, feeds, tools,
-// sensor count and last ingest time (API.md).
+// sensor count and last ingest time (docs/api-decisions.md).
 func (h *handlers) service(c *gin.Context) {
 	ctx, cancel := h.queryCtx(c)
 	defer cancel()

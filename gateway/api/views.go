@@ -8,7 +8,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
-// registryJSON is the registry view of SPEC.md 2.1; latitude and longitude appear when the
+// registryJSON is the registry view of docs/spec.md 2.1; latitude and longitude appear when the
 // sensor has a location.
 type registryJSON struct {
 	ID               string   `json:"id"`
@@ -34,7 +34,7 @@ func registrySensor(s *catalog.Sensor) registryJSON {
 	}
 }
 
-// minimalJSON is SPEC.md 2.1's minimal view, exactly.
+// minimalJSON is docs/spec.md 2.1's minimal view, exactly.
 type minimalJSON struct {
 	ID         string   `json:"id"`
 	Name       string   `json:"name"`
@@ -137,7 +137,7 @@ func (p projected) MarshalJSON() ([]byte, error) {
 }
 
 // shapeItems renders sensors as the list items the query asks for: minimal wins over
-// fields (SPEC.md 4.2 rule 2), fields over the default view.
+// fields (docs/spec.md 4.2 rule 2), fields over the default view.
 func shapeItems(sensors []catalog.Sensor, q SensorQuery, registry bool) any {
 	base := fullView
 	if registry {
@@ -175,7 +175,7 @@ func shapeItems(sensors []catalog.Sensor, q SensorQuery, registry bool) any {
 	return out
 }
 
-// sensorList is the envelope of the sensor lists (SPEC.md 4.2): it never changes with
+// sensorList is the envelope of the sensor lists (docs/spec.md 4.2): it never changes with
 // minimal or fields.
 type sensorList struct {
 	Sensors    any                 `json:"sensors"`
@@ -188,7 +188,7 @@ type providerRef struct {
 	Name string `json:"name"`
 }
 
-// projectJSON is a project (feed) record (API.md "Services and projects").
+// projectJSON is a project (feed) record (docs/api-decisions.md "Services and projects").
 type projectJSON struct {
 	ID              string        `json:"id"`
 	Slug            string        `json:"slug"`
@@ -220,7 +220,7 @@ type projectList struct {
 	Pagination contract.Pagination `json:"pagination"`
 }
 
-// serviceJSON is SPEC.md 2.7.
+// serviceJSON is docs/spec.md 2.7.
 type serviceJSON struct {
 	ID              string `json:"id"`
 	Name            string `json:"name"`

@@ -16,7 +16,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
-// Header is the request header that carries the key (SPEC.md 5).
+// Header is the request header that carries the key (docs/spec.md 5).
 const Header = "x-api-key"
 
 // DefaultCacheSize bounds the lookup cache so that a flood of random keys cannot grow it

@@ -17,7 +17,7 @@ var (
 	ErrConflict = errors.New("already exists")
 )
 
-// Sensor statuses (SPEC.md 3).
+// Sensor statuses (docs/spec.md 3).
 const (
 	StatusActive      = "active"
 	StatusInactive    = "inactive"
@@ -36,7 +36,7 @@ const (
 	VisibilityPrivate = "private"
 )
 
-// Sensor is SPEC.md 2.1 plus what the gateway needs to route and judge it.
+// Sensor is docs/spec.md 2.1 plus what the gateway needs to route and judge it.
 type Sensor struct {
 	ID                 uuid.UUID
 	ExternalID         string

@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// SensorRecord is a sensor in the wire form of SPEC.md 2.1, shared by the REST API and the
+// SensorRecord is a sensor in the wire form of docs/spec.md 2.1, shared by the REST API and the
 // MCP tools so that both always describe a sensor the same way. Every field is present
 // (null when unknown) except distance_km, which only a radius filter gives.
 type SensorRecord struct {

@@ -18,7 +18,7 @@ type SensorLookup interface {
 }
 
 // IsSensorUUID reports whether ref is a sensor UUID in the canonical dashed form that
-// SPEC.md 4 names (36 characters); other spellings uuid.Parse accepts are taken as
+// docs/spec.md 4 names (36 characters); other spellings uuid.Parse accepts are taken as
 // external ids.
 func IsSensorUUID(ref string) (uuid.UUID, bool) {
 	if len(ref) != 36 {

@@ -94,7 +94,7 @@ type Proxy struct {
 }
 
 // RateLimit is the rate limiter's configuration (RATE_LIMIT_*). Development keys always
-// get SPEC.md's 1000 requests an hour; production keys get their plan's budget.
+// get docs/spec.md's 1000 requests an hour; production keys get their plan's budget.
 type RateLimit struct {
 	// Plans maps production plan names to budgets (RATE_LIMIT_PLANS); a key whose plan is
 	// not listed gets the "default" plan, else the development budget.

@@ -124,7 +124,7 @@ func (h *Handler) ProjectMCP() gin.HandlerFunc {
 	})
 }
 
-// RegistryMCP serves POST /api/v1/sensors/registry/mcp: the four legacy tools of SPEC.md
+// RegistryMCP serves POST /api/v1/sensors/registry/mcp: the four legacy tools of docs/spec.md
 // 4.10.
 func (h *Handler) RegistryMCP() gin.HandlerFunc {
 	return h.serve("registry", func(context.Context, *gin.Context) (*scope, error) {

@@ -24,7 +24,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
-// MaxBodyBytes is the largest MCP request body accepted (API.md: 1 MiB); larger is 413.
+// MaxBodyBytes is the largest MCP request body accepted (docs/api-decisions.md: 1 MiB); larger is 413.
 const MaxBodyBytes = 1 << 20
 
 // Config wires a Handler to the gateway's catalog and upstream clients.

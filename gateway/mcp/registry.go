@@ -17,7 +17,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
-// Limits of the legacy registry tools (SPEC.md 8 and API.md "Lists and ordering").
+// Limits of the legacy registry tools (docs/spec.md 8 and docs/api-decisions.md "Lists and ordering").
 const (
 	registryDefaultLimit = 20
 	registryMaxLimit     = 1000

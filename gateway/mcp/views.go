@@ -110,7 +110,7 @@ func sensorSummarySchema() schema {
 	}, "id", "external_id", "name", "sensor_type", "status", "data_types", "latitude", "longitude", "provider_slug", "feed_id", "service_id", "freshness")
 }
 
-// sensorRecord is SPEC.md 2.1 (as the REST API renders it) plus the feed slug and the
+// sensorRecord is docs/spec.md 2.1 (as the REST API renders it) plus the feed slug and the
 // reporting interval that ages are judged by.
 type sensorRecord struct {
 	catalog.SensorRecord

@@ -73,8 +73,8 @@ func gateway(t *testing.T, v *openapi.Validator) string {
 	return srv.URL
 }
 
-// TestGatewayMatchesDocument sends the gateway every catalog request of SPEC.md and
-// API.md, good and bad, and lets the validator fail the test on any exchange the document
+// TestGatewayMatchesDocument sends the gateway every catalog request of docs/spec.md and
+// docs/api-decisions.md, good and bad, and lets the validator fail the test on any exchange the document
 // does not describe.
 func TestGatewayMatchesDocument(t *testing.T) {
 	t.Parallel()

@@ -117,8 +117,8 @@ func waitFor(t *testing.T, what, url string, header http.Header, cond func(int, 
 }
 
 // TestProcessesMatchDocument runs the gateway and the ocean service as processes, as in
-// production, and sends the gateway every readings, health and MCP request of SPEC.md and
-// API.md through the validating transport, so the readings and MCP parts of the document are
+// production, and sends the gateway every readings, health and MCP request of docs/spec.md and
+// docs/api-decisions.md through the validating transport, so the readings and MCP parts of the document are
 // checked against what the real services answer through the real proxy.
 func TestProcessesMatchDocument(t *testing.T) {
 	if testing.Short() {

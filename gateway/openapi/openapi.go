@@ -1,5 +1,5 @@
-// Package openapi holds the OpenAPI document of the public API (the contract of SPEC.md and
-// API.md in machine-readable form), serves it with an offline reference page, and gives the
+// Package openapi holds the OpenAPI document of the public API (the contract of docs/spec.md and
+// docs/api-decisions.md in machine-readable form), serves it with an offline reference page, and gives the
 // gateway's tests a validator that fails them when a request or response drifts from it.
 package openapi
 

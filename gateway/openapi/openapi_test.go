@@ -15,7 +15,7 @@ func TestLoadIsValidAndCoversSpecPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every path of SPEC.md 4.1, in OpenAPI form.
+	// Every path of docs/spec.md 4.1, in OpenAPI form.
 	want := map[string][]string{
 		"/api/v1/sensors":                      {"GET"},
 		"/api/v1/sensors/types":                {"GET"},

@@ -181,7 +181,7 @@ func checkHeaders(resp *openapi3.Response, h http.Header) []error {
 }
 
 // answeredInProtocol reports whether a JSON-RPC endpoint answered a malformed body in the
-// protocol (HTTP 200 with a JSON-RPC error), as API.md says it must.
+// protocol (HTTP 200 with a JSON-RPC error), as docs/api-decisions.md says it must.
 func answeredInProtocol(route *routers.Route, err error) bool {
 	if v, ok := route.Operation.Extensions["x-jsonrpc"].(bool); !ok || !v {
 		return false

@@ -121,10 +121,10 @@ var readingsRoutes = [...]readingsRoute{
 		path:     contract.ReadingsPath},
 }
 
-// Latest answers GET /sensors/:id/readings/latest (SPEC.md 4.7).
+// Latest answers GET /sensors/:id/readings/latest (docs/spec.md 4.7).
 func (h *Handlers) Latest() gin.HandlerFunc { return h.readings(RouteLatest) }
 
-// Readings answers GET /sensors/:id/readings (SPEC.md 4.8).
+// Readings answers GET /sensors/:id/readings (docs/spec.md 4.8).
 func (h *Handlers) Readings() gin.HandlerFunc { return h.readings(RouteReadings) }
 
 func (h *Handlers) readings(route Route) gin.HandlerFunc {
@@ -222,7 +222,7 @@ func (h *Handlers) sensor(ctx context.Context, ref string) (catalog.Sensor, erro
 	return v.(catalog.Sensor), nil
 }
 
-// isUUID reports the dashed UUID form of a sensor id (SPEC.md 4); anything else must be a
+// isUUID reports the dashed UUID form of a sensor id (docs/spec.md 4); anything else must be a
 // valid external id before it goes near an upstream URL.
 func isUUID(ref string) bool {
 	if len(ref) != 36 {
@@ -315,7 +315,7 @@ func etagMatch(header, etag string) bool {
 }
 
 // ServiceHealth answers GET /services/:id/health: the service's own health, fetched live,
-// or, when it does not answer, 200 with status down from the gateway's probe (API.md).
+// or, when it does not answer, 200 with status down from the gateway's probe (docs/api-decisions.md).
 func (h *Handlers) ServiceHealth() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id := c.Param("id")

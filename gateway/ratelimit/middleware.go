@@ -10,7 +10,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 )
 
-// Response headers of SPEC.md 8 and API.md "Rate limits".
+// Response headers of docs/spec.md 8 and docs/api-decisions.md "Rate limits".
 const (
 	HeaderLimit      = "X-Ratelimit-Limit"
 	HeaderRemaining  = "X-Ratelimit-Remaining"

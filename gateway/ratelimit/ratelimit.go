@@ -1,4 +1,4 @@
-// Package ratelimit counts requests per API key (API.md "Rate limits") with GCRA, in Redis
+// Package ratelimit counts requests per API key (docs/api-decisions.md "Rate limits") with GCRA, in Redis
 // through redis_rate so that every gateway replica shares one budget, or in process for the
 // embedded default, behind one Limiter interface; it also holds the wrappers that make the
 // Redis path fast (Batcher) and survivable (Fallback), the plan table, and the Gin middleware
@@ -22,7 +22,7 @@ type Limit struct {
 	Burst  int
 }
 
-// PerHour is rate requests an hour with a burst of the whole budget, the form SPEC.md 8 uses.
+// PerHour is rate requests an hour with a burst of the whole budget, the form docs/spec.md 8 uses.
 func PerHour(rate int) Limit { return Limit{Rate: rate, Period: time.Hour, Burst: rate} }
 
 // Interval is the time one request's worth of budget takes to come back.
@@ -128,7 +128,7 @@ type Backend interface {
 // ErrUnavailable is returned by a fail-closed Fallback while its primary limiter is down.
 var ErrUnavailable = errors.New("rate limiter unavailable")
 
-// DevelopmentLimit returns the development keys' budget, 1000 requests an hour (SPEC.md 8).
+// DevelopmentLimit returns the development keys' budget, 1000 requests an hour (docs/spec.md 8).
 func DevelopmentLimit() Limit { return PerHour(1000) }
 
 // Plans maps production plans to budgets. A production key whose plan is not listed gets
@@ -137,7 +137,7 @@ type Plans map[string]Limit
 
 // ParsePlans parses RATE_LIMIT_PLANS, e.g. "free=1000/h,pro=10000/h". A unit is s, m, h or
 // d (also second, minute, hour, day); an optional ":burst" follows, e.g. "pro=10000/h:500".
-// The burst defaults to the rate, as in SPEC.md's "1000 requests per hour".
+// The burst defaults to the rate, as in docs/spec.md's "1000 requests per hour".
 func ParsePlans(s string) (Plans, error) {
 	out := Plans{}
 	if strings.TrimSpace(s) == "" {

@@ -18,7 +18,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 )
 
-// List sizes (API.md "Lists and ordering").
+// List sizes (docs/api-decisions.md "Lists and ordering").
 const (
 	DefaultLimit = 20
 	MaxLimit     = 1000

@@ -1,4 +1,4 @@
-// Package apierr is the one error shape of every sensorgate HTTP response (API.md
+// Package apierr is the one error shape of every sensorgate HTTP response (docs/api-decisions.md
 // "Errors"): {"error": "<message naming the culprit>", "code": "<code>"}.
 package apierr
 
@@ -9,7 +9,7 @@ import (
 	"net/http"
 )
 
-// Codes of API.md.
+// Codes of docs/api-decisions.md.
 const (
 	InvalidParameter     = "invalid_parameter"
 	MissingAPIKey        = "missing_api_key"
@@ -27,7 +27,7 @@ const (
 	UpstreamTimeout      = "upstream_timeout"
 	Internal             = "internal"
 	// RateLimitUnavailable: Redis is down and the gateway is configured to fail closed
-	// (RATE_LIMIT_FAIL_CLOSED); API.md leaves this case open.
+	// (RATE_LIMIT_FAIL_CLOSED); docs/api-decisions.md leaves this case open.
 	RateLimitUnavailable = "rate_limit_unavailable"
 )
 

@@ -1,4 +1,4 @@
-// Package canon holds the one table of canonical parameters (SPEC.md 2.4) and the unit
+// Package canon holds the one table of canonical parameters (docs/spec.md 2.4) and the unit
 // conversions into them, so that every adapter of every service normalizes the same way.
 package canon
 

@@ -1,8 +1,8 @@
 // Package contract is the internal HTTP contract between the gateway and the backing
-// services (DESIGN.md): the paths, the JSON types both sides exchange, the one parser of the
+// services (docs/design.md): the paths, the JSON types both sides exchange, the one parser of the
 // readings query that both validate with, and a client for the gateway's catalog sync.
 //
-// The readings endpoints of a service already answer the public envelope of SPEC.md 4.7 and
+// The readings endpoints of a service already answer the public envelope of docs/spec.md 4.7 and
 // 4.8 (sensor ids are computable by the service, see package ids), so the gateway can pass
 // their bytes through without decoding and re-encoding them.
 package contract
@@ -131,7 +131,7 @@ type Station struct {
 	UpdatedAt          Time  `json:"updated_at"`
 }
 
-// Pagination is SPEC.md 2.6.
+// Pagination is docs/spec.md 2.6.
 type Pagination struct {
 	Page       int `json:"page"`
 	Limit      int `json:"limit"`
@@ -195,7 +195,7 @@ func Point(lat, lon float64) *Location {
 	return &Location{Type: "Point", Coordinates: [2]float64{lon, lat}}
 }
 
-// Reading is SPEC.md 2.2 with API.md's raw form: with data_format=raw, Raw and
+// Reading is docs/spec.md 2.2 with docs/api-decisions.md's raw form: with data_format=raw, Raw and
 // SourceFormat replace Measurements.
 type Reading struct {
 	ID           string              `json:"id"`
@@ -206,7 +206,7 @@ type Reading struct {
 	SourceFormat string              `json:"source_format,omitempty"`
 }
 
-// Provenance is SPEC.md 2.5 plus provider and fetched_at (API.md "Readings").
+// Provenance is docs/spec.md 2.5 plus provider and fetched_at (docs/api-decisions.md "Readings").
 type Provenance struct {
 	SensorID  string `json:"sensor_id"`
 	ServiceID string `json:"service_id"`
@@ -215,7 +215,7 @@ type Provenance struct {
 	FetchedAt *Time  `json:"fetched_at"`
 }
 
-// LatestResponse is the public answer of GET .../readings/latest (SPEC.md 4.7).
+// LatestResponse is the public answer of GET .../readings/latest (docs/spec.md 4.7).
 type LatestResponse struct {
 	SensorID   string     `json:"sensor_id"`
 	ExternalID string     `json:"external_id"`
@@ -225,7 +225,7 @@ type LatestResponse struct {
 	Provenance Provenance `json:"provenance"`
 }
 
-// ReadingsResponse is the public answer of GET .../readings (SPEC.md 4.8).
+// ReadingsResponse is the public answer of GET .../readings (docs/spec.md 4.8).
 type ReadingsResponse struct {
 	SensorID   string     `json:"sensor_id"`
 	ExternalID string     `json:"external_id"`

@@ -11,7 +11,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/canon"
 )
 
-// Readings page sizes (SPEC.md 8, API.md "Lists and ordering").
+// Readings page sizes (docs/spec.md 8, docs/api-decisions.md "Lists and ordering").
 const (
 	DefaultReadingsLimit = 100
 	MaxReadingsLimit     = 500
@@ -53,8 +53,8 @@ func ParseLatestQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 	return q, nil
 }
 
-// ParseReadingsQuery parses and validates the query of GET .../readings (SPEC.md 4.8 and
-// API.md "Times"). Every error is an *apierr.Error naming the parameter.
+// ParseReadingsQuery parses and validates the query of GET .../readings (docs/spec.md 4.8 and
+// docs/api-decisions.md "Times"). Every error is an *apierr.Error naming the parameter.
 func ParseReadingsQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 	q := ReadingsQuery{Limit: DefaultReadingsLimit, Page: 1, Format: FormatCleaned}
 	var err error

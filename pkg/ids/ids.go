@@ -1,4 +1,4 @@
-// Package ids computes the stable identities of DESIGN.md: sensor ids are UUIDv5 of
+// Package ids computes the stable identities of docs/design.md: sensor ids are UUIDv5 of
 // (service id, external id) and reading ids UUIDv5 of (sensor id, timestamp), so the
 // gateway and every service derive the same id without asking each other.
 package ids

@@ -1,6 +1,6 @@
 // Package obs is the observability every sensorgate binary shares: slog loggers that put the
 // request id on every line, the request-id and HTTP middleware, the Prometheus metrics of
-// DESIGN.md's dashboard, and OpenTelemetry tracing configured by the standard OTEL_* variables.
+// docs/design.md's dashboard, and OpenTelemetry tracing configured by the standard OTEL_* variables.
 package obs
 
 import (

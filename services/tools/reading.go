@@ -29,7 +29,7 @@ type StationRef struct {
 	ServiceID  string `json:"service_id"`
 }
 
-// Provenance says where a value comes from (SPEC.md 2.5 plus provider and fetched_at).
+// Provenance says where a value comes from (docs/spec.md 2.5 plus provider and fetched_at).
 type Provenance struct {
 	SensorID  string `json:"sensor_id"`
 	ServiceID string `json:"service_id"`

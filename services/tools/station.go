@@ -15,7 +15,7 @@ import (
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
 
-// Keys of params._meta the gateway injects at sensor and project scope (API.md "MCP").
+// Keys of params._meta the gateway injects at sensor and project scope (docs/api-decisions.md "MCP").
 const (
 	MetaSensorID         = mcpserver.MetaSensorID
 	MetaSensorExternalID = mcpserver.MetaSensorExternalID

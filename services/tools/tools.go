@@ -50,7 +50,7 @@ const (
 // rather than a hung request.
 const DefaultCallTimeout = 10 * time.Second
 
-// defaultDomain maps the service ids of DESIGN.md to their domain tool.
+// defaultDomain maps the service ids of docs/design.md to their domain tool.
 var defaultDomain = map[string][]string{
 	"ocean":      {ToolSeaState},
 	"weather":    {ToolCurrentConditions},

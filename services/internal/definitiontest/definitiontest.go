@@ -21,7 +21,7 @@ func CheckRecordedPayloads(t *testing.T, def app.Definition, folderOf map[string
 	t.Helper()
 	dir := providerdata.Dir()
 	if dir == "" {
-		t.Skipf("recorded provider payloads not found (no shared/data/providers above the checkout); set %s", providerdata.EnvDir)
+		t.Skipf("recorded provider payloads not found (no testdata/providers in the repository); set %s", providerdata.EnvDir)
 	}
 	claimed := map[string]string{}
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {

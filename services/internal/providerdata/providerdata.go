@@ -1,5 +1,5 @@
-// Package providerdata finds the recorded real provider payloads (../shared/data/providers
-// next to the checkout) that the adapter and service tests use as inputs.
+// Package providerdata finds the recorded real provider payloads (testdata/providers at the
+// repository root, with their SOURCES.md) that the adapter and service tests use as inputs.
 package providerdata
 
 import (
@@ -10,9 +10,9 @@ import (
 // EnvDir overrides where the recorded provider payloads are.
 const EnvDir = "SENSORGATE_PROVIDER_DATA"
 
-// Dir returns the providers folder: $SENSORGATE_PROVIDER_DATA, or the first
-// shared/data/providers found walking up from the working directory; "" when absent, so
-// that tests can skip saying why.
+// Dir returns the providers folder: $SENSORGATE_PROVIDER_DATA, or the repository's
+// testdata/providers found walking up from the working directory (a test runs in its
+// package's folder); "" when absent, so that a caller can fail saying why.
 func Dir() string {
 	if d := os.Getenv(EnvDir); d != "" {
 		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
@@ -25,8 +25,8 @@ func Dir() string {
 		return ""
 	}
 	for {
-		c := filepath.Join(dir, "shared", "data", "providers")
-		if fi, err := os.Stat(c); err == nil && fi.IsDir() {
+		c := filepath.Join(dir, "testdata", "providers")
+		if fi, err := os.Stat(filepath.Join(c, "SOURCES.md")); err == nil && !fi.IsDir() {
 			return c
 		}
 		parent := filepath.Dir(dir)

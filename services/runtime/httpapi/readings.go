@@ -85,7 +85,7 @@ func provenance(serviceID string, st contract.Station, fetched *contract.Time) c
 		SourceID: st.ExternalID, Provider: st.ProviderSlug, FetchedAt: fetched}
 }
 
-// latestEnvelope encodes the public answer of GET .../readings/latest (SPEC.md 4.7,
+// latestEnvelope encodes the public answer of GET .../readings/latest (docs/spec.md 4.7,
 // contract.LatestResponse) for station st of service serviceID.
 func latestEnvelope(serviceID string, st contract.Station, r store.Reading, q contract.ReadingsQuery) ([]byte, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, 1024+len(r.Raw)+len(r.Measurements)))
@@ -144,7 +144,7 @@ func putPageBuffer(b *bytes.Buffer) {
 	}
 }
 
-// appendReadingsEnvelope writes the public answer of GET .../readings (SPEC.md 4.8,
+// appendReadingsEnvelope writes the public answer of GET .../readings (docs/spec.md 4.8,
 // contract.ReadingsResponse): one page of rs out of total. Provenance fetched_at is the
 // latest fetch among the page's readings.
 func appendReadingsEnvelope(buf *bytes.Buffer, serviceID string, st contract.Station, rs []store.Reading, total int, q contract.ReadingsQuery) error {

@@ -1,6 +1,6 @@
 // Package mcpserver is the scaffold of a backing service's MCP endpoint: an official
 // go-sdk server mounted at POST /mcp (stateless, plain JSON answers), a registration hook
-// through which the domain tools are added, and the request handling API.md asks of every
+// through which the domain tools are added, and the request handling docs/api-decisions.md asks of every
 // MCP endpoint that the SDK alone does not give (a bare client that sends no Accept header,
 // JSON errors for bad media type and size, JSON-RPC parse errors with HTTP 200).
 package mcpserver
@@ -25,7 +25,7 @@ import (
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
 
-// MaxBody is the largest MCP request accepted (API.md: 1 MiB).
+// MaxBody is the largest MCP request accepted (docs/api-decisions.md: 1 MiB).
 const MaxBody = 1 << 20
 
 // Deps are what tools may use.
@@ -43,7 +43,7 @@ type Registrar func(s *mcp.Server, d Deps) error
 func ToolName(serviceID, tool string) string { return serviceID + "." + tool }
 
 // Meta keys the gateway injects into params._meta of tools/call at sensor and project
-// scope (API.md "MCP").
+// scope (docs/api-decisions.md "MCP").
 const (
 	MetaSensorID         = "sensor_id"
 	MetaSensorExternalID = "sensor_external_id"

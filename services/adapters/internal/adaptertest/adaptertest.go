@@ -29,7 +29,7 @@ func ProviderFile(tb testing.TB, rel string) []byte {
 	tb.Helper()
 	dir := ProviderDir()
 	if dir == "" {
-		tb.Skipf("recorded provider payloads not found (set %s or put shared/data/providers above the repo); skipping golden test of %s", EnvProviderData, rel)
+		tb.Skipf("recorded provider payloads not found (no testdata/providers in the repository; set %s); skipping golden test of %s", EnvProviderData, rel)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, rel))
 	if err != nil {
