@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/gin-gonic/gin"
 
@@ -9,6 +10,26 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/openapi"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
+
+// chain is the one middleware chain every request of the gateway goes through, outermost
+// first:
+//
+//  1. obs.Middleware: request id (the caller's X-Request-Id when valid, else a new one),
+//     in-flight gauge, server span, then latency metric and access-log line (and a last
+//     line of defence against a panic outside Gin);
+//  2. trimTrailingSlash: /a/b/ is served as /a/b, without a redirect;
+//  3. Gin: routeContext (the route template for 1), renderErrors (the one error writer),
+//     recoverPanics (a panic becomes a 500 in the error shape);
+//  4. per tier, in addRoutes: auth.Middleware (x-api-key), then the rate limit;
+//  5. the handler.
+//
+// Streaming handlers get the server's http.Flusher through every layer (each wrapper has
+// Flush and Unwrap), so http.ResponseController works on c.Writer.
+func chain(d Deps, r *gin.Engine) http.Handler {
+	r.Use(routeContext(), renderErrors(d.Logger), recoverPanics(d.Logger))
+	addRoutes(r, d)
+	return obs.Middleware(trimTrailingSlash(r), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
+}
 
 // addRoutes lists the whole HTTP surface of the gateway, grouped by auth tier. Add a route
 // here, in its tier's section, and its dependencies to Deps.

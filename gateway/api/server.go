@@ -69,6 +69,11 @@ func NewServer(d Deps) http.Handler {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	return chain(d, engine(d))
+}
+
+// engine is the Gin router with the gateway's settings, before any route.
+func engine(d Deps) *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	// No redirects: trimTrailingSlash serves a trailing slash in place, and a fixed-up
@@ -79,7 +84,6 @@ func NewServer(d Deps) http.Handler {
 	// The gateway does not trust forwarding headers for the client address unless a
 	// deployment says so; logs show the peer.
 	_ = r.SetTrustedProxies(nil)
-	r.Use(routeContext(), renderErrors(d.Logger), recoverPanics(d.Logger))
 	r.NoRoute(func(c *gin.Context) {
 		fail(c, apierr.New(apierr.NotFound, "no route %s %s", c.Request.Method, clip(c.Request.URL.Path)))
 	})
@@ -87,10 +91,7 @@ func NewServer(d Deps) http.Handler {
 		fail(c, apierr.New(apierr.MethodNotAllowed, "method %s not allowed on %s; allowed: %s",
 			c.Request.Method, clip(c.Request.URL.Path), c.Writer.Header().Get("Allow")))
 	})
-	addRoutes(r, d)
-	// obs.Middleware outside Gin: request id (echoed, passed upstream, on every log line),
-	// access log, metrics by route template, server spans.
-	return obs.Middleware(trimTrailingSlash(r), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
+	return r
 }
 
 // trimTrailingSlash serves /a/b/ as /a/b: the same resource, without a redirect that clients

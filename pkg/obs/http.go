@@ -127,8 +127,7 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 
 // Observe records one finished request: the latency histogram by route template, and one
 // access-log line (at error level for a 5xx, debug for a quiet route). Middleware calls it
-// for every request; a server that answers some routes without it (the gateway's native
-// readings path) calls it too, so both are recorded alike.
+// for every request.
 func (o HTTPOptions) Observe(ctx context.Context, method, route, path string, status int, d time.Duration, bytes int64) {
 	if o.Metrics != nil {
 		o.Metrics.ObserveHTTP(route, method, status, d)
