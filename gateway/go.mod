@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/google/jsonschema-go v0.4.3
+	github.com/prometheus/common v0.72.0
 	github.com/sensorgate/sensorgate/pkg v0.0.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 )
@@ -21,7 +22,6 @@ require (
 	github.com/oasdiff/yaml v0.1.1 // indirect
 	github.com/oasdiff/yaml3 v0.0.14 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect

@@ -59,6 +59,24 @@ type Deps struct {
 
 // NewServer returns the gateway's HTTP handler.
 func NewServer(d Deps) http.Handler {
+	d = withDefaults(d)
+	return chain(d, engine(d))
+}
+
+// Templates lists the route templates d wires (Gin's form, /api/v1/sensors/:id): the only
+// values of the route label of the request metrics besides obs.UnmatchedRoute.
+func Templates(d Deps) []string {
+	d = withDefaults(d)
+	r := engine(d)
+	addRoutes(r, d, bodyLimits{})
+	out := make([]string, 0, len(r.Routes()))
+	for _, ri := range r.Routes() {
+		out = append(out, ri.Path)
+	}
+	return out
+}
+
+func withDefaults(d Deps) Deps {
 	gin.SetMode(gin.ReleaseMode) // no debug route listing or warnings on stdout
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -69,7 +87,7 @@ func NewServer(d Deps) http.Handler {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return chain(d, engine(d))
+	return d
 }
 
 // engine is the Gin router with the gateway's settings, before any route.
