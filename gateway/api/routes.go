@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -47,7 +48,7 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	r.GET("/readyz", readyz(append([]Check{{
 		Name: "store", Critical: true,
 		Probe: func(ctx context.Context) (any, error) { return nil, d.Store.Ping(ctx) },
-	}}, d.Checks...)))
+	}, stoppingCheck(d.Stopping)}, d.Checks...)))
 
 	// --- Public: the OpenAPI document and its reference page (package openapi). ---
 	if docs, err := openapi.NewHandler(); err != nil {
@@ -111,3 +112,18 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		limits.set(v1, "/catalog/mcp", MaxMCPBody)
 	}
 }
+
+// stoppingCheck fails once stopping is closed, so that /readyz answers 503 while the
+// gateway drains and load balancers send new traffic elsewhere.
+func stoppingCheck(stopping <-chan struct{}) Check {
+	return Check{Name: "shutdown", Critical: true, Probe: func(context.Context) (any, error) {
+		select {
+		case <-stopping:
+			return nil, errShuttingDown
+		default:
+			return nil, nil
+		}
+	}}
+}
+
+var errShuttingDown = errors.New("the gateway is shutting down")
