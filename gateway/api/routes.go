@@ -41,6 +41,9 @@ func addRoutes(r *gin.Engine, d Deps) {
 	if d.RateLimit != nil {
 		v1.Use(d.RateLimit)
 	}
+	// Then every query and path parameter is checked (input.go): a NUL, invalid UTF-8, a
+	// raw ';' or a repeated parameter is a 400 before any store or upstream call.
+	v1.Use(checkInput())
 
 	// Sensors catalog (docs/spec.md 4.2-4.6). The literal paths types, statuses and registry
 	// are static routes, which Gin matches before the :id parameter.

@@ -165,6 +165,9 @@ func (a *Authenticator) lookup(ctx context.Context, hash []byte) (cacheEntry, er
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
 		e.found = false
+	case catalog.Unavailable(err):
+		// 503 store_unavailable with Retry-After, never mistaken for a wrong key.
+		return cacheEntry{}, catalog.UnavailableError("auth: look up key", err)
 	case err != nil:
 		return cacheEntry{}, fmt.Errorf("auth: look up key: %w", err)
 	default:
