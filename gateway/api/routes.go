@@ -20,7 +20,7 @@ func addRoutes(r *gin.Engine, d Deps) {
 	if d.MetricsHandler != nil {
 		r.GET(obs.PathMetrics, gin.WrapH(d.MetricsHandler))
 	}
-	r.GET("/readyz", readyz(append([]Check{{
+	r.GET("/readyz", readyz(d.Logger, append([]Check{{
 		Name: "store", Critical: true,
 		Probe: func(ctx context.Context) (any, error) { return nil, d.Store.Ping(ctx) },
 	}}, d.Checks...)))
