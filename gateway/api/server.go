@@ -174,14 +174,21 @@ func renderErrors(log *slog.Logger) gin.HandlerFunc {
 		}
 		err := c.Errors.Last().Err
 		e := apierr.From(err)
-		if e.Code == apierr.Internal {
+		switch e.Code {
+		case apierr.Internal:
 			log.ErrorContext(c.Request.Context(), "internal error", "request_id", RequestID(c.Request.Context()),
+				"route", c.FullPath(), "err", err)
+		case apierr.StoreUnavailable:
+			log.WarnContext(c.Request.Context(), "catalog database unavailable", "request_id", RequestID(c.Request.Context()),
 				"route", c.FullPath(), "err", err)
 		}
 		if c.Writer.Written() {
 			return // a handler already started its answer; the log line is all we can do
 		}
 		c.Header("Cache-Control", "no-store")
+		if ra := e.RetryAfter(); ra != "" {
+			c.Header("Retry-After", ra)
+		}
 		c.JSON(e.Status(), e)
 	}
 }
@@ -250,12 +257,16 @@ func (h *handlers) queryCtx(c *gin.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(c.Request.Context(), h.d.QueryTimeout)
 }
 
-// storeErr maps what the store returned: client errors pass through, anything else is
-// internal (logged whole by renderErrors).
+// storeErr maps what the store returned: client errors pass through, a database that
+// cannot answer is 503 store_unavailable (catalog.UnavailableError), anything else is internal (logged
+// whole by renderErrors).
 func storeErr(what string, err error) error {
 	var e *apierr.Error
 	if errors.As(err, &e) {
 		return e
+	}
+	if catalog.Unavailable(err) {
+		return catalog.UnavailableError(what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
