@@ -143,7 +143,7 @@ func TestAggregateEndpoint(t *testing.T) {
 	for i, d := range []float64{350, 10} {
 		two.Observations = append(two.Observations, observation.Observation{StationID: "NORTH", Time: start.Add(time.Duration(i) * time.Minute),
 			Measurements: []canon.Measurement{{Parameter: canon.WindDirectionDeg, Value: d, Unit: canon.Degrees, UnitOriginal: "degT", ValueOriginal: d}},
-			RawFormat: "ndbc.realtime2.stdmet"})
+			RawFormat:    "ndbc.realtime2.stdmet"})
 	}
 	if _, err := st.Ingest(ctx, two); err != nil {
 		t.Fatal(err)
