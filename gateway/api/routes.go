@@ -82,6 +82,9 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		v1.GET("/sensors/:id/readings/latest", d.Proxy.Latest)
 		v1.GET("/sensors/:id/readings", d.Proxy.Readings)
 	}
+	if d.Proxy.Aggregate != nil {
+		v1.GET("/sensors/:id/readings/aggregate", d.Proxy.Aggregate)
+	}
 
 	// Services (docs/spec.md 4.13).
 	v1.GET("/services", h.services)

@@ -133,7 +133,7 @@ func trimTrailingSlash(next http.Handler) http.Handler {
 
 // ProxyHandlers are the routes answered by the backing services through the gateway.
 type ProxyHandlers struct {
-	Latest, Readings, ServiceHealth gin.HandlerFunc
+	Latest, Readings, Aggregate, ServiceHealth gin.HandlerFunc
 }
 
 // MCPHandlers are the MCP endpoints (docs/spec.md 4.9-4.12): one JSON-RPC message per POST.
