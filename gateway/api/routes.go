@@ -45,7 +45,7 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	if d.MetricsHandler != nil {
 		r.GET(obs.PathMetrics, gin.WrapH(d.MetricsHandler))
 	}
-	r.GET("/readyz", readyz(append([]Check{{
+	r.GET("/readyz", readyz(d.Logger, append([]Check{{
 		Name: "store", Critical: true,
 		Probe: func(ctx context.Context) (any, error) { return nil, d.Store.Ping(ctx) },
 	}, stoppingCheck(d.Stopping)}, d.Checks...)))
@@ -66,6 +66,9 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	if d.RateLimit != nil {
 		v1.Use(d.RateLimit)
 	}
+	// Then every query and path parameter is checked (input.go): a NUL, invalid UTF-8, a
+	// raw ';' or a repeated parameter is a 400 before any store or upstream call.
+	v1.Use(checkInput())
 
 	// Sensors catalog (docs/spec.md 4.2-4.6). The literal paths types, statuses and registry
 	// are static routes, which Gin matches before the :id parameter.
@@ -79,6 +82,9 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	if d.Proxy.Latest != nil {
 		v1.GET("/sensors/:id/readings/latest", d.Proxy.Latest)
 		v1.GET("/sensors/:id/readings", d.Proxy.Readings)
+	}
+	if d.Proxy.Aggregate != nil {
+		v1.GET("/sensors/:id/readings/aggregate", d.Proxy.Aggregate)
 	}
 
 	// Services (docs/spec.md 4.13).

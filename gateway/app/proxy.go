@@ -74,7 +74,7 @@ func newProxying(cfg config.Config, st catalog.Store, reg prometheus.Registerer,
 		return proxying{}, err
 	}
 	return proxying{
-		handlers: api.ProxyHandlers{Latest: h.Latest(), Readings: h.Readings(), ServiceHealth: h.ServiceHealth()},
+		handlers: api.ProxyHandlers{Latest: h.Latest(), Readings: h.Readings(), Aggregate: h.Aggregate(), ServiceHealth: h.ServiceHealth()},
 		prober:   pr,
 		close:    up.CloseIdleConnections,
 	}, nil

@@ -36,6 +36,8 @@ const (
 	RouteLatest Route = iota
 	RouteReadings
 	RouteHealth
+	// RouteAggregate is a sensor's aggregates (docs/api-decisions.md "Wave 2").
+	RouteAggregate
 )
 
 func (r Route) String() string {
@@ -46,6 +48,8 @@ func (r Route) String() string {
 		return "readings"
 	case RouteHealth:
 		return "health"
+	case RouteAggregate:
+		return "aggregate"
 	}
 	return "route" + strconv.Itoa(int(r))
 }
@@ -279,7 +283,7 @@ func (u *Upstreams) timeout(r Route) time.Duration {
 	switch r {
 	case RouteLatest:
 		return u.opt.Timeouts.Latest
-	case RouteReadings:
+	case RouteReadings, RouteAggregate:
 		return u.opt.Timeouts.Readings
 	}
 	return u.opt.Timeouts.Health

@@ -18,6 +18,7 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}", s.sensor())
 	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}/readings/latest", s.latest())
 	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}/readings", s.readings())
+	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}/readings/aggregate", s.aggregate())
 	s.handle(mux, http.MethodPost, contract.PathMCP, s.mcp)
 	if s.d.Registry != nil {
 		s.handle(mux, http.MethodGet, obs.PathMetrics, obs.MetricsHandler(s.d.Registry).ServeHTTP)

@@ -126,6 +126,14 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		if err := s.countReadings(ctx, tx, fresh, added); err != nil {
 			return err
 		}
+		// The new readings' values, summed into their hours (docs/services.md "Aggregates").
+		cells := map[rollupKey]*Cell{}
+		for i := range fresh {
+			addRollups(cells, fresh[i].station, fresh[i].ts, fresh[i].meas)
+		}
+		if err := tx.addRollupRows(ctx, sortedRollups(cells)); err != nil {
+			return err
+		}
 		ph.done(phaseCounters)
 		return nil
 	})

@@ -44,6 +44,8 @@ type txn interface {
 	// unstored returns the rows whose (station, ts) is not stored yet, so that only new
 	// readings are compressed and packed into blocks.
 	unstored(ctx context.Context, rows []row) ([]row, error)
+	// addRollupRows merges partial hourly summaries into the stored rollups.
+	addRollupRows(ctx context.Context, rows []rollupRow) error
 	// addCounts moves each station's last_reading_ms and reading_count.
 	addCounts(ctx context.Context, counts []stationCount) error
 	// blockIDs gives blocks their ids.
