@@ -23,7 +23,8 @@ import (
 //     recoverPanics (a panic becomes a 500 in the error shape), the route's body limit
 //     (413 for a larger Content-Length before a byte of the body is read, and before the
 //     key check, so no client-sized buffer exists for a caller without a key);
-//  4. per tier, in addRoutes: auth.Middleware (x-api-key), then the rate limit;
+//  4. per tier, in addRoutes: auth.Middleware (x-api-key), the rate limit, then the
+//     input check of every parameter (checkInput);
 //  5. the handler.
 //
 // Streaming handlers get the server's http.Flusher through every layer (each wrapper has
