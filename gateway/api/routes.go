@@ -18,7 +18,9 @@ import (
 //  1. obs.Middleware: request id (the caller's X-Request-Id when valid, else a new one),
 //     in-flight gauge, server span, then latency metric and access-log line (and a last
 //     line of defence against a panic outside Gin);
-//  2. trimTrailingSlash: /a/b/ is served as /a/b, without a redirect;
+//  2. compress: gzip for answers of 1 KiB or more when the client accepts it (never event
+//     streams; compress.go), then trimTrailingSlash: /a/b/ is served as /a/b, without a
+//     redirect;
 //  3. Gin: routeContext (the route template for 1), renderErrors (the one error writer),
 //     recoverPanics (a panic becomes a 500 in the error shape), the route's body limit
 //     (413 for a larger Content-Length before a byte of the body is read, and before the
@@ -33,7 +35,7 @@ func chain(d Deps, r *gin.Engine) http.Handler {
 	limits := bodyLimits{}
 	r.Use(routeContext(), renderErrors(d.Logger), recoverPanics(d.Logger), limits.middleware())
 	addRoutes(r, d, limits)
-	return obs.Middleware(trimTrailingSlash(r), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
+	return obs.Middleware(compress(trimTrailingSlash(r)), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
 }
 
 // addRoutes lists the whole HTTP surface of the gateway, grouped by auth tier. Add a route
