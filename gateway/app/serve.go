@@ -18,6 +18,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
 	"github.com/sensorgate/sensorgate/gateway/config"
 	gwobs "github.com/sensorgate/sensorgate/gateway/obs"
+	"github.com/sensorgate/sensorgate/gateway/proxy"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -90,12 +91,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		stopBG()
 		bg.Wait()
 	}()
+	px, err := newProxying(cfg, st, reg, met, tracing, log)
+	if err != nil {
+		return err
+	}
+	defer px.close()
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		_ = px.prober.Run(bgCtx)
+	}()
+
 	if cfg.SyncInterval > 0 {
 		services := make(map[string]string, len(cfg.Services))
 		for _, s := range cfg.Services {
 			services[s.ID] = s.URL
 		}
-		syncer, err := catalogsync.New(st, catalogsync.Config{Services: services, Token: cfg.InternalToken, Logger: log})
+		syncer, err := catalogsync.New(st, catalogsync.Config{Services: services, Token: cfg.InternalToken, Logger: log,
+			HTTPClient: px.up.Client(px.up.Deadline(proxy.RouteCatalog))})
 		if err != nil {
 			return fmt.Errorf("catalog sync: %w", err)
 		}
@@ -114,18 +127,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer rl.close()
 
-	px, err := newProxying(cfg, st, reg, met, tracing, log)
-	if err != nil {
-		return err
-	}
-	defer px.close()
-	bg.Add(1)
-	go func() {
-		defer bg.Done()
-		_ = px.prober.Run(bgCtx)
-	}()
-
-	mcpHandlers, err := newMCP(cfg, st, tracing, log)
+	mcpHandlers, err := newMCP(cfg, st, px.up, log)
 	if err != nil {
 		return err
 	}
