@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -64,7 +63,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 
-	met.BuildInfo.WithLabelValues(buildVersion()).Set(1)
+	met.BuildInfo.WithLabelValues(obs.BuildInfo().Version).Set(1)
 
 	raw, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -222,10 +221,3 @@ func catalogImport(ctx context.Context, args []string, getenv func(string) strin
 	return nil
 }
 
-// buildVersion is the module version the binary was built from, for sensorgate_build_info.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
