@@ -119,6 +119,8 @@ type sqlStore struct {
 	// horizon is the retention cutoff of the last Prune (epoch ms): older readings are
 	// not stored again.
 	horizon atomic.Int64
+	// committed is Options.Committed.
+	committed func(ctx context.Context, readings []Committed)
 }
 
 func (s *sqlStore) q(query string) string { return s.d.rebind(query) }
