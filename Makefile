@@ -5,7 +5,7 @@ MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/... ./deploy/docker
 BINARIES  := gateway ocean weather airquality
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build run test test-short bench vet fmt lint images clean
+.PHONY: all build run test test-short bench vet fmt lint images clean web
 
 all: build
 
@@ -18,6 +18,11 @@ build:
 
 run: build
 	@scripts/run.sh
+
+# web: rebuilds the explorer bundle (gateway/web/dist, committed and embedded in the gateway)
+# from its TypeScript sources; needs Node.js and npm (the gateway itself does not).
+web:
+	cd gateway/web && npm ci --no-audit --no-fund && npx tsc --noEmit && node build.mjs && node tools/palette-check.mjs
 
 test: lint
 	@scripts/testenv.sh $(GO) test $(TESTFLAGS) $(MODULES)
