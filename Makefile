@@ -5,7 +5,7 @@ MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/... ./deploy/docker
 BINARIES  := gateway ocean weather airquality
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build run test test-short bench vet fmt lint images clean web
+.PHONY: all build run test test-short bench vet fmt lint images clean web test-web
 
 all: build
 
@@ -26,6 +26,12 @@ web:
 
 test: lint
 	@scripts/testenv.sh $(GO) test $(TESTFLAGS) $(MODULES)
+	@$(MAKE) --no-print-directory test-web
+
+# test-web: the explorer's browser tests (gateway/web/test): Debian's chromium driven by
+# playwright-core against the gateway and services built from this checkout.
+test-web:
+	cd gateway/web && npm ci --no-audit --no-fund && node --test test/
 
 vet:
 	$(GO) vet $(MODULES)

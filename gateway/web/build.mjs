@@ -40,6 +40,7 @@ await build({
   charset: "utf8",
 });
 copyFileSync(join(root, "index.html"), join(dist, "index.html"));
+copyFileSync(join(root, "src/favicon.svg"), join(dist, "favicon.svg"));
 copyFileSync(join(root, "node_modules/world-atlas/countries-110m.json"), join(dist, "countries-110m.json"));
 
 const lines = sourceFiles().map((rel) => {

@@ -84,6 +84,8 @@ func newFile(name string, b []byte) *file {
 	switch path.Ext(name) {
 	case ".js":
 		ctype = "text/javascript; charset=utf-8"
+	case ".svg":
+		ctype = "image/svg+xml"
 	case ".sha256", ".txt":
 		ctype = "text/plain; charset=utf-8"
 	case "":
@@ -210,6 +212,7 @@ const rootPage = `<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>sensorgate</title>
+<link rel="icon" href="/explorer/assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/explorer/assets/app.css">
 </head>
 <body>

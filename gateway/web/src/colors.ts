@@ -48,19 +48,13 @@ export function aqiFromPM25(c: number): number {
 /** drawMarker draws one point of the given style at (x, y). */
 export function drawMarker(ctx: CanvasRenderingContext2D, x: number, y: number, r: number, s: Style): void {
   ctx.beginPath();
-  switch (s.shape) {
-    case "triangle":
-      ctx.moveTo(x, y - r * 1.25);
-      ctx.lineTo(x + r * 1.1, y + r * 0.75);
-      ctx.lineTo(x - r * 1.1, y + r * 0.75);
-      ctx.closePath();
-      break;
-    case "square":
-      ctx.rect(x - r * 0.9, y - r * 0.9, r * 1.8, r * 1.8);
-      break;
-    default:
-      ctx.arc(x, y, r, 0, Math.PI * 2);
-  }
+  traceMarker(ctx, x, y, r, s);
+  paintMarkers(ctx, s);
+}
+
+/** paintMarkers fills and outlines the markers traced into the current path: one fill and
+ * one stroke for all markers of a style, which is what keeps 10,000 points fast. */
+export function paintMarkers(ctx: CanvasRenderingContext2D, s: Style): void {
   if (s.shape === "ring") {
     ctx.lineWidth = 2;
     ctx.strokeStyle = s.color;
@@ -72,4 +66,22 @@ export function drawMarker(ctx: CanvasRenderingContext2D, x: number, y: number, 
   ctx.fill();
   ctx.strokeStyle = mapColors.outline;
   ctx.stroke();
+}
+
+/** traceMarker adds the outline of one marker to the current path. */
+export function traceMarker(ctx: CanvasRenderingContext2D, x: number, y: number, r: number, s: Style): void {
+  switch (s.shape) {
+    case "triangle":
+      ctx.moveTo(x, y - r * 1.25);
+      ctx.lineTo(x + r * 1.1, y + r * 0.75);
+      ctx.lineTo(x - r * 1.1, y + r * 0.75);
+      ctx.closePath();
+      break;
+    case "square":
+      ctx.rect(x - r * 0.9, y - r * 0.9, r * 1.8, r * 1.8);
+      break;
+    default:
+      ctx.moveTo(x + r, y);
+      ctx.arc(x, y, r, 0, Math.PI * 2);
+  }
 }

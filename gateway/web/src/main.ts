@@ -68,6 +68,13 @@ const panel = new Panel($("panel"), {
   },
 });
 
+// For the browser tests and the README's measurement: where a sensor is drawn, and how long
+// the map takes to draw n points.
+(window as unknown as Record<string, unknown>).sensorgateExplorer = {
+  screenOf: (id: string) => map.screenOf(id),
+  drawTime: (n: number, frames: number) => map.benchmark(n, frames),
+};
+
 void main();
 
 async function main(): Promise<void> {
@@ -396,9 +403,12 @@ function renderLegend(): void {
 async function select(id: string, focus: boolean): Promise<void> {
   state.sensor = id;
   writeState(state);
-  map.setSelected(id);
+  // A shared link may name the sensor by its external id; the map knows the UUID.
+  const item = byId.get(id) ?? items.find((i) => i.external_id === id) ?? null;
+  map.setSelected(item?.id ?? id);
+  selectedAt = Date.now();
   renderTableSoon();
-  await panel.show(id, byId.get(id) ?? null, focus);
+  await panel.show(id, item, focus);
 }
 
 function setLive(s: LiveState, detail = ""): void {
@@ -458,12 +468,19 @@ async function refreshSome(): Promise<void> {
   }
 }
 
-/** Without a stream endpoint, the shown sensor's latest reading is polled instead (every
- * 4 s while the page is visible: 900 requests an hour, within a development key's 1000). */
+/** Without a stream endpoint, the shown sensor's latest reading is polled instead, while
+ * the page is visible: every 2 s for the first 10 minutes after a sensor is chosen, then
+ * every 30 s, so an open page stays within a development key's 1000 requests an hour
+ * (300 + 100). */
+let selectedAt = 0;
+let lastPoll = 0;
+
 function startPolling(): void {
   if (pollTimer) return;
   const tick = async () => {
-    if (panel.current && document.visibilityState === "visible") {
+    const every = Date.now() - selectedAt < 600000 ? 2000 : 30000;
+    if (panel.current && document.visibilityState === "visible" && Date.now() - lastPoll >= every - 100) {
+      lastPoll = Date.now();
       try {
         const ans = await getJSON<{ reading: Reading }>(`/api/v1/sensors/${encodeURIComponent(panel.current)}/readings/latest`);
         panel.takeReading(ans.reading);
@@ -472,8 +489,8 @@ function startPolling(): void {
       }
     }
   };
-  pollTimer = window.setInterval(tick, 4000);
-  $("live").textContent = "live: polling every 4 s (no stream endpoint)";
+  pollTimer = window.setInterval(tick, 1000);
+  $("live").textContent = "live: polling (no stream endpoint)";
   $("live").dataset.state = "polling";
 }
 
