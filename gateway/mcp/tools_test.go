@@ -455,7 +455,7 @@ func TestTools(t *testing.T) {
 				ID string `json:"id"`
 			} `json:"sensors"`
 			Pagination struct{ Page int } `json:"pagination"`
-			NextCursor string            `json:"nextCursor"`
+			NextCursor string             `json:"nextCursor"`
 		}
 		g.checked(t, sc, reg, "list_sensors", map[string]any{"limit": 1, "data_types": s0.DataTypes[0] + ",aqi"}).decode(t, &byCursor)
 		g.checked(t, sc, reg, "list_sensors", map[string]any{"cursor": byCursor.NextCursor, "data_types": s0.DataTypes[0] + ",aqi"}).decode(t, &byCursor)
