@@ -32,15 +32,15 @@ const (
 	mode503Once          // answers 503 once, then normally
 	modeNonJSON404       // answers a plain-text 404, as a service without the route would
 	// Hostile or broken answers (upstream_test.go): the body of each holds hostileSecret.
-	modeHTML          // 200 text/html with a script
-	modeRedirect      // 302 to another host
-	mode204           // 204 No Content
-	modeJSONLie       // 200 application/json over an HTML page
-	modeSecret404     // 404 in the error shape plus fields it must not have
-	modeWrongCode404  // 404 in the error shape with a code of another status
-	mode401           // 401, as for a wrong internal token
-	mode403           // 403 naming the internal header, as the services once did
-	modeCSV           // 200 text/csv, a format answer
+	modeHTML         // 200 text/html with a script
+	modeRedirect     // 302 to another host
+	mode204          // 204 No Content
+	modeJSONLie      // 200 application/json over an HTML page
+	modeSecret404    // 404 in the error shape plus fields it must not have
+	modeWrongCode404 // 404 in the error shape with a code of another status
+	mode401          // 401, as for a wrong internal token
+	mode403          // 403 naming the internal header, as the services once did
+	modeCSV          // 200 text/csv, a format answer
 )
 
 // hostileSecret is in every hostile answer's body: it must reach neither client nor log.
