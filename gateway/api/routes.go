@@ -16,6 +16,7 @@ import (
 // chain is the one middleware chain every request of the gateway goes through, outermost
 // first:
 //
+//  0. securityHeaders: X-Content-Type-Options: nosniff on every answer (headers.go);
 //  1. obs.Middleware: request id (the caller's X-Request-Id when valid, else a new one),
 //     in-flight gauge, server span, then latency metric and access-log line (and a last
 //     line of defence against a panic outside Gin);
@@ -36,7 +37,7 @@ func chain(d Deps, r *gin.Engine) http.Handler {
 	limits := bodyLimits{}
 	r.Use(routeContext(), renderErrors(d.Logger), recoverPanics(d.Logger), limits.middleware())
 	addRoutes(r, d, limits)
-	return obs.Middleware(compress(trimTrailingSlash(r)), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
+	return securityHeaders(obs.Middleware(compress(trimTrailingSlash(r)), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()}))
 }
 
 // addRoutes lists the whole HTTP surface of the gateway, grouped by auth tier. Add a route

@@ -39,9 +39,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	cfg := c.cfg
+	// Production refuses to start without what it must not run without, all listed at once.
+	if err := cfg.CheckProduction(); err != nil {
+		return err
+	}
 	log, err := obs.NewLogger(stdout, obs.LogConfig{Format: cfg.LogFormat, Level: cfg.LogLevel.String(), Env: cfg.Env})
 	if err != nil {
 		return err
+	}
+	if d := cfg.DevelopmentDefaults(); len(d) > 0 {
+		log.Info("development mode: running on embedded defaults; set SENSORGATE_ENV=production for a deployment", "defaults", d)
 	}
 	tracing, err := obs.SetupTracing(ctx, "gateway", getenv)
 	if err != nil {
@@ -78,7 +85,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		log.Info("development key ready", "prefix", auth.DisplayPrefix(cfg.DevAPIKey), "owner", auth.DevOwnerName)
 	}
-	authn, err := auth.New(st, auth.Options{Environment: cfg.Env, CacheTTL: cfg.KeyCacheTTL, Metrics: met})
+	throttle, closeThrottle, err := newKeyThrottle(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeThrottle()
+	authn, err := auth.New(st, auth.Options{Environment: cfg.Env, CacheTTL: cfg.KeyCacheTTL, Metrics: met, Throttle: throttle})
 	if err != nil {
 		return err
 	}
