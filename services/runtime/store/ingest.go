@@ -108,6 +108,7 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		return res, err
 	}
 	ph.done(phasePrepare)
+	var revised map[int32][]int64
 	err = s.d.inTx(ctx, func(tx txn) error {
 		changed, err := s.writeStations(ctx, tx, stations, rows, uppers, len(b.Observations) == 0)
 		if err != nil {
@@ -134,6 +135,15 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		if err := tx.addRollupRows(ctx, sortedRollups(cells)); err != nil {
 			return err
 		}
+		if err := s.recordFetch(ctx, tx, b.FetchedAt.UnixMilli(), b.Source); err != nil {
+			return err
+		}
+		if revised, err = s.reviseDuplicates(ctx, tx, rows, fresh, b.Source); err != nil {
+			return err
+		}
+		for _, hs := range revised {
+			res.Revised += len(hs)
+		}
 		ph.done(phaseCounters)
 		return nil
 	})
@@ -141,6 +151,13 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		return IngestResult{}, err
 	}
 	ph.done(phaseCommit)
+	// A revised reading's hours are summed again from the stored readings (a minimum or
+	// maximum cannot be taken back).
+	for key, hours := range revised {
+		if err := s.recomputeHours(ctx, stationRec{key: key}, hours); err != nil {
+			return res, fmt.Errorf("ingest: rollups of revised readings: %w", err)
+		}
+	}
 	return res, nil
 }
 
