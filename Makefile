@@ -19,8 +19,14 @@ build:
 run: build
 	@scripts/run.sh
 
+# The concurrency tests of shared paths run again under -race; the keep-alive test of the
+# gateway then runs a gateway process built with -race too.
+RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./pkg/obs/
+
 test: lint
 	@scripts/testenv.sh $(GO) test $(TESTFLAGS) $(MODULES)
+	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) $(RACE_TESTS)
+	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) -run 'TestConcurrentClients' ./gateway/proxy/e2e/
 
 vet:
 	$(GO) vet $(MODULES)

@@ -156,8 +156,7 @@ func (h *Handlers) readings(route Route) gin.HandlerFunc {
 // (the path's :id as the client wrote it) and the request's raw query: from the cache
 // within the freshness bound, else from the sensor's service, concurrent identical misses
 // sharing one call. Errors are *apierr.Error (400 for a bad id or query, 404, 502, 504), or
-// ctx's own when the caller went away. The Gin handlers and the native path of package
-// fastpath both answer through it.
+// ctx's own when the caller went away.
 func (h *Handlers) Answer(ctx context.Context, route Route, ref, rawQuery string) (*Response, error) {
 	if route != RouteLatest && route != RouteReadings && route != RouteAggregate {
 		return nil, fmt.Errorf("proxy: Answer of route %s, not a readings route", route)
