@@ -8,6 +8,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/openapi"
+	"github.com/sensorgate/sensorgate/gateway/web"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -57,6 +58,17 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		r.GET(openapi.PathJSON, gin.WrapH(docs))
 		r.GET(openapi.PathDocs, gin.WrapH(docs))
 		r.GET(openapi.PathAssets+"*file", gin.WrapH(docs))
+	}
+
+	// --- Public: the landing page and the explorer with its assets (package web); the
+	// explorer asks the person for a key and sends it to /api/v1 itself. ---
+	if page, err := web.New(); err != nil {
+		d.Logger.Error("explorer unavailable", "err", err)
+	} else {
+		for _, p := range []string{web.PathRoot, web.PathExplorer, web.PathAssets + "*file"} {
+			r.GET(p, gin.WrapH(page))
+			r.HEAD(p, gin.WrapH(page))
+		}
 	}
 
 	// --- Authenticated: every /api/v1 route needs x-api-key (docs/spec.md 5), then counts

@@ -123,14 +123,15 @@ func (s *Store) Sensor(ctx context.Context, id uuid.UUID) (catalog.Sensor, error
 	return sn, err
 }
 
-// SensorByExternalID resolves a provider's station id case-insensitively (as ids.Sensor
-// does); when several services know it, the first service by id wins.
+// SensorByExternalID resolves a provider's station id byte for byte (as ids.Sensor does:
+// "21 de Mayo" and "21 de mayo" are two sensors); when several services know it, the first
+// service by id wins.
 func (s *Store) SensorByExternalID(ctx context.Context, externalID string) (catalog.Sensor, error) {
 	if err := checkText("id", externalID); err != nil {
 		return catalog.Sensor{}, err
 	}
 	row := s.db.WithContext(ctx).Raw("SELECT "+s.d.sensorColumns("")+
-		" FROM sensors WHERE ext_key = ? ORDER BY service_id LIMIT 1", strings.ToUpper(externalID)).Row()
+		" FROM sensors WHERE ext_key = ? ORDER BY service_id LIMIT 1", externalID).Row()
 	sn, err := scanSensor(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sn, fmt.Errorf("sensor with external id %q: %w", externalID, catalog.ErrNotFound)
