@@ -286,6 +286,17 @@ func (d dialect) buildSensorQuery(f catalog.SensorFilter, geoIndex bool) (sensor
 	if f.FeedID != nil {
 		q.add("feed_id = ?", *f.FeedID)
 	}
+	if len(f.IDs) > 0 || len(f.ExternalIDs) > 0 {
+		keys := make([]string, len(f.ExternalIDs))
+		for i, e := range f.ExternalIDs {
+			keys[i] = strings.ToUpper(e)
+		}
+		ids := f.IDs
+		if ids == nil {
+			ids = []uuid.UUID{}
+		}
+		q.add("(id IN ? OR ext_key IN ?)", ids, keys)
+	}
 	if len(f.DataTypes) > 0 {
 		if d.postgres {
 			q.add("data_types && "+d.arrayParam(), d.arrayValue(f.DataTypes))
