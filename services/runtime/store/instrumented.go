@@ -70,6 +70,13 @@ func (i *instrumented) Readings(ctx context.Context, externalID string, q contra
 	return out, n, err
 }
 
+func (i *instrumented) Aggregate(ctx context.Context, externalID string, q AggregateQuery) (AggregateResult, error) {
+	ctx, done := i.m.StoreQuery(ctx, "aggregate", "rollups")
+	out, err := i.s.Aggregate(ctx, externalID, q)
+	done(failure(err))
+	return out, err
+}
+
 func (i *instrumented) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	ctx, done := i.m.StoreQuery(ctx, "readings", "ingest")
 	res, err := i.s.Ingest(ctx, b)

@@ -94,6 +94,10 @@ type Reader interface {
 	// unless q.Ascending, and the total in the range. Raw is filled when q.Format is raw.
 	// q.Parameters is not applied here (the JSON is served as stored).
 	Readings(ctx context.Context, externalID string, q contract.ReadingsQuery) ([]Reading, int, error)
+	// Aggregate sums a station's values per parameter into the buckets of q.Bounds, from
+	// the hourly rollups (PostgreSQL sums them in SQL) or from the raw readings, or
+	// ErrStationNotFound.
+	Aggregate(ctx context.Context, externalID string, q AggregateQuery) (AggregateResult, error)
 }
 
 // Writer is the ingest side.
