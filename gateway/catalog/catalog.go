@@ -154,7 +154,7 @@ type SensorFilter struct {
 	DataTypes  []string // any of
 	FeedID     *uuid.UUID
 	ServiceID  string
-	// IDs and ExternalIDs (case-insensitive) keep the sensors named by either (the
+	// IDs and ExternalIDs (exact) keep the sensors named by either (the
 	// sensor_ids filter of area latest and streams); both empty do not filter.
 	IDs            []uuid.UUID
 	ExternalIDs    []string

@@ -200,11 +200,11 @@ func (h *Handler) Answer(ctx context.Context, q Area) (Answer, error) {
 		got := make(map[string]*contract.LatestItem, len(r.resp.Items))
 		for k := range r.resp.Items {
 			it := &r.resp.Items[k]
-			got[upper(it.ExternalID)] = it
+			got[it.ExternalID] = it
 		}
 		for _, i := range idx {
 			s := &sensors[i]
-			it, ok := got[upper(s.ExternalID)]
+			it, ok := got[s.ExternalID]
 			if !ok {
 				// The catalog knows the sensor, its service no longer does: nothing reported.
 				ans.Items[i] = h.item(s, nil, 0, json.RawMessage("[]"), q, now)
@@ -282,8 +282,6 @@ func keepParameters(meas json.RawMessage, params []string) json.RawMessage {
 	}
 	return out
 }
-
-func upper(s string) string { return strings.ToUpper(s) }
 
 func sortWarnings(ws []Warning) {
 	slices.SortFunc(ws, func(a, b Warning) int { return strings.Compare(a.ServiceID, b.ServiceID) })

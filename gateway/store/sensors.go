@@ -291,9 +291,9 @@ func (d dialect) buildSensorQuery(f catalog.SensorFilter, geoIndex bool) (sensor
 		q.add("feed_id = ?", *f.FeedID)
 	}
 	if len(f.IDs) > 0 || len(f.ExternalIDs) > 0 {
-		keys := make([]string, len(f.ExternalIDs))
-		for i, e := range f.ExternalIDs {
-			keys[i] = strings.ToUpper(e)
+		keys := f.ExternalIDs
+		if keys == nil {
+			keys = []string{}
 		}
 		ids := f.IDs
 		if ids == nil {

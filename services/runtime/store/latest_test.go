@@ -37,7 +37,7 @@ func TestLatestReadings(t *testing.T) {
 				t.Fatalf("latest readings: %v", err)
 			}
 			if len(got) != 3 {
-				t.Fatalf("got %d stations, want 3 (unknown left out, repeats once): %+v", len(got), got)
+				t.Fatalf("got %d stations, want 3 (unknown and other spellings left out, repeats once): %+v", len(got), got)
 			}
 			by := map[string]store.StationLatest{}
 			for _, g := range got {
