@@ -32,8 +32,8 @@ func newLive(cfg config.Config, st catalog.Store, log *slog.Logger) live {
 		sources[s.ID] = contract.NewClient(s.URL, cfg.InternalToken, &http.Client{Timeout: stream.DefaultWait + 10*time.Second})
 	}
 	lh := latest.New(latest.Options{Store: st, Services: batch, Logger: log})
-	hub := stream.NewHub(stream.HubOptions{Sources: sources, Logger: log})
-	sh := stream.NewHandler(stream.Options{Hub: hub, Store: st, Logger: log})
+	hub := stream.NewHub(stream.HubOptions{Sources: sources, Buffer: cfg.Stream.Buffer, Logger: log})
+	sh := stream.NewHandler(stream.Options{Hub: hub, Store: st, MaxPerKey: cfg.Stream.MaxPerKey, Heartbeat: cfg.Stream.Heartbeat, Logger: log})
 	return live{
 		handlers: api.LiveHandlers{AreaLatest: lh.Serve, SensorStream: sh.SensorStream, AreaStream: sh.AreaStream},
 		hub:      hub,
