@@ -313,6 +313,17 @@ func (d dialect) buildSensorQuery(f catalog.SensorFilter, geoIndex bool) (sensor
 	if f.FeedID != nil {
 		q.add("feed_id = ?", *f.FeedID)
 	}
+	if len(f.IDs) > 0 || len(f.ExternalIDs) > 0 {
+		keys := f.ExternalIDs
+		if keys == nil {
+			keys = []string{}
+		}
+		ids := f.IDs
+		if ids == nil {
+			ids = []uuid.UUID{}
+		}
+		q.add("(id IN ? OR ext_key IN ?)", ids, keys)
+	}
 	if len(f.DataTypes) > 0 {
 		if d.postgres {
 			q.add("data_types && "+d.arrayParam(), d.arrayValue(f.DataTypes))
