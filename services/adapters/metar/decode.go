@@ -25,7 +25,7 @@ type Report struct {
 	WindUnit    string // "kt" or "m/s"
 	Variable    bool   // VRB: a speed with no direction
 	VisSM       *float64
-	VisBounded  bool    // M1/4SM (less than) or P6SM (more than): not an exact value
+	VisBounded  bool     // M1/4SM (less than) or P6SM (more than): not an exact value
 	AltimInHg   *float64 // A group, inches of mercury
 	AltimHPa    *float64 // Q group, hectopascals
 	TendencyHPa *float64 // 5appp: 3-hour pressure change
