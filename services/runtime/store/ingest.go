@@ -12,6 +12,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/ids"
 )
 
 // loadDicts reads every dictionary into the codec.
@@ -95,6 +96,7 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	defer s.writeMu.Unlock()
 
 	ph := s.phases.start()
+	var stored []row // the readings new to the store, once the transaction is done
 	stations, err := s.mergeStations(ctx, b)
 	if err != nil {
 		return res, err
@@ -117,12 +119,21 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		if err != nil {
 			return err
 		}
+		stored = fresh
 		res = IngestResult{Stations: changed}
 		for _, n := range added {
 			res.Inserted += int(n)
 		}
 		res.Duplicates = len(b.Observations) - res.Inserted
 		if err := s.countReadings(ctx, tx, fresh, added); err != nil {
+			return err
+		}
+		// The new readings' values, summed into their hours (docs/services.md "Aggregates").
+		cells := map[rollupKey]*Cell{}
+		for i := range fresh {
+			addRollups(cells, fresh[i].station, fresh[i].ts, fresh[i].meas)
+		}
+		if err := tx.addRollupRows(ctx, sortedRollups(cells)); err != nil {
 			return err
 		}
 		ph.done(phaseCounters)
@@ -132,7 +143,55 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		return IngestResult{}, err
 	}
 	ph.done(phaseCommit)
+	if s.committed != nil && len(stored) > 0 {
+		s.committed(ctx, s.committedReadings(stations, rows, uppers, stored))
+	}
 	return res, nil
+}
+
+// Committed is a reading stored for the first time, with its station, as Options.Committed
+// receives it. Reading.Measurements are the bytes a readings page serves.
+type Committed struct {
+	Station contract.Station
+	Reading Reading
+}
+
+// committedReadings describes the rows a batch stored, in time order per station.
+func (s *sqlStore) committedReadings(stations []contract.Station, rows []row, uppers []string, stored []row) []Committed {
+	byUpper := make(map[string]*contract.Station, len(stations))
+	for i := range stations {
+		byUpper[strings.ToUpper(stations[i].ExternalID)] = &stations[i]
+	}
+	byKey := make(map[int32]*contract.Station, len(stations))
+	for i := range rows {
+		if _, ok := byKey[rows[i].station]; !ok {
+			byKey[rows[i].station] = byUpper[uppers[i]]
+		}
+	}
+	enc := newMeasEncoder()
+	out := make([]Committed, 0, len(stored))
+	for _, r := range stored {
+		st := byKey[r.station]
+		if st == nil {
+			continue
+		}
+		m, err := enc.encode(nil, r.meas)
+		if err != nil {
+			continue // cannot happen: the same encoder stored these values
+		}
+		t := time.UnixMilli(r.ts).UTC()
+		out = append(out, Committed{Station: *st, Reading: Reading{
+			ID: ids.Reading(ids.Sensor(s.serviceID, st.ExternalID), t), StationID: st.ExternalID, Time: t,
+			FetchedAt: time.UnixMilli(r.fetched).UTC(), Lat: r.lat, Lon: r.lon, Measurements: m, Provider: st.ProviderSlug,
+		}})
+	}
+	slices.SortStableFunc(out, func(a, b Committed) int {
+		if c := cmp.Compare(strings.ToUpper(a.Station.ExternalID), strings.ToUpper(b.Station.ExternalID)); c != 0 {
+			return c
+		}
+		return a.Reading.Time.Compare(b.Reading.Time)
+	})
+	return out
 }
 
 // writeStations locks and upserts the batch's stations, gives every row its station

@@ -44,6 +44,8 @@ type txn interface {
 	// unstored returns the rows whose (station, ts) is not stored yet, so that only new
 	// readings are compressed and packed into blocks.
 	unstored(ctx context.Context, rows []row) ([]row, error)
+	// addRollupRows merges partial hourly summaries into the stored rollups.
+	addRollupRows(ctx context.Context, rows []rollupRow) error
 	// addCounts moves each station's last_reading_ms and reading_count.
 	addCounts(ctx context.Context, counts []stationCount) error
 	// blockIDs gives blocks their ids.
@@ -117,6 +119,8 @@ type sqlStore struct {
 	// horizon is the retention cutoff of the last Prune (epoch ms): older readings are
 	// not stored again.
 	horizon atomic.Int64
+	// committed is Options.Committed.
+	committed func(ctx context.Context, readings []Committed)
 }
 
 func (s *sqlStore) q(query string) string { return s.d.rebind(query) }
