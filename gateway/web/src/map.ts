@@ -172,7 +172,7 @@ export class WorldMap {
       .center([0, this.view.lat])
       .scale(this.baseScale() * this.view.zoom)
       .translate([this.width / 2, this.height / 2])
-      .precision(0.5);
+      .precision(1);
   }
 
   private resize(): void {
