@@ -24,8 +24,14 @@ run: build
 web:
 	cd gateway/web && npm ci --no-audit --no-fund && npx tsc --noEmit && node build.mjs && node tools/palette-check.mjs
 
+# The concurrency tests of shared paths run again under -race; the keep-alive test of the
+# gateway then runs a gateway process built with -race too.
+RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./pkg/obs/
+
 test: lint
 	@scripts/testenv.sh $(GO) test $(TESTFLAGS) $(MODULES)
+	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) $(RACE_TESTS)
+	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) -run 'TestConcurrentClients' ./gateway/proxy/e2e/
 	@$(MAKE) --no-print-directory test-web
 
 # test-web: the explorer's browser tests (gateway/web/test): Debian's chromium driven by

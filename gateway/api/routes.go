@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/gin-gonic/gin"
 
@@ -11,9 +12,32 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
+// chain is the one middleware chain every request of the gateway goes through, outermost
+// first:
+//
+//  1. obs.Middleware: request id (the caller's X-Request-Id when valid, else a new one),
+//     in-flight gauge, server span, then latency metric and access-log line (and a last
+//     line of defence against a panic outside Gin);
+//  2. trimTrailingSlash: /a/b/ is served as /a/b, without a redirect;
+//  3. Gin: routeContext (the route template for 1), renderErrors (the one error writer),
+//     recoverPanics (a panic becomes a 500 in the error shape), the route's body limit
+//     (413 for a larger Content-Length before a byte of the body is read, and before the
+//     key check, so no client-sized buffer exists for a caller without a key);
+//  4. per tier, in addRoutes: auth.Middleware (x-api-key), then the rate limit;
+//  5. the handler.
+//
+// Streaming handlers get the server's http.Flusher through every layer (each wrapper has
+// Flush and Unwrap), so http.ResponseController works on c.Writer.
+func chain(d Deps, r *gin.Engine) http.Handler {
+	limits := bodyLimits{}
+	r.Use(routeContext(), renderErrors(d.Logger), recoverPanics(d.Logger), limits.middleware())
+	addRoutes(r, d, limits)
+	return obs.Middleware(trimTrailingSlash(r), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
+}
+
 // addRoutes lists the whole HTTP surface of the gateway, grouped by auth tier. Add a route
 // here, in its tier's section, and its dependencies to Deps.
-func addRoutes(r *gin.Engine, d Deps) {
+func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	h := &handlers{d: d}
 
 	// --- Public: no key. Probes for load balancers and orchestrators. ---
@@ -21,7 +45,7 @@ func addRoutes(r *gin.Engine, d Deps) {
 	if d.MetricsHandler != nil {
 		r.GET(obs.PathMetrics, gin.WrapH(d.MetricsHandler))
 	}
-	r.GET("/readyz", readyz(append([]Check{{
+	r.GET("/readyz", readyz(d.Logger, append([]Check{{
 		Name: "store", Critical: true,
 		Probe: func(ctx context.Context) (any, error) { return nil, d.Store.Ping(ctx) },
 	}}, d.Checks...)))
@@ -53,6 +77,9 @@ func addRoutes(r *gin.Engine, d Deps) {
 	if d.RateLimit != nil {
 		v1.Use(d.RateLimit)
 	}
+	// Then every query and path parameter is checked (input.go): a NUL, invalid UTF-8, a
+	// raw ';' or a repeated parameter is a 400 before any store or upstream call.
+	v1.Use(checkInput())
 
 	// Sensors catalog (docs/spec.md 4.2-4.6). The literal paths types, statuses and registry
 	// are static routes, which Gin matches before the :id parameter.
@@ -67,6 +94,9 @@ func addRoutes(r *gin.Engine, d Deps) {
 		v1.GET("/sensors/:id/readings/latest", d.Proxy.Latest)
 		v1.GET("/sensors/:id/readings", d.Proxy.Readings)
 	}
+	if d.Proxy.Aggregate != nil {
+		v1.GET("/sensors/:id/readings/aggregate", d.Proxy.Aggregate)
+	}
 
 	// Services (docs/spec.md 4.13).
 	v1.GET("/services", h.services)
@@ -78,6 +108,7 @@ func addRoutes(r *gin.Engine, d Deps) {
 	// Service MCP (docs/spec.md 4.13): forwarded to the service, tool names unchanged.
 	if d.MCP.Service != nil {
 		v1.POST("/services/:id/mcp", d.MCP.Service)
+		limits.set(v1, "/services/:id/mcp", MaxMCPBody)
 	}
 
 	// Projects (docs/spec.md 4.14).
@@ -92,5 +123,9 @@ func addRoutes(r *gin.Engine, d Deps) {
 		v1.POST("/sensors/:id/mcp", d.MCP.Sensor)
 		v1.POST("/projects/:id/mcp", d.MCP.Project)
 		v1.POST("/catalog/mcp", d.MCP.Catalog)
+		limits.set(v1, "/sensors/registry/mcp", MaxMCPBody)
+		limits.set(v1, "/sensors/:id/mcp", MaxMCPBody)
+		limits.set(v1, "/projects/:id/mcp", MaxMCPBody)
+		limits.set(v1, "/catalog/mcp", MaxMCPBody)
 	}
 }

@@ -21,7 +21,6 @@ import (
 // proxying is the readings/health proxy, its background prober and what to release at exit.
 type proxying struct {
 	handlers api.ProxyHandlers
-	native   *proxy.Handlers // the same handlers, for the native readings path
 	prober   *prober.Prober
 	close    func()
 }
@@ -75,8 +74,7 @@ func newProxying(cfg config.Config, st catalog.Store, reg prometheus.Registerer,
 		return proxying{}, err
 	}
 	return proxying{
-		handlers: api.ProxyHandlers{Latest: h.Latest(), Readings: h.Readings(), ServiceHealth: h.ServiceHealth()},
-		native:   h,
+		handlers: api.ProxyHandlers{Latest: h.Latest(), Readings: h.Readings(), Aggregate: h.Aggregate(), ServiceHealth: h.ServiceHealth()},
 		prober:   pr,
 		close:    up.CloseIdleConnections,
 	}, nil

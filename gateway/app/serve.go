@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -14,9 +17,20 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
 	"github.com/sensorgate/sensorgate/gateway/config"
-	"github.com/sensorgate/sensorgate/gateway/fastpath"
 	gwobs "github.com/sensorgate/sensorgate/gateway/obs"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+)
+
+// Server limits. Reads are small (MCP bodies are capped at 1 MiB, and api refuses a larger
+// Content-Length before reading); WriteTimeout allows for a proxied readings page from a slow
+// service, whose own deadline is shorter. A streaming handler lifts the write deadline for
+// itself with http.ResponseController.SetWriteDeadline (every wrapper in the chain unwraps).
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
 )
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -127,18 +141,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s (GATEWAY_ADDR): %w", cfg.Addr, err)
 	}
-	var native *fastpath.Native
-	if cfg.Proxy.Native && !tracing.Enabled() {
-		// With tracing on, every request goes through the engine, whose middleware makes
-		// the server spans.
-		native = &fastpath.Native{Auth: authn, Limit: rl.limit, Proxy: px.native,
-			Observe: obs.HTTPOptions{Logger: log, Metrics: met, Quiet: obs.DefaultQuiet()}}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	srv := fastpath.NewServer(fastpath.Options{Engine: handler, Native: native, Logger: log})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("gateway listening", "url", "http://"+ln.Addr().String(), "env", cfg.Env,
-		"catalog", catalogName(cfg), "fastpath", native != nil, "pid", os.Getpid())
+		"catalog", catalogName(cfg), "pid", os.Getpid())
 
 	select {
 	case err := <-errc:
@@ -148,10 +163,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.ShutdownWithContext(sctx); err != nil {
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
 		return fmt.Errorf("shutdown: in-flight requests did not finish within %s: %w", cfg.ShutdownTimeout, err)
 	}
-	if err := <-errc; err != nil {
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	log.Info("stopped")

@@ -88,9 +88,6 @@ type Proxy struct {
 	CacheTTL time.Duration
 	// ProbeInterval is how often every service's health is probed (PROBE_INTERVAL).
 	ProbeInterval time.Duration
-	// Native serves the readings routes on the gateway's own fast path (package fastpath)
-	// instead of through the Gin engine (GATEWAY_FASTPATH; on by default, off with tracing).
-	Native bool
 }
 
 // RateLimit is the rate limiter's configuration (RATE_LIMIT_*). Development keys always
@@ -242,9 +239,6 @@ func settings() []setting {
 		}},
 		{env: "RATE_LIMIT_FAIL_CLOSED", flag: "rate-limit-fail-closed", def: "false", usage: "while Redis is down, refuse requests (503) instead of counting per replica", set: func(c *Config, v string) error {
 			return setBool(&c.RateLimit.FailClosed, v)
-		}},
-		{env: "GATEWAY_FASTPATH", flag: "fastpath", def: "true", usage: "answer the readings routes on the native fast path (package fastpath) instead of through the Gin engine; the answers are the same", set: func(c *Config, v string) error {
-			return setBool(&c.Proxy.Native, v)
 		}},
 		{env: "UPSTREAM_TIMEOUT", flag: "upstream-timeout", def: "10s", usage: "deadline of one readings call to a backing service, retries included (then 504 upstream_timeout)", set: func(c *Config, v string) error {
 			d, err := parseDuration(v)

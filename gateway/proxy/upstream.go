@@ -15,7 +15,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +22,6 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/hashicorp/go-retryablehttp"
-	"github.com/valyala/fasthttp"
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -38,6 +36,8 @@ const (
 	RouteLatest Route = iota
 	RouteReadings
 	RouteHealth
+	// RouteAggregate is a sensor's aggregates (docs/api-decisions.md "Wave 2").
+	RouteAggregate
 )
 
 func (r Route) String() string {
@@ -48,6 +48,8 @@ func (r Route) String() string {
 		return "readings"
 	case RouteHealth:
 		return "health"
+	case RouteAggregate:
+		return "aggregate"
 	}
 	return "route" + strconv.Itoa(int(r))
 }
@@ -85,16 +87,10 @@ type Options struct {
 	Retries                    int
 	RetryWaitMin, RetryWaitMax time.Duration
 	// MaxIdleConnsPerHost sizes each service's keep-alive pool; it should cover the
-	// expected concurrency so that a busy gateway never dials per request. On fasthttp's
-	// client it is also the most connections open at once: more calls wait for one,
-	// within their deadline.
+	// expected concurrency so that a busy gateway never dials per request.
 	MaxIdleConnsPerHost int
 	MaxBody             int
 	Logger              *slog.Logger
-	// StdTransport keeps every call on net/http's Transport instead of fasthttp's client,
-	// which plain-HTTP services get when tracing is off (for comparison and as an escape
-	// hatch).
-	StdTransport bool
 	// Metrics receives one observation per call (sensorgate_upstream_request_duration_seconds
 	// by service and outcome); nil records nothing.
 	Metrics *obs.Metrics
@@ -142,20 +138,6 @@ type service struct {
 	base string
 	rt   http.RoundTripper // the request id (and spans) over tr
 	tr   *http.Transport
-	// fc calls a plain-HTTP service when tracing is off and StdTransport is not set: its
-	// calling goroutine writes the request and reads the answer itself, where
-	// http.Transport hands both between two goroutines per connection, and it parses the
-	// answer without building http.Header maps. That was a third of the gateway's CPU on an
-	// uncached readings call (docs/traffic.md).
-	fc *fasthttp.HostClient
-}
-
-// canonicalAddr is host:port of u, with the scheme's default port.
-func canonicalAddr(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
-	}
-	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // New builds the clients. Every service URL must be an absolute http(s) URL.
@@ -226,22 +208,6 @@ func (u *Upstreams) newService(id, base string) (*service, error) {
 		ForceAttemptHTTP2:  false,
 	}
 	s := &service{id: id, base: base, tr: tr, rt: obs.Transport(tr, u.opt.Tracing)}
-	if bu, err := url.Parse(base); err == nil && bu.Scheme == "http" && bu.Host != "" && !u.opt.StdTransport && (u.opt.Tracing == nil || !u.opt.Tracing.Enabled()) {
-		dialer := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}
-		s.fc = &fasthttp.HostClient{
-			Addr:                      canonicalAddr(bu),
-			Dial:                      func(addr string) (net.Conn, error) { return dialer.Dial("tcp", addr) },
-			MaxConns:                  u.opt.MaxIdleConnsPerHost,
-			MaxConnWaitTimeout:        u.opt.Timeouts.Readings, // a full pool queues, bounded by the call's deadline
-			MaxIdleConnDuration:       tr.IdleConnTimeout,
-			MaxResponseBodySize:       u.opt.MaxBody,
-			MaxIdemponentCallAttempts: 2, // one more try when a kept-alive connection was closed while idle
-			NoDefaultUserAgentHeader:  true,
-			// Paths are escaped already (contract.LatestPath, ReadingsPath): sent as they
-			// are, not decoded and re-encoded.
-			DisablePathNormalizing: true,
-		}
-	}
 	return s, nil
 }
 
@@ -317,7 +283,7 @@ func (u *Upstreams) timeout(r Route) time.Duration {
 	switch r {
 	case RouteLatest:
 		return u.opt.Timeouts.Latest
-	case RouteReadings:
+	case RouteReadings, RouteAggregate:
 		return u.opt.Timeouts.Readings
 	}
 	return u.opt.Timeouts.Health
@@ -342,9 +308,6 @@ func (u *Upstreams) Get(ctx context.Context, serviceID string, route Route, path
 }
 
 func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQuery string) (*Response, string, error) {
-	if s.fc != nil {
-		return u.getFast(parent, s, route, pathQuery)
-	}
 	timeout := u.timeout(route)
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
@@ -403,61 +366,6 @@ func (u *Upstreams) judge(parent context.Context, s *service, route Route, statu
 	return NewResponse(status, ct, bytes.Clone(body), time.Now()), obs.OutcomeOK, nil
 }
 
-// getFast is get over the service's fasthttp client, with the same retries (the policy of
-// checkRetry, go-retryablehttp's backoff) and the same answers. fasthttp takes a deadline,
-// not a context: the call ends at the route's deadline (or the caller's, when sooner), and
-// a caller that goes away is noticed between attempts.
-func (u *Upstreams) getFast(parent context.Context, s *service, route Route, pathQuery string) (*Response, string, error) {
-	timeout := u.timeout(route)
-	deadline := time.Now().Add(timeout)
-	if dl, ok := parent.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(s.base + pathQuery)
-	req.Header.Set("Accept", "application/json")
-	if u.tokenV != nil {
-		req.Header.Set(contract.HeaderInternalToken, u.tokenV[0])
-	}
-	if id := obs.RequestID(parent); id != "" {
-		req.Header.Set(contract.HeaderRequestID, id)
-	}
-	for attempt := 0; ; attempt++ {
-		err := s.fc.DoDeadline(req, resp, deadline)
-		if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
-			return canceled(parent, s)
-		}
-		retry := false
-		switch {
-		case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrNoFreeConns) || (err != nil && !time.Now().Before(deadline)):
-			s.fc.CloseIdleConnections()
-			return u.timedOut(parent, s, route, timeout, err)
-		case errors.Is(err, fasthttp.ErrBodyTooLarge):
-			return u.tooLarge(parent, s, route)
-		case err != nil:
-			retry = true // refused, reset, closed: no answer at all
-		default:
-			retry = retryableStatus(resp.StatusCode())
-		}
-		if !retry || attempt >= u.opt.Retries || !u.roomToRetry(deadline) {
-			if err != nil {
-				s.fc.CloseIdleConnections()
-				return u.unavailable(parent, s, route, err)
-			}
-			return u.judge(parent, s, route, resp.StatusCode(), string(resp.Header.ContentType()), resp.Body())
-		}
-		var hint *http.Response // DefaultBackoff honours a 503's Retry-After
-		if err == nil {
-			hint = &http.Response{StatusCode: resp.StatusCode(), Header: http.Header{"Retry-After": {string(resp.Header.Peek("Retry-After"))}}}
-		}
-		if u.wait(parent, attempt, hint) != nil {
-			return canceled(parent, s)
-		}
-	}
-}
-
 // do sends req on the service's transport, retrying as checkRetry allows after
 // retryablehttp's backoff (DefaultBackoff: RetryWaitMin doubled per attempt up to
 // RetryWaitMax, or a 503's Retry-After). It is retryablehttp.Client.Do's loop without its
@@ -499,9 +407,6 @@ func drain(body io.ReadCloser) {
 
 func (s *service) closeIdle() {
 	s.tr.CloseIdleConnections()
-	if s.fc != nil {
-		s.fc.CloseIdleConnections()
-	}
 }
 
 // failure maps a transport error: the caller's own cancellation is returned as such (no

@@ -86,10 +86,18 @@ type Reader interface {
 	// LatestReading returns the newest reading of a station, raw included, or
 	// ErrStationNotFound / ErrNoReadings.
 	LatestReading(ctx context.Context, externalID string) (Reading, error)
+	// LatestReadings returns each named station (case-insensitive; unknown ids are left
+	// out) with its newest reading, Raw not filled, in one query: the batched latest of
+	// the gateway's area latest. At most MaxLatestBatch ids.
+	LatestReadings(ctx context.Context, externalIDs []string) ([]StationLatest, error)
 	// Readings returns one page of a station's readings in [q.Since, q.Until), newest first
 	// unless q.Ascending, and the total in the range. Raw is filled when q.Format is raw.
 	// q.Parameters is not applied here (the JSON is served as stored).
 	Readings(ctx context.Context, externalID string, q contract.ReadingsQuery) ([]Reading, int, error)
+	// Aggregate sums a station's values per parameter into the buckets of q.Bounds, from
+	// the hourly rollups (PostgreSQL sums them in SQL) or from the raw readings, or
+	// ErrStationNotFound.
+	Aggregate(ctx context.Context, externalID string, q AggregateQuery) (AggregateResult, error)
 }
 
 // Writer is the ingest side.
