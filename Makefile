@@ -19,14 +19,14 @@ build:
 run: build
 	@scripts/run.sh
 
+# The concurrency tests of shared paths run again under -race; the keep-alive test of the
+# gateway then runs a gateway process built with -race too.
+RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./pkg/obs/
+
 # web: rebuilds the explorer bundle (gateway/web/dist, committed and embedded in the gateway)
 # from its TypeScript sources; needs Node.js and npm (the gateway itself does not).
 web:
 	cd gateway/web && npm ci --no-audit --no-fund && npx tsc --noEmit && node build.mjs && node tools/palette-check.mjs
-
-# The concurrency tests of shared paths run again under -race; the keep-alive test of the
-# gateway then runs a gateway process built with -race too.
-RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./pkg/obs/
 
 test: lint
 	@scripts/testenv.sh $(GO) test $(TESTFLAGS) $(MODULES)
