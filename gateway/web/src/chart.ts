@@ -69,7 +69,9 @@ export class Chart {
       ],
       bands: [{ series: [3, 2], fill: "rgba(86,180,233,0.25)" }],
       axes: [{}, { label: unit, size: 56 }],
-      scales: { x: { time: true } },
+      // The y range follows the data (uPlot's default starts at 0 for positive values,
+      // which flattens 1,013 hPa into a line).
+      scales: { x: { time: true }, y: { range: (_u, min, max) => uPlot.rangeNum(min, max, 0.1, true) } },
       legend: { live: true },
     };
     this.plot?.destroy();

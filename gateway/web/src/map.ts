@@ -238,7 +238,9 @@ export class WorldMap {
       drawn++;
       if (p.id === this.selected) sel = i;
     }
-    for (const [style, list] of byStyle) {
+    // Rings (never reported) first, so that a sensor with a reading is drawn on top.
+    const groups = [...byStyle].sort((a, b) => Number(b[0].shape === "ring") - Number(a[0].shape === "ring"));
+    for (const [style, list] of groups) {
       ctx.beginPath();
       for (const i of list) traceMarker(ctx, this.xy[2 * i], this.xy[2 * i + 1], r, style);
       // Dense views skip the dark outline, which doubles the raster work of 10,000 markers.
