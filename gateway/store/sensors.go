@@ -123,9 +123,12 @@ func (s *Store) Sensor(ctx context.Context, id uuid.UUID) (catalog.Sensor, error
 	return sn, err
 }
 
-// SensorByExternalID resolves a provider's station id byte for byte (as ids.Sensor does:
-// "21 de Mayo" and "21 de mayo" are two sensors); when several services know it, the first
-// service by id wins.
+// SensorByExternalID resolves a provider's station id. Identity is byte for byte (as
+// ids.Sensor computes it: "21 de Mayo" and "21 de mayo" are two sensors), and an exact
+// match always wins; when several services know the id, the first service by id wins.
+// Without an exact match, a spelling that differs only in ASCII case resolves when exactly
+// one sensor has it (people write NDBC's "TPLM2" as "tplm2", as NDBC's own pages do); two
+// or more candidates are ambiguous and resolve to none.
 func (s *Store) SensorByExternalID(ctx context.Context, externalID string) (catalog.Sensor, error) {
 	if err := checkText("id", externalID); err != nil {
 		return catalog.Sensor{}, err
@@ -133,10 +136,30 @@ func (s *Store) SensorByExternalID(ctx context.Context, externalID string) (cata
 	row := s.db.WithContext(ctx).Raw("SELECT "+s.d.sensorColumns("")+
 		" FROM sensors WHERE ext_key = ? ORDER BY service_id LIMIT 1", externalID).Row()
 	sn, err := scanSensor(row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return sn, fmt.Errorf("sensor with external id %q: %w", externalID, catalog.ErrNotFound)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return sn, err
 	}
-	return sn, err
+	rows, err := s.db.WithContext(ctx).Raw("SELECT "+s.d.sensorColumns("")+
+		" FROM sensors WHERE UPPER(ext_key) = UPPER(?) ORDER BY service_id LIMIT 2", externalID).Rows()
+	if err != nil {
+		return catalog.Sensor{}, err
+	}
+	defer rows.Close()
+	var found []catalog.Sensor
+	for rows.Next() {
+		c, err := scanSensor(rows)
+		if err != nil {
+			return catalog.Sensor{}, err
+		}
+		found = append(found, c)
+	}
+	if err := rows.Err(); err != nil {
+		return catalog.Sensor{}, err
+	}
+	if len(found) == 1 {
+		return found[0], nil
+	}
+	return catalog.Sensor{}, fmt.Errorf("sensor with external id %q: %w", externalID, catalog.ErrNotFound)
 }
 
 // SensorTypes lists the distinct sensor types, from the facets of the generation.

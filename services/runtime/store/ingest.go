@@ -144,7 +144,7 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	}
 	ph.done(phaseCommit)
 	if s.committed != nil && len(stored) > 0 {
-		s.committed(ctx, s.committedReadings(stations, rows, uppers, stored))
+		s.committed(ctx, s.committedReadings(stations, rows, extKeys, stored))
 	}
 	return res, nil
 }
@@ -157,15 +157,15 @@ type Committed struct {
 }
 
 // committedReadings describes the rows a batch stored, in time order per station.
-func (s *sqlStore) committedReadings(stations []contract.Station, rows []row, uppers []string, stored []row) []Committed {
-	byUpper := make(map[string]*contract.Station, len(stations))
+func (s *sqlStore) committedReadings(stations []contract.Station, rows []row, extKeys []string, stored []row) []Committed {
+	byExt := make(map[string]*contract.Station, len(stations))
 	for i := range stations {
-		byUpper[strings.ToUpper(stations[i].ExternalID)] = &stations[i]
+		byExt[stationKey(stations[i].ExternalID)] = &stations[i]
 	}
 	byKey := make(map[int32]*contract.Station, len(stations))
 	for i := range rows {
 		if _, ok := byKey[rows[i].station]; !ok {
-			byKey[rows[i].station] = byUpper[uppers[i]]
+			byKey[rows[i].station] = byExt[extKeys[i]]
 		}
 	}
 	enc := newMeasEncoder()
@@ -186,7 +186,7 @@ func (s *sqlStore) committedReadings(stations []contract.Station, rows []row, up
 		}})
 	}
 	slices.SortStableFunc(out, func(a, b Committed) int {
-		if c := cmp.Compare(strings.ToUpper(a.Station.ExternalID), strings.ToUpper(b.Station.ExternalID)); c != 0 {
+		if c := cmp.Compare(a.Station.ExternalID, b.Station.ExternalID); c != 0 {
 			return c
 		}
 		return a.Reading.Time.Compare(b.Reading.Time)
