@@ -5,7 +5,7 @@ MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/... ./deploy/docker
 BINARIES  := gateway ocean weather airquality
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build run test test-short bench vet fmt lint images clean
+.PHONY: all build run test test-short bench vet fmt lint images clean web test-web
 
 all: build
 
@@ -29,10 +29,21 @@ run: build
 # gateway then runs a gateway process built with -race too.
 RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./pkg/obs/
 
+# web: rebuilds the explorer bundle (gateway/web/dist, committed and embedded in the gateway)
+# from its TypeScript sources; needs Node.js and npm (the gateway itself does not).
+web:
+	cd gateway/web && npm ci --no-audit --no-fund && npx tsc --noEmit && node build.mjs && node tools/palette-check.mjs
+
 test: lint
 	@scripts/testenv.sh $(GO) test $(TESTFLAGS) $(MODULES)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) $(RACE_TESTS)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) -run 'TestConcurrentClients' ./gateway/proxy/e2e/
+	@$(MAKE) --no-print-directory test-web
+
+# test-web: the explorer's browser tests (gateway/web/test): Debian's chromium driven by
+# playwright-core against the gateway and services built from this checkout.
+test-web:
+	cd gateway/web && npm ci --no-audit --no-fund && node --test test/
 
 vet:
 	$(GO) vet $(MODULES)
@@ -46,6 +57,14 @@ lint: vet
 	@test -z "$$(gofmt -l pkg gateway services deploy scripts)" || (echo "gofmt would change:"; gofmt -l pkg gateway services deploy scripts; exit 1)
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./pkg/... ./gateway/... ./services/...; \
 	else echo "lint: golangci-lint not installed, ran gofmt and go vet only"; fi
+
+# openapi-lint: Redocly CLI (pinned in scripts/api-client) on the OpenAPI document, installed
+# into scripts/api-client/node_modules; `make test` runs the same lint through
+# gateway/openapi's TestRedoclyLint (0 errors, 0 warnings).
+.PHONY: openapi-lint
+openapi-lint:
+	cd scripts/api-client && npm ci --no-audit --no-fund --loglevel=error && \
+		node_modules/.bin/redocly lint --config redocly.yaml ../../gateway/openapi/openapi.yaml
 
 bench:
 	@scripts/testenv.sh $(GO) test -run '^$$' -bench . -benchtime 2s $(MODULES)

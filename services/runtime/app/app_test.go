@@ -433,7 +433,7 @@ func TestFilesReplayRealNDBCOnPostgres(t *testing.T) {
 	t.Parallel()
 	data := providerdata.Dir()
 	if data == "" {
-		t.Skipf("recorded provider payloads not found (no testdata/providers in the repository); set %s", providerdata.EnvDir)
+		t.Fatalf("recorded provider payloads not found (testdata/providers at the repository root); set %s", providerdata.EnvDir)
 	}
 	body, err := os.ReadFile(filepath.Join(data, "ndbc", "TPLM2.txt"))
 	if err != nil {

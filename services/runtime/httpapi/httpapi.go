@@ -21,6 +21,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/services/runtime/live"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
 
@@ -38,6 +39,9 @@ type Deps struct {
 	Ready func() bool
 	// LastIngest is the time of the newest batch written.
 	LastIngest func() *time.Time
+	// Events is the log of stored readings served at /v1/events (package live); nil
+	// answers 404.
+	Events live.Log
 	// MCP serves POST /mcp; nil answers 404.
 	MCP http.Handler
 	// InternalToken, when set, must be sent by every caller in contract.HeaderInternalToken

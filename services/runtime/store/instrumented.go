@@ -56,6 +56,13 @@ func (i *instrumented) LatestReading(ctx context.Context, externalID string) (Re
 	return r, err
 }
 
+func (i *instrumented) LatestReadings(ctx context.Context, externalIDs []string) ([]StationLatest, error) {
+	ctx, done := i.m.StoreQuery(ctx, "readings", "latest_readings")
+	out, err := i.s.LatestReadings(ctx, externalIDs)
+	done(err)
+	return out, err
+}
+
 func (i *instrumented) Readings(ctx context.Context, externalID string, q contract.ReadingsQuery) ([]Reading, int, error) {
 	ctx, done := i.m.StoreQuery(ctx, "readings", "readings")
 	out, n, err := i.s.Readings(ctx, externalID, q)
