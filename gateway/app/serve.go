@@ -243,4 +243,3 @@ func catalogImport(ctx context.Context, args []string, getenv func(string) strin
 	}
 	return nil
 }
-
