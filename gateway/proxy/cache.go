@@ -19,6 +19,9 @@ const (
 	MaxCacheTTL        = time.Minute
 	DefaultCacheItems  = 10_000
 	DefaultCacheMaxLen = 256 << 10
+	// DefaultCacheBytes bounds what the readings cache holds: answers and keys, counted in
+	// bytes, because one 500-reading page weighs as much as a thousand latest readings.
+	DefaultCacheBytes = 64 << 20
 )
 
 // Cache holds recent upstream answers for a short freshness bound and coalesces concurrent
@@ -43,7 +46,8 @@ type Cache struct {
 type CacheOptions struct {
 	TTL        time.Duration // 0 disables storing (coalescing stays)
 	MaxItems   int
-	MaxLen     int // larger bodies are passed on but not kept
+	MaxLen     int   // larger bodies are passed on but not kept
+	MaxBytes   int64 // bound of the whole cache (DefaultCacheBytes when 0)
 	Now        func() time.Time
 	Registerer prometheus.Registerer
 }
@@ -60,12 +64,15 @@ func NewCache(o CacheOptions) (*Cache, error) {
 	if o.MaxLen <= 0 {
 		o.MaxLen = DefaultCacheMaxLen
 	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultCacheBytes
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	c := &Cache{
 		ttl: o.TTL, maxItems: o.MaxItems, maxLen: o.MaxLen, now: o.Now,
-		items: newTTLMap[*Response](o.TTL, o.MaxItems),
+		items: newTTLMap(o.TTL, o.MaxItems, o.MaxBytes, responseSize),
 		calls: map[string]*call{},
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sensorgate_proxy_cache_lookups_total",
@@ -73,9 +80,15 @@ func NewCache(o CacheOptions) (*Cache, error) {
 		}, []string{"result"}),
 	}
 	c.hits, c.shared, c.misses = c.lookups.WithLabelValues("hit"), c.lookups.WithLabelValues("shared"), c.lookups.WithLabelValues("miss")
+	size := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sensorgate_proxy_cache_bytes",
+		Help: "Bytes held by the readings cache (answers, keys and per-entry overhead), bounded by its byte limit.",
+	}, func() float64 { return float64(c.items.sizeBytes()) })
 	if o.Registerer != nil {
-		if err := o.Registerer.Register(c.lookups); err != nil {
-			return nil, fmt.Errorf("register cache metrics: %w", err)
+		for _, m := range []prometheus.Collector{c.lookups, size} {
+			if err := o.Registerer.Register(m); err != nil {
+				return nil, fmt.Errorf("register cache metrics: %w", err)
+			}
 		}
 	}
 	return c, nil
@@ -188,3 +201,11 @@ func (c *Cache) put(key string, r *Response) {
 func (c *Cache) Len() int {
 	return c.items.len()
 }
+
+// responseSize is what a cached answer costs: its key, body, header values and overhead.
+func responseSize(key string, r *Response) int64 {
+	return int64(len(key)+len(r.Body)+len(r.ContentType)+len(r.ETag)) + entryOverhead + 128
+}
+
+// Bytes is the size of what the cache holds, as its byte bound counts it.
+func (c *Cache) Bytes() int64 { return c.items.sizeBytes() }
