@@ -16,8 +16,8 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
 	"github.com/sensorgate/sensorgate/gateway/config"
-	gwobs "github.com/sensorgate/sensorgate/gateway/obs"
 	"github.com/sensorgate/sensorgate/gateway/proxy"
+	"github.com/sensorgate/sensorgate/gateway/storemetrics"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -78,7 +78,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer raw.Close()
 	// Every catalog call is timed (sensorgate_store_query_duration_seconds) and traced.
-	st := gwobs.InstrumentStore(raw, met)
+	st := storemetrics.Instrument(raw, met)
 	if cfg.Env == config.EnvDevelopment {
 		if err := auth.BootstrapDevelopment(ctx, st, cfg.DevAPIKey); err != nil {
 			return err
