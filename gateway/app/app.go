@@ -111,13 +111,14 @@ func (c *command) parse(args []string, nargs int, argNames string) error {
 	return nil
 }
 
-// newLogger builds the process logger from the configuration.
+// newLogger builds the process logger from the configuration: the one logger of pkg/obs,
+// which redacts keys, tokens and URL passwords.
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	opt := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opt))
+	l, err := obs.NewLogger(w, obs.LogConfig{Format: cfg.LogFormat, Level: cfg.LogLevel.String(), Env: cfg.Env})
+	if err != nil { // the configuration validated both already
+		return slog.New(obs.NewContextHandler(slog.NewTextHandler(w, nil)))
 	}
-	return slog.New(slog.NewTextHandler(w, opt))
+	return l
 }
 
 // adminLogger keeps admin commands' output clean: only warnings and errors reach it.
