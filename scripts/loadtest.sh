@@ -143,7 +143,6 @@ cat >"$tmp/Caddyfile" <<CADDY
 {
 	admin off
 	auto_https off
-	persist_config off
 }
 http://127.0.0.1:$P_CADDY {
 	reverse_proxy 127.0.0.1:$P_BACK
