@@ -1,4 +1,4 @@
-package obs
+package storemetrics
 
 import (
 	"encoding/json"

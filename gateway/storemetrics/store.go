@@ -1,4 +1,8 @@
-package obs
+// Package storemetrics times and traces every call of the gateway's catalog store
+// (sensorgate_store_query_duration_seconds, spans); its tests also keep the Grafana
+// dashboard and alert rules in deploy/ to the metrics the binaries register. The request
+// metrics, logs and tracing themselves are pkg/obs.
+package storemetrics
 
 import (
 	"context"
@@ -11,11 +15,11 @@ import (
 	shared "github.com/sensorgate/sensorgate/pkg/obs"
 )
 
-// InstrumentStore returns s with every call timed in sensorgate_store_query_duration_seconds
+// Instrument returns s with every call timed in sensorgate_store_query_duration_seconds
 // (store "catalog", op the method) and traced as a child span of the request in its
 // context. Not found and already exists are answers, not failures: they count as ok.
 // m nil returns s unchanged.
-func InstrumentStore(s catalog.Store, m *shared.Metrics) catalog.Store {
+func Instrument(s catalog.Store, m *shared.Metrics) catalog.Store {
 	if m == nil {
 		return s
 	}

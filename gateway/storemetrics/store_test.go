@@ -1,4 +1,4 @@
-package obs
+package storemetrics
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	shared "github.com/sensorgate/sensorgate/pkg/obs"
 )
 
-func TestInstrumentStore(t *testing.T) {
+func TestInstrument(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	raw, err := store.Open(ctx, store.Config{SQLitePath: filepath.Join(t.TempDir(), "c.db"), Logger: slog.New(slog.DiscardHandler)})
@@ -29,7 +29,7 @@ func TestInstrumentStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := InstrumentStore(raw, m)
+	st := Instrument(raw, m)
 	t.Cleanup(func() { _ = st.Close() })
 
 	spans := tracetest.NewInMemoryExporter()
