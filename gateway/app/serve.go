@@ -141,8 +141,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	// stopping is closed when shutdown begins (api.Deps.Stopping).
+	stopping := make(chan struct{})
 	handler := api.NewServer(api.Deps{
-		Store: st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
+		Stopping: stopping,
+		Store:    st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
 		MetricsHandler: obs.MetricsHandler(reg),
 		RateLimit:      rl.middleware,
 		Proxy:          px.handlers,
@@ -172,7 +175,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	// Shutdown: /readyz answers 503 at once (and streams are told to end), the server keeps
+	// serving for ShutdownDelay so that load balancers notice, then stops accepting and
+	// gives in-flight requests ShutdownTimeout to finish. Request contexts are not
+	// cancelled by the signal: a request that started is answered.
+	close(stopping)
+	log.Info("shutting down", "delay", cfg.ShutdownDelay, "grace", cfg.ShutdownTimeout)
+	if cfg.ShutdownDelay > 0 {
+		time.Sleep(cfg.ShutdownDelay)
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
