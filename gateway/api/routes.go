@@ -103,6 +103,17 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		v1.GET("/sensors/:id/readings/aggregate", d.Proxy.Aggregate)
 	}
 
+	// Live data (docs/live.md): the newest reading of every sensor of an area with the one
+	// staleness rule, and Server-Sent Event streams of new readings (text/event-stream;
+	// opening one counts one request, and each key may hold a few open at once).
+	if d.Live.AreaLatest != nil {
+		v1.GET("/readings/latest", d.Live.AreaLatest)
+	}
+	if d.Live.SensorStream != nil {
+		v1.GET("/sensors/:id/readings/stream", d.Live.SensorStream)
+		v1.GET("/readings/stream", d.Live.AreaStream)
+	}
+
 	// Services (docs/spec.md 4.13).
 	v1.GET("/services", h.services)
 	v1.GET("/services/:id", h.service)

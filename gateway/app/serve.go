@@ -141,6 +141,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	// Area latest and the streams; the hub follows every service's log until shutdown.
+	lv := newLive(cfg, st, log)
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		lv.hub.Run(bgCtx)
+	}()
 	// stopping is closed when shutdown begins (api.Deps.Stopping).
 	stopping := make(chan struct{})
 	handler := api.NewServer(api.Deps{
@@ -150,6 +157,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		RateLimit:      rl.middleware,
 		Proxy:          px.handlers,
 		MCP:            mcpHandlers,
+		Live:           lv.handlers,
 		Checks:         []api.Check{rl.check},
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -165,6 +173,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Shutdown ends every open stream with a last comment at once (clients reconnect to
+	// another replica with Last-Event-ID); otherwise they would hold it until its timeout.
+	srv.RegisterOnShutdown(lv.hub.Close)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("gateway listening", "url", "http://"+ln.Addr().String(), "env", cfg.Env,
