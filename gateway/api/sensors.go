@@ -42,7 +42,7 @@ func (h *handlers) listSensors(registry bool) gin.HandlerFunc {
 			}
 			return
 		}
-		c.Writer.Header().Add("Vary", "Accept") // added: the gzip layer's Vary: Accept-Encoding stays
+		c.Writer.Header().Add("Vary", "Accept")
 		writeJSON(c, sensorList{Sensors: items, Pagination: pg})
 	}
 }
