@@ -98,6 +98,11 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		v1.GET("/sensors/:id/readings/aggregate", d.Proxy.Aggregate)
 	}
 
+	// Bulk export (docs/api-decisions.md "Wave 2"), streamed from the services (package export).
+	if d.Export != nil {
+		v1.GET("/readings/export", d.Export)
+	}
+
 	// Services (docs/spec.md 4.13).
 	v1.GET("/services", h.services)
 	v1.GET("/services/:id", h.service)

@@ -12,6 +12,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/config"
+	"github.com/sensorgate/sensorgate/gateway/export"
 	"github.com/sensorgate/sensorgate/gateway/prober"
 	"github.com/sensorgate/sensorgate/gateway/proxy"
 	"github.com/sensorgate/sensorgate/gateway/render"
@@ -22,8 +23,11 @@ import (
 // proxying is the readings/health proxy, its background prober and what to release at exit.
 type proxying struct {
 	handlers api.ProxyHandlers
-	prober   *prober.Prober
-	close    func()
+	// export builds the bulk export handler over the same clients, once the limiter's
+	// charge is known.
+	export func(charge func(*gin.Context) error) gin.HandlerFunc
+	prober *prober.Prober
+	close  func()
 }
 
 // newProxying builds one pooled client per configured service, the readings cache, the
@@ -77,7 +81,11 @@ func newProxying(cfg config.Config, st catalog.Store, reg prometheus.Registerer,
 	}
 	return proxying{
 		handlers: api.ProxyHandlers{Latest: h.Latest(), Readings: render.Readings(h, fail), Aggregate: render.Aggregate(h, fail), ServiceHealth: h.ServiceHealth()},
-		prober:   pr,
-		close:    up.CloseIdleConnections,
+		export: func(charge func(*gin.Context) error) gin.HandlerFunc {
+			return export.Handler(export.Options{Select: api.ExportSelector(st, api.DefaultQueryTimeout), Upstreams: up,
+				Charge: charge, Fail: fail, Logger: log})
+		},
+		prober: pr,
+		close:  up.CloseIdleConnections,
 	}, nil
 }

@@ -134,6 +134,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MetricsHandler: obs.MetricsHandler(reg),
 		RateLimit:      rl.middleware,
 		Proxy:          px.handlers,
+		Export:         px.export(rl.charge),
 		MCP:            mcpHandlers,
 		Checks:         []api.Check{rl.check},
 	})
