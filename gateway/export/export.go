@@ -8,7 +8,7 @@
 // contract.ExportRowsPerRequest): an export cannot move more rows than the same budget
 // spent on readings pages of 500 would, up to twentyfold fewer calls. When the budget
 // runs out mid-stream the answer ends with a final line saying so (NDJSON: an error
-// object; CSV: a line starting with "#"), and nothing after it.
+// object; CSV: a row whose first field starts with "# rate_limited:"), and nothing after it.
 package export
 
 import (
@@ -275,7 +275,12 @@ func (s *stream) end(err error) {
 
 func (s *stream) final(msg, code string) {
 	if s.format == formats.CSV {
-		s.line("# " + code + ": " + strings.ReplaceAll(msg, "\n", " ") + "\n")
+		// A record as wide as the others (CSV readers insist), its first field saying why.
+		rec := make([]string, len(formats.ReadingHeader))
+		rec[0] = "# " + code + ": " + msg
+		c := formats.NewCSVNoHeader(s.out)
+		_ = c.Row(rec)
+		_ = c.Flush()
 	} else {
 		b, _ := json.Marshal(struct {
 			Error string `json:"error"`

@@ -183,9 +183,12 @@ func (e *csvExport) reading(sensorID string, st contract.Station, r store.Readin
 
 func (e *csvExport) flush() error { return e.c.Flush() }
 
-// fail writes a line starting with "#" (the documented end of an incomplete CSV export).
+// fail writes a row whose first field starts with "#" (the documented end of an
+// incomplete CSV export), as wide as the others.
 func (e *csvExport) fail(msg string) error {
-	if err := e.c.Row([]string{"# " + apierr.Internal + ": " + msg}); err != nil {
+	rec := make([]string, len(formats.ReadingHeader))
+	rec[0] = "# " + apierr.Internal + ": " + msg
+	if err := e.c.Row(rec); err != nil {
 		return err
 	}
 	return e.c.Flush()
