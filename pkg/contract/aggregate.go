@@ -140,9 +140,9 @@ func AggregatePath(externalID string) string {
 // when there is nothing to say (an empty bucket; coverage of a sensor whose reporting
 // interval is unknown). count is 0 in an empty bucket.
 type AggregateBucket struct {
-	Start      Time                      `json:"start"`
-	End        Time                      `json:"end"`
-	StartLocal string                    `json:"start_local"`
+	Start      Time                     `json:"start"`
+	End        Time                     `json:"end"`
+	StartLocal string                   `json:"start_local"`
 	Values     map[string]AggregateStat `json:"values"`
 }
 
