@@ -5,7 +5,7 @@ MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/... ./deploy/docker
 BINARIES  := gateway ocean weather airquality
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build run test test-short bench vet fmt lint images clean web test-web test-security fuzz fuzz-short
+.PHONY: all build run test test-short bench bench-readings bench-readings-100m vet fmt lint images clean web test-web test-security fuzz fuzz-short
 
 all: build
 
@@ -84,6 +84,19 @@ openapi-lint:
 
 bench:
 	@scripts/testenv.sh $(GO) test -run '^$$' -bench . -benchtime 2s $(MODULES)
+
+# The readings store at scale (docs/services.md "Scale"): BENCH_STATIONS x BENCH_PER
+# NDBC-shaped readings loaded into the dedicated database BENCH_DB (created when missing),
+# then latest / page / aggregate p99, the gzip ratio of a 500-row page and the export rate
+# with peak RSS. bench-readings-100m is the 100M-reading run (about 20 GB, hours to load).
+BENCH_DB ?= postgres://postgres@127.0.0.1:5432/sensorgate_bench?sslmode=disable
+BENCH_STATIONS ?= 100
+BENCH_PER ?= 100000
+bench-readings:
+	@createdb -h 127.0.0.1 -U postgres sensorgate_bench 2>/dev/null || true
+	$(GO) run ./services/runtime/cmd/readingsbench -db "$(BENCH_DB)" -stations $(BENCH_STATIONS) -per-station $(BENCH_PER) $(BENCH_FLAGS)
+bench-readings-100m:
+	$(MAKE) bench-readings BENCH_STATIONS=1000 BENCH_PER=100000
 
 # Container images (deploy/docker, docs/deploy.md). `images` compiles inside the image
 # build (needs registry access for golang and distroless); `images-prebuilt` compiles static
