@@ -5,7 +5,7 @@ MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/... ./deploy/docker
 BINARIES  := gateway ocean weather airquality
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build run test test-short bench vet fmt lint images clean web test-web
+.PHONY: all build run test test-short bench bench-readings bench-readings-100m vet fmt lint images clean web test-web test-security fuzz fuzz-short
 
 all: build
 
@@ -27,7 +27,7 @@ run: build
 
 # The concurrency tests of shared paths run again under -race; the keep-alive test of the
 # gateway then runs a gateway process built with -race too.
-RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./pkg/obs/
+RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./gateway/auth/ ./pkg/obs/
 
 # web: rebuilds the explorer bundle (gateway/web/dist, committed and embedded in the gateway)
 # from its TypeScript sources; needs Node.js and npm (the gateway itself does not).
@@ -39,6 +39,22 @@ test: lint
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) $(RACE_TESTS)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) -run 'TestConcurrentClients' ./gateway/proxy/e2e/
 	@$(MAKE) --no-print-directory test-web
+	@$(MAKE) --no-print-directory fuzz-short
+
+# test-security: the OWASP API Top 10 suite (gateway/security, docs/security.md) on real
+# processes; `make test` runs it too, as part of ./gateway/...
+test-security:
+	@scripts/testenv.sh $(GO) test $(TESTFLAGS) -v -run 'TestOWASPAPITop10' ./gateway/security/
+
+# fuzz: every native fuzz target (query parsers, provider adapters, MCP) for FUZZTIME each
+# (default 2m); fuzz-short, run by `make test`, gives each a few seconds. Corpora are
+# committed under each package's testdata/fuzz (FUZZ_SAVE=1 adds what a run found).
+FUZZTIME ?= 2m
+fuzz:
+	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+fuzz-short:
+	@FUZZTIME=3s scripts/fuzz.sh
 
 # test-web: the explorer's browser tests (gateway/web/test): Debian's chromium driven by
 # playwright-core against the gateway and services built from this checkout.
@@ -68,6 +84,19 @@ openapi-lint:
 
 bench:
 	@scripts/testenv.sh $(GO) test -run '^$$' -bench . -benchtime 2s $(MODULES)
+
+# The readings store at scale (docs/services.md "Scale"): BENCH_STATIONS x BENCH_PER
+# NDBC-shaped readings loaded into the dedicated database BENCH_DB (created when missing),
+# then latest / page / aggregate p99, the gzip ratio of a 500-row page and the export rate
+# with peak RSS. bench-readings-100m is the 100M-reading run (about 20 GB, hours to load).
+BENCH_DB ?= postgres://postgres@127.0.0.1:5432/sensorgate_bench?sslmode=disable
+BENCH_STATIONS ?= 100
+BENCH_PER ?= 100000
+bench-readings:
+	@createdb -h 127.0.0.1 -U postgres sensorgate_bench 2>/dev/null || true
+	$(GO) run ./services/runtime/cmd/readingsbench -db "$(BENCH_DB)" -stations $(BENCH_STATIONS) -per-station $(BENCH_PER) $(BENCH_FLAGS)
+bench-readings-100m:
+	$(MAKE) bench-readings BENCH_STATIONS=1000 BENCH_PER=100000
 
 # Container images (deploy/docker, docs/deploy.md). `images` compiles inside the image
 # build (needs registry access for golang and distroless); `images-prebuilt` compiles static

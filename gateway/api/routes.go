@@ -119,6 +119,11 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		v1.GET("/readings/stream", d.Live.AreaStream)
 	}
 
+	// Bulk export (docs/api-decisions.md "Wave 2"), streamed from the services (package export).
+	if d.Export != nil {
+		v1.GET("/readings/export", d.Export)
+	}
+
 	// Services (docs/spec.md 4.13).
 	v1.GET("/services", h.services)
 	v1.GET("/services/:id", h.service)

@@ -11,6 +11,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/config"
+	"github.com/sensorgate/sensorgate/gateway/export"
 	"github.com/sensorgate/sensorgate/gateway/prober"
 	"github.com/sensorgate/sensorgate/gateway/proxy"
 	"github.com/sensorgate/sensorgate/gateway/render"
@@ -24,6 +25,9 @@ type proxying struct {
 	// up is the one upstream client: readings and health (Get), and through up.Client the
 	// catalog sync, the prober and MCP forwarding.
 	up     *proxy.Upstreams
+	// export builds the bulk export handler over the same clients, once the limiter's
+	// charge is known.
+	export func(charge func(*gin.Context) error) gin.HandlerFunc
 	prober *prober.Prober
 	close  func()
 }
@@ -79,8 +83,12 @@ func newProxying(cfg config.Config, st catalog.Store, reg prometheus.Registerer,
 	}
 	return proxying{
 		handlers: api.ProxyHandlers{Latest: h.Latest(), Readings: render.Readings(h, fail), Aggregate: render.Aggregate(h, fail), ServiceHealth: h.ServiceHealth()},
-		up:       up,
-		prober:   pr,
-		close:    up.CloseIdleConnections,
+		export: func(charge func(*gin.Context) error) gin.HandlerFunc {
+			return export.Handler(export.Options{Select: api.ExportSelector(st, api.DefaultQueryTimeout), Upstreams: up,
+				Charge: charge, Fail: fail, Logger: log})
+		},
+		up:     up,
+		prober: pr,
+		close:  up.CloseIdleConnections,
 	}, nil
 }

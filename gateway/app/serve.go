@@ -157,6 +157,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MetricsHandler: obs.MetricsHandler(reg),
 		RateLimit:      rl.middleware,
 		Proxy:          px.handlers,
+		Export:         px.export(rl.charge),
 		MCP:            mcpHandlers,
 		Live:           lv.handlers,
 		Checks:         []api.Check{rl.check},

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -56,52 +57,20 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 // 504) for the caller to render, as Get's are; a 5xx answer is such a failure. After the
 // first byte, a failure can only cut the stream; it is returned for the log.
 func (u *Upstreams) Stream(ctx context.Context, serviceID, pathQuery string, w http.ResponseWriter) error {
-	s, ok := u.services[serviceID]
-	if !ok {
-		return apierr.New(apierr.UpstreamUnavailable, "service %q is not configured on this gateway", serviceID)
-	}
-	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	timeout := u.Deadline(RouteStream)
-	headerTimer := time.AfterFunc(timeout, cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+pathQuery, nil)
+	resp, r, err := u.open(ctx, serviceID, pathQuery)
 	if err != nil {
-		return apierr.New(apierr.UpstreamUnavailable, "service %q: bad request path", serviceID)
-	}
-	req.Header["Accept"] = []string{"text/event-stream, application/x-ndjson, text/csv, application/json"}
-	if u.tokenV != nil {
-		req.Header[contract.HeaderInternalToken] = u.tokenV
-	}
-	resp, err := u.do(ctx, s, req)
-	if !headerTimer.Stop() { // the headers came too late, if at all
-		if resp != nil {
-			_ = resp.Body.Close()
-		}
-		u.observe(serviceID, obs.OutcomeTimeout, start)
-		_, _, err = u.timedOut(ctx, s, RouteStream, timeout, err)
 		return err
 	}
-	if err != nil {
-		_, outcome, err := u.failure(ctx, ctx, s, RouteStream, timeout, err)
-		u.observe(serviceID, outcome, start)
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		r, outcome, err := u.judge(ctx, s, RouteStream, resp.StatusCode, resp.Header.Get("Content-Type"), body)
-		u.observe(serviceID, outcome, start)
-		if err != nil {
-			return err
-		}
+	if r != nil {
 		w.Header().Set("Content-Type", r.ContentType)
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(r.Status)
 		_, _ = w.Write(r.Body)
 		return nil
 	}
-	u.observe(serviceID, obs.OutcomeOK, start)
+	defer resp.Body.Close()
 	for _, h := range streamHeaders {
 		if v := resp.Header.Values(h); len(v) > 0 {
 			w.Header()[h] = v
@@ -139,6 +108,88 @@ func (u *Upstreams) Stream(ctx context.Context, serviceID, pathQuery string, w h
 			return rerr
 		}
 	}
+}
+
+// Open calls GET pathQuery on the service for an answer too large to hold (the bulk export)
+// and returns its 200 open, for the caller to read as it arrives and close; ctx bounds it
+// as Stream's does (a caller that goes away closes the call and the service stops its
+// scan). Every other answer is an error: the service's own 4xx error as an *apierr.Error,
+// anything else as Stream's failures are.
+func (u *Upstreams) Open(ctx context.Context, serviceID, pathQuery string) (*http.Response, error) {
+	resp, r, err := u.open(ctx, serviceID, pathQuery)
+	if err != nil {
+		return nil, err
+	}
+	if r != nil {
+		var e apierr.Error
+		if json.Unmarshal(r.Body, &e) != nil || e.Code == "" {
+			return nil, apierr.New(apierr.UpstreamBadResponse, "service %q gave an answer the gateway does not pass on", serviceID)
+		}
+		return nil, &e
+	}
+	return resp, nil
+}
+
+// open sends a streamed call and waits, at most RouteStream's deadline, for its headers:
+// a 200 comes back open; any other answer is judged as Get's are, into a Response to pass
+// on (a service's own 4xx error) or an error.
+func (u *Upstreams) open(ctx context.Context, serviceID, pathQuery string) (*http.Response, *Response, error) {
+	s, ok := u.services[serviceID]
+	if !ok {
+		return nil, nil, apierr.New(apierr.UpstreamUnavailable, "service %q is not configured on this gateway", serviceID)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	timeout := u.Deadline(RouteStream)
+	headerTimer := time.AfterFunc(timeout, cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+pathQuery, nil)
+	if err != nil {
+		cancel()
+		return nil, nil, apierr.New(apierr.UpstreamUnavailable, "service %q: bad request path", serviceID)
+	}
+	req.Header["Accept"] = []string{"text/event-stream, application/x-ndjson, text/csv, application/json"}
+	if u.tokenV != nil {
+		req.Header[contract.HeaderInternalToken] = u.tokenV
+	}
+	resp, err := u.do(ctx, s, req)
+	if !headerTimer.Stop() { // the headers came too late, if at all
+		cancel()
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		u.observe(serviceID, obs.OutcomeTimeout, start)
+		_, _, err = u.timedOut(ctx, s, RouteStream, timeout, err)
+		return nil, nil, err
+	}
+	if err != nil {
+		cancel()
+		_, outcome, err := u.failure(ctx, ctx, s, RouteStream, timeout, err)
+		u.observe(serviceID, outcome, start)
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		cancel()
+		r, outcome, err := u.judge(ctx, s, RouteStream, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		u.observe(serviceID, outcome, start)
+		return nil, r, err
+	}
+	u.observe(serviceID, obs.OutcomeOK, start)
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil, nil
+}
+
+// cancelOnClose releases an open call's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 func (u *Upstreams) observe(serviceID, outcome string, start time.Time) {
