@@ -196,4 +196,3 @@ func jsonEqual(a, b json.RawMessage) bool {
 	}
 	return fmt.Sprint(x) == fmt.Sprint(y)
 }
-
