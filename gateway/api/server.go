@@ -56,6 +56,11 @@ type Deps struct {
 	// MCP, when set, answers the MCP endpoints (package mcp).
 	MCP MCPHandlers
 
+	// Stopping is closed when the gateway begins to shut down: /readyz answers 503 from
+	// then on, and long-lived answers (event streams, exports) watch it to end with a final
+	// message instead of being cut off when the grace period ends. nil: never.
+	Stopping <-chan struct{}
+
 	// Live, when set, answers area latest and the streams (packages latest and stream).
 	Live LiveHandlers
 }

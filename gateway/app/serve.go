@@ -40,9 +40,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	cfg := c.cfg
+	// Production refuses to start without what it must not run without, all listed at once.
+	if err := cfg.CheckProduction(); err != nil {
+		return err
+	}
 	log, err := obs.NewLogger(stdout, obs.LogConfig{Format: cfg.LogFormat, Level: cfg.LogLevel.String(), Env: cfg.Env})
 	if err != nil {
 		return err
+	}
+	if d := cfg.DevelopmentDefaults(); len(d) > 0 {
+		log.Info("development mode: running on embedded defaults; set SENSORGATE_ENV=production for a deployment", "defaults", d)
 	}
 	tracing, err := obs.SetupTracing(ctx, "gateway", getenv)
 	if err != nil {
@@ -79,7 +86,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		log.Info("development key ready", "prefix", auth.DisplayPrefix(cfg.DevAPIKey), "owner", auth.DevOwnerName)
 	}
-	authn, err := auth.New(st, auth.Options{Environment: cfg.Env, CacheTTL: cfg.KeyCacheTTL, Metrics: met})
+	throttle, closeThrottle, err := newKeyThrottle(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeThrottle()
+	authn, err := auth.New(st, auth.Options{Environment: cfg.Env, CacheTTL: cfg.KeyCacheTTL, Metrics: met, Throttle: throttle})
 	if err != nil {
 		return err
 	}
@@ -137,8 +149,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer bg.Done()
 		lv.hub.Run(bgCtx)
 	}()
+	// stopping is closed when shutdown begins (api.Deps.Stopping).
+	stopping := make(chan struct{})
 	handler := api.NewServer(api.Deps{
-		Store: st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
+		Stopping: stopping,
+		Store:    st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
 		MetricsHandler: obs.MetricsHandler(reg),
 		RateLimit:      rl.middleware,
 		Proxy:          px.handlers,
@@ -174,7 +189,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	// Shutdown: /readyz answers 503 at once (and streams are told to end), the server keeps
+	// serving for ShutdownDelay so that load balancers notice, then stops accepting and
+	// gives in-flight requests ShutdownTimeout to finish. Request contexts are not
+	// cancelled by the signal: a request that started is answered.
+	close(stopping)
+	log.Info("shutting down", "delay", cfg.ShutdownDelay, "grace", cfg.ShutdownTimeout)
+	if cfg.ShutdownDelay > 0 {
+		time.Sleep(cfg.ShutdownDelay)
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -66,6 +66,9 @@ type Config struct {
 	LogFormat       string // json | text
 	LogLevel        slog.Level
 	ShutdownTimeout time.Duration
+	// ShutdownDelay is how long the gateway keeps serving after SIGTERM with /readyz at 503
+	// before it stops accepting, so that load balancers see it leave (SHUTDOWN_DELAY).
+	ShutdownDelay time.Duration
 
 	// RateLimit holds the RATE_LIMIT_* settings; the rate limit engineer adds its fields
 	// and their entries in settings.
@@ -325,7 +328,18 @@ func settings() []setting {
 			c.Stream.Heartbeat = d
 			return nil
 		}},
-		{env: "SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: DefaultShutdownTimeout.String(), usage: "how long shutdown waits for in-flight requests", set: func(c *Config, v string) error {
+		{env: "SHUTDOWN_DELAY", flag: "shutdown-delay", def: "0s", usage: "after SIGTERM, how long to keep serving with /readyz at 503 before no longer accepting connections (set it to the load balancer's probe period)", set: func(c *Config, v string) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			if d < 0 || d > time.Minute {
+				return fmt.Errorf("want a duration from 0s to 1m, got %s", v)
+			}
+			c.ShutdownDelay = d
+			return nil
+		}},
+		{env: "SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: DefaultShutdownTimeout.String(), usage: "grace period of shutdown: how long in-flight requests (REST, MCP, health, streams) get to finish once the gateway stops accepting", set: func(c *Config, v string) error {
 			d, err := parseDuration(v)
 			if err != nil {
 				return err
