@@ -24,7 +24,7 @@ type proxying struct {
 	handlers api.ProxyHandlers
 	// up is the one upstream client: readings and health (Get), and through up.Client the
 	// catalog sync, the prober and MCP forwarding.
-	up     *proxy.Upstreams
+	up *proxy.Upstreams
 	// export builds the bulk export handler over the same clients, once the limiter's
 	// charge is known.
 	export func(charge func(*gin.Context) error) gin.HandlerFunc
