@@ -68,8 +68,14 @@ type Rejection struct {
 
 // Batch is the result of parsing one payload.
 type Batch struct {
-	Provider     string
-	Observations []Observation
-	Stations     []contract.Station
-	Rejections   []Rejection
+	Provider string
+	// Records is how many rows or records the payload held (data rows of a text file,
+	// records of a JSON array), for the ingest report.
+	Records int
+	// MissingValues counts values the source marked missing (NDBC MM and fill values, NWS
+	// null) that were skipped without a Rejection each.
+	MissingValues int
+	Observations  []Observation
+	Stations      []contract.Station
+	Rejections    []Rejection
 }

@@ -67,6 +67,13 @@ func New(provider string) *Builder {
 		rank: observation.RankPreliminary}
 }
 
+// SetRecords records how many rows or records the payload held (for the ingest report's
+// records_read); adapters call it with the length of what they walk.
+func (b *Builder) SetRecords(n int) { b.batch.Records = n }
+
+// Missing counts one value the source marked missing (see observation.Batch.MissingValues).
+func (b *Builder) Missing() { b.batch.MissingValues++ }
+
 // SetRank sets the source rank of the observations emitted from now on (default
 // observation.RankPreliminary); NDBC's quality-controlled historical files rank higher.
 func (b *Builder) SetRank(rank int) { b.rank = rank }
