@@ -37,6 +37,8 @@ type ReadingsQuery struct {
 	// Lineage (lineage=true) adds to every measurement its conversion: the named rule of
 	// canon's conversion table, its formula and the source field, value and unit.
 	Lineage bool
+	// Revisions adds each reading's earlier values (revisions=true).
+	Revisions bool
 }
 
 // Offset is the row offset of the page.
@@ -86,6 +88,13 @@ func ParseReadingsQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 			return q, apierr.Invalid("page", "want a positive integer, got %q", s)
 		}
 		q.Page = n
+	}
+	switch s := v.Get("revisions"); s {
+	case "", "false":
+	case "true":
+		q.Revisions = true
+	default:
+		return q, apierr.Invalid("revisions", "want true or false, got %q", s)
 	}
 	switch s := v.Get("sort"); s {
 	case "", "desc":
