@@ -196,8 +196,12 @@ func (b *Builder) Finish(base func(id string) contract.Station) observation.Batc
 		if !f.last.IsZero() {
 			st.LastReadingAt = &contract.Time{Time: f.last}
 		}
-		if st.Status == "" {
-			st.Status = "active"
+		switch {
+		case f.last.IsZero() && st.LastReadingAt == nil && (st.Status == "" || st.Status == observation.StatusActive):
+			// Known from metadata only: the store makes it active with its first reading.
+			st.Status = observation.StatusNeverReported
+		case st.Status == "":
+			st.Status = observation.StatusActive
 		}
 		out.Stations = append(out.Stations, st)
 	}
