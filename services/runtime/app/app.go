@@ -157,7 +157,7 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 				return false
 			}
 		},
-		LastIngest: sched.LastIngest, Events: events, MCP: mcpSrv, InternalToken: cfg.InternalToken, Logger: log,
+		LastIngest: sched.LastIngest, IngestReport: sched.Report, Events: events, MCP: mcpSrv, InternalToken: cfg.InternalToken, Logger: log,
 		Metrics: metrics, Registry: reg, Tracing: tracing,
 	})
 

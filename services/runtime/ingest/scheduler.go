@@ -49,14 +49,15 @@ type Options struct {
 
 // Scheduler runs one ingest loop per provider.
 type Scheduler struct {
-	o      Options
-	log    *slog.Logger
-	mu     sync.Mutex
-	state  map[string]*providerState
-	order  []string
-	loops  map[string]source
-	primed sync.WaitGroup
-	ready  chan struct{}
+	o       Options
+	log     *slog.Logger
+	mu      sync.Mutex
+	state   map[string]*providerState
+	order   []string
+	loops   map[string]source
+	primed  sync.WaitGroup
+	ready   chan struct{}
+	reports *reportLog
 }
 
 type providerState struct {
@@ -105,7 +106,7 @@ func New(o Options) (*Scheduler, error) {
 		// status rather than "giving up".
 		o.HTTPClient.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	}
-	s := &Scheduler{o: o, log: o.Logger, state: map[string]*providerState{}, loops: map[string]source{}, ready: make(chan struct{})}
+	s := &Scheduler{o: o, log: o.Logger, state: map[string]*providerState{}, loops: map[string]source{}, ready: make(chan struct{}), reports: newReportLog()}
 	for _, p := range o.Providers {
 		slug := p.Slug()
 		st := &providerState{mode: o.Mode, rejected: map[string]int64{}}
@@ -263,10 +264,15 @@ func (s *Scheduler) loop(ctx context.Context, p Provider, src source) {
 // landed that its batch was written.
 func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) (ack, landed bool) {
 	slug := p.Slug()
+	rep := DocumentReport{Provider: slug, Mode: s.o.Mode, Document: it.origin, Format: it.payload.Format,
+		IngestedAt: contract.Time{Time: s.o.Now().UTC()}, Dropped: map[string]int{}}
+	defer func() { s.record(rep) }()
 	b, err := p.Adapter.Parse(it.payload)
 	if err != nil {
 		s.fail(slug, fmt.Errorf("parse %s: %w", it.origin, err))
-		s.reject(slug, map[string]int64{"unreadable_payload": 1})
+		s.reject(slug, map[string]int64{DropUnreadable: 1})
+		rep.Dropped[DropUnreadable] = 1
+		rep.Error = err.Error()
 		return true, false
 	}
 	now := s.o.Now()
@@ -274,8 +280,11 @@ func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) (ack, lande
 	for _, r := range b.Rejections {
 		reasons[r.Reason]++
 	}
+	if b.MissingValues > 0 {
+		reasons[DropMissingMarker] += int64(b.MissingValues)
+	}
 	obs := b.Observations[:0:0]
-	var newest time.Time
+	var newest, oldest time.Time
 	for _, o := range b.Observations {
 		// A clock far ahead is a broken row, not a forecast.
 		if o.Time.After(now.Add(6*time.Hour)) || o.Time.Year() < 1970 {
@@ -285,7 +294,19 @@ func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) (ack, lande
 		if o.Time.After(newest) {
 			newest = o.Time
 		}
+		if oldest.IsZero() || o.Time.Before(oldest) {
+			oldest = o.Time
+		}
+		o.Source.Document = it.origin
+		if s.o.Mode == ModeSimulate {
+			o.Source.Rank = observation.RankSimulated
+		}
 		obs = append(obs, o)
+	}
+	rep.RecordsRead, rep.Observations, rep.Stations = b.Records, len(obs), len(b.Stations)
+	rep.FirstTimestamp, rep.LastTimestamp = timePtr(oldest), timePtr(newest)
+	for k, v := range reasons {
+		rep.Dropped[k] = int(v)
 	}
 	if len(b.Stations) == 0 && len(obs) == 0 {
 		s.reject(slug, reasons)
@@ -308,8 +329,10 @@ func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) (ack, lande
 	if err != nil {
 		s.fail(slug, fmt.Errorf("store %s: %w", it.origin, err))
 		s.log.Error("ingest: store", "provider", slug, "origin", it.origin, "err", err)
+		rep.Error = "store: " + err.Error()
 		return false, false
 	}
+	rep.ReadingsStored, rep.Duplicates = res.Inserted, res.Duplicates
 	s.mu.Lock()
 	st := s.state[slug]
 	st.lastSuccess = now
@@ -322,10 +345,30 @@ func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) (ack, lande
 		st.rejected[k] += v
 	}
 	s.mu.Unlock()
-	s.log.Debug("ingest: batch", "provider", slug, "origin", it.origin, "inserted", res.Inserted,
-		"duplicates", res.Duplicates, "stations", res.Stations, "rejected", len(b.Rejections))
 	return true, true
 }
+
+// record keeps a document's report and logs it: one line per recorded file or live fetch
+// (simulated payloads, one a station and tick, at debug level).
+func (s *Scheduler) record(r DocumentReport) {
+	s.reports.add(r)
+	level := slog.LevelInfo
+	if s.o.Mode == ModeSimulate {
+		level = slog.LevelDebug
+	}
+	attrs := []any{"provider", r.Provider, "document", r.Document, "format", r.Format, "records_read", r.RecordsRead,
+		"observations", r.Observations, "readings_stored", r.ReadingsStored, "duplicates", r.Duplicates, "dropped", r.Dropped}
+	if r.FirstTimestamp != nil {
+		attrs = append(attrs, "first", r.FirstTimestamp.Time, "last", r.LastTimestamp.Time)
+	}
+	if r.Error != "" {
+		attrs = append(attrs, "err", r.Error)
+	}
+	s.log.Log(context.Background(), level, "ingest: document", attrs...)
+}
+
+// Report returns the latest ingest report of every document, by provider and document.
+func (s *Scheduler) Report() Report { return s.reports.snapshot() }
 
 func (s *Scheduler) fail(slug string, err error) {
 	s.mu.Lock()
