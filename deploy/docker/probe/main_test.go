@@ -51,10 +51,14 @@ func TestCheck(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
-			err := check(ctx, http.DefaultTransport, tt.url)
+			var body strings.Builder
+			err := check(ctx, http.DefaultTransport, tt.url, &body)
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("check(%q) = %v, want healthy", tt.url, err)
+				}
+				if body.String() != `{"status":"ok"}` {
+					t.Fatalf("check(%q) copied body %q, want the answer's", tt.url, body.String())
 				}
 				return
 			}
