@@ -54,7 +54,7 @@ CMD_weather := ./services/cmd/weather
 CMD_airquality := ./services/cmd/airquality
 CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 
-.PHONY: images-prebuilt static docker-engine compose-cli base-images compose-images compose-test
+.PHONY: images-prebuilt static docker-engine compose-cli base-images compose-images compose-test k8s-pin-images
 
 static:
 	@mkdir -p build/static
@@ -89,3 +89,8 @@ compose-images: base-images images-prebuilt
 
 compose-test: compose-images
 	COMPOSE="$$(scripts/docker/compose-cli.sh)" $(GO) test -count=1 -timeout 30m -tags compose -v ./deploy/composetest/
+
+# Pins the prod overlay's images (kustomize image transformer) to IMAGE_TAG, or to digests
+# given as IMAGE_DIGESTS=gateway=sha256:...,ocean=sha256:...: make k8s-pin-images IMAGE_TAG=0.2.0
+k8s-pin-images:
+	$(GO) run ./deploy/pinimages/cmd -tag '$(IMAGE_TAG)' -repo '$(IMAGE_REPO)' -digests '$(IMAGE_DIGESTS)' deploy/k8s/overlays/prod/kustomization.yaml

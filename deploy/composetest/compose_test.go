@@ -64,7 +64,7 @@ func newStack(t *testing.T) *stack {
 		// enough that the limiter never answers 429 here (its own tests are elsewhere).
 		env: append(os.Environ(), "COMPOSE_PROJECT_NAME="+project, fmt.Sprintf("GATEWAY_PORT=%d", gwPort), fmt.Sprintf("PROMETHEUS_PORT=%d", promPort),
 			"RATE_LIMIT_PLANS=free=10000000/h,pro=10000000/h,default=10000000/h"),
-		gw:  fmt.Sprintf("http://127.0.0.1:%d", gwPort), prom: fmt.Sprintf("http://127.0.0.1:%d", promPort),
+		gw: fmt.Sprintf("http://127.0.0.1:%d", gwPort), prom: fmt.Sprintf("http://127.0.0.1:%d", promPort),
 		client: &http.Client{Timeout: 30 * time.Second}}
 	return s
 }
