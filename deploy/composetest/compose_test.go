@@ -36,6 +36,9 @@ type stack struct {
 	env      []string
 	gw, prom string // base URLs on the published ports
 	client   *http.Client
+	// loadKey is a production key on a plan without a practical limit, for the load
+	// phases (a development key has a fixed 1000/h budget).
+	loadKey string
 }
 
 func freePort(t *testing.T) int {
@@ -60,7 +63,7 @@ func newStack(t *testing.T) *stack {
 	}
 	gwPort, promPort := freePort(t), freePort(t)
 	s := &stack{t: t, compose: c, root: root,
-		// The load phases send thousands of calls with the development key: plans high
+		// The load phases send thousands of calls with a production key: plans high
 		// enough that the limiter never answers 429 here (its own tests are elsewhere).
 		env: append(os.Environ(), "COMPOSE_PROJECT_NAME="+project, fmt.Sprintf("GATEWAY_PORT=%d", gwPort), fmt.Sprintf("PROMETHEUS_PORT=%d", promPort),
 			"RATE_LIMIT_PLANS=free=10000000/h,pro=10000000/h,default=10000000/h"),
@@ -123,7 +126,24 @@ func (s *stack) call(method, url, body string, header http.Header) (int, []byte,
 }
 
 func (s *stack) get(path string) (int, []byte, error) {
-	return s.call(http.MethodGet, s.gw+"/api/v1"+path, "", http.Header{"X-Api-Key": {devKey}})
+	key := devKey
+	if s.loadKey != "" {
+		key = s.loadKey
+	}
+	return s.call(http.MethodGet, s.gw+"/api/v1"+path, "", http.Header{"X-Api-Key": {key}})
+}
+
+// createLoadKey makes a production key on plan pro with the admin command the README
+// documents (`docker compose run --rm migrate keys create ...`).
+func (s *stack) createLoadKey(t *testing.T) {
+	out := s.run(3*time.Minute, "run", "--rm", "migrate", "keys", "create", "--owner", "composetest", "--env", "production", "--plan", "pro")
+	for _, line := range strings.Fields(out) {
+		if strings.HasPrefix(line, "sg_live_") {
+			s.loadKey = line
+			return
+		}
+	}
+	t.Fatalf("keys create printed no sg_live_ key:\n%s", out)
 }
 
 // phase times one step and logs it (the README's figures come from these lines).
@@ -155,6 +175,7 @@ func TestComposeStack(t *testing.T) {
 	var sensorID string
 	phase(t, "README curl examples", func() { sensorID = s.readmeExamples(t) })
 	phase(t, "prometheus targets up (4)", func() { s.waitTargets(t, 4) })
+	phase(t, "keys create (run --rm)", func() { s.createLoadKey(t) })
 	phase(t, "scale ocean=3", func() {
 		s.run(10*time.Minute, "up", "-d", "--wait", "--no-build", "--pull", "never", "--scale", "ocean=3")
 	})
