@@ -55,10 +55,36 @@ type Deps struct {
 
 	// MCP, when set, answers the MCP endpoints (package mcp).
 	MCP MCPHandlers
+
+	// Stopping is closed when the gateway begins to shut down: /readyz answers 503 from
+	// then on, and long-lived answers (event streams, exports) watch it to end with a final
+	// message instead of being cut off when the grace period ends. nil: never.
+	Stopping <-chan struct{}
+
+	// Live, when set, answers area latest and the streams (packages latest and stream).
+	Live LiveHandlers
 }
 
 // NewServer returns the gateway's HTTP handler.
 func NewServer(d Deps) http.Handler {
+	d = withDefaults(d)
+	return chain(d, engine(d))
+}
+
+// Templates lists the route templates d wires (Gin's form, /api/v1/sensors/:id): the only
+// values of the route label of the request metrics besides obs.UnmatchedRoute.
+func Templates(d Deps) []string {
+	d = withDefaults(d)
+	r := engine(d)
+	addRoutes(r, d, bodyLimits{})
+	out := make([]string, 0, len(r.Routes()))
+	for _, ri := range r.Routes() {
+		out = append(out, ri.Path)
+	}
+	return out
+}
+
+func withDefaults(d Deps) Deps {
 	gin.SetMode(gin.ReleaseMode) // no debug route listing or warnings on stdout
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -69,6 +95,11 @@ func NewServer(d Deps) http.Handler {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	return d
+}
+
+// engine is the Gin router with the gateway's settings, before any route.
+func engine(d Deps) *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	// No redirects: trimTrailingSlash serves a trailing slash in place, and a fixed-up
@@ -79,7 +110,6 @@ func NewServer(d Deps) http.Handler {
 	// The gateway does not trust forwarding headers for the client address unless a
 	// deployment says so; logs show the peer.
 	_ = r.SetTrustedProxies(nil)
-	r.Use(routeContext(), renderErrors(d.Logger), recoverPanics(d.Logger))
 	r.NoRoute(func(c *gin.Context) {
 		fail(c, apierr.New(apierr.NotFound, "no route %s %s", c.Request.Method, clip(c.Request.URL.Path)))
 	})
@@ -87,10 +117,7 @@ func NewServer(d Deps) http.Handler {
 		fail(c, apierr.New(apierr.MethodNotAllowed, "method %s not allowed on %s; allowed: %s",
 			c.Request.Method, clip(c.Request.URL.Path), c.Writer.Header().Get("Allow")))
 	})
-	addRoutes(r, d)
-	// obs.Middleware outside Gin: request id (echoed, passed upstream, on every log line),
-	// access log, metrics by route template, server spans.
-	return obs.Middleware(trimTrailingSlash(r), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
+	return r
 }
 
 // trimTrailingSlash serves /a/b/ as /a/b: the same resource, without a redirect that clients
@@ -114,7 +141,13 @@ func trimTrailingSlash(next http.Handler) http.Handler {
 
 // ProxyHandlers are the routes answered by the backing services through the gateway.
 type ProxyHandlers struct {
-	Latest, Readings, ServiceHealth gin.HandlerFunc
+	Latest, Readings, Aggregate, ServiceHealth gin.HandlerFunc
+}
+
+// LiveHandlers are the live-data routes (docs/live.md): area latest and the two
+// Server-Sent Event streams.
+type LiveHandlers struct {
+	AreaLatest, SensorStream, AreaStream gin.HandlerFunc
 }
 
 // MCPHandlers are the MCP endpoints (docs/spec.md 4.9-4.12): one JSON-RPC message per POST.
@@ -155,14 +188,21 @@ func renderErrors(log *slog.Logger) gin.HandlerFunc {
 		}
 		err := c.Errors.Last().Err
 		e := apierr.From(err)
-		if e.Code == apierr.Internal {
+		switch e.Code {
+		case apierr.Internal:
 			log.ErrorContext(c.Request.Context(), "internal error", "request_id", RequestID(c.Request.Context()),
+				"route", c.FullPath(), "err", err)
+		case apierr.StoreUnavailable:
+			log.WarnContext(c.Request.Context(), "catalog database unavailable", "request_id", RequestID(c.Request.Context()),
 				"route", c.FullPath(), "err", err)
 		}
 		if c.Writer.Written() {
 			return // a handler already started its answer; the log line is all we can do
 		}
 		c.Header("Cache-Control", "no-store")
+		if ra := e.RetryAfter(); ra != "" {
+			c.Header("Retry-After", ra)
+		}
 		c.JSON(e.Status(), e)
 	}
 }
@@ -231,12 +271,16 @@ func (h *handlers) queryCtx(c *gin.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(c.Request.Context(), h.d.QueryTimeout)
 }
 
-// storeErr maps what the store returned: client errors pass through, anything else is
-// internal (logged whole by renderErrors).
+// storeErr maps what the store returned: client errors pass through, a database that
+// cannot answer is 503 store_unavailable (catalog.UnavailableError), anything else is internal (logged
+// whole by renderErrors).
 func storeErr(what string, err error) error {
 	var e *apierr.Error
 	if errors.As(err, &e) {
 		return e
+	}
+	if catalog.Unavailable(err) {
+		return catalog.UnavailableError(what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

@@ -19,11 +19,9 @@ import (
 // redisKeyPrefix namespaces the gateway's counters in a shared Redis.
 const redisKeyPrefix = "sensorgate:"
 
-// rateLimiting is the limiter middleware, the same limiter for the native readings path, its
-// readiness check and what to close at exit.
+// rateLimiting is the limiter middleware, its readiness check and what to close at exit.
 type rateLimiting struct {
 	middleware gin.HandlerFunc
-	limit      func(context.Context, auth.Identity) ratelimit.Verdict
 	check      api.Check
 	close      func() error
 }
@@ -38,16 +36,10 @@ func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Log
 		}
 		return limitIdentity(id), true
 	}
-	limit := func(l ratelimit.Limiter) func(context.Context, auth.Identity) ratelimit.Verdict {
-		return func(ctx context.Context, id auth.Identity) ratelimit.Verdict {
-			return ratelimit.Check(ctx, l, cfg.RateLimit.Plans, limitIdentity(id), log)
-		}
-	}
 	local := ratelimit.NewMemory(nil)
 	if cfg.RedisURL == "" {
 		return rateLimiting{
 			middleware: ratelimit.Middleware(local, cfg.RateLimit.Plans, identify, log),
-			limit:      limit(local),
 			check: api.Check{Name: "ratelimit", Probe: func(context.Context) (any, error) {
 				return ratelimit.Status{Backend: "memory"}, nil
 			}},
@@ -69,7 +61,6 @@ func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Log
 	}
 	return rateLimiting{
 		middleware: ratelimit.Middleware(fb, cfg.RateLimit.Plans, identify, log),
-		limit:      limit(fb),
 		// Not critical: with Redis down the gateway keeps serving under the local limiter
 		// (or refuses, fail-closed), and says so here.
 		check: api.Check{Name: "redis", Critical: cfg.RateLimit.FailClosed, Probe: func(ctx context.Context) (any, error) {

@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -14,9 +17,20 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
 	"github.com/sensorgate/sensorgate/gateway/config"
-	"github.com/sensorgate/sensorgate/gateway/fastpath"
 	gwobs "github.com/sensorgate/sensorgate/gateway/obs"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+)
+
+// Server limits. Reads are small (MCP bodies are capped at 1 MiB, and api refuses a larger
+// Content-Length before reading); WriteTimeout allows for a proxied readings page from a slow
+// service, whose own deadline is shorter. A streaming handler lifts the write deadline for
+// itself with http.ResponseController.SetWriteDeadline (every wrapper in the chain unwraps).
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
 )
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -25,9 +39,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	cfg := c.cfg
+	// Production refuses to start without what it must not run without, all listed at once.
+	if err := cfg.CheckProduction(); err != nil {
+		return err
+	}
 	log, err := obs.NewLogger(stdout, obs.LogConfig{Format: cfg.LogFormat, Level: cfg.LogLevel.String(), Env: cfg.Env})
 	if err != nil {
 		return err
+	}
+	if d := cfg.DevelopmentDefaults(); len(d) > 0 {
+		log.Info("development mode: running on embedded defaults; set SENSORGATE_ENV=production for a deployment", "defaults", d)
 	}
 	tracing, err := obs.SetupTracing(ctx, "gateway", getenv)
 	if err != nil {
@@ -64,7 +85,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		log.Info("development key ready", "prefix", auth.DisplayPrefix(cfg.DevAPIKey), "owner", auth.DevOwnerName)
 	}
-	authn, err := auth.New(st, auth.Options{Environment: cfg.Env, CacheTTL: cfg.KeyCacheTTL, Metrics: met})
+	throttle, closeThrottle, err := newKeyThrottle(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeThrottle()
+	authn, err := auth.New(st, auth.Options{Environment: cfg.Env, CacheTTL: cfg.KeyCacheTTL, Metrics: met, Throttle: throttle})
 	if err != nil {
 		return err
 	}
@@ -115,43 +141,67 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	// Area latest and the streams; the hub follows every service's log until shutdown.
+	lv := newLive(cfg, st, log)
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		lv.hub.Run(bgCtx)
+	}()
+	// stopping is closed when shutdown begins (api.Deps.Stopping).
+	stopping := make(chan struct{})
 	handler := api.NewServer(api.Deps{
-		Store: st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
+		Stopping: stopping,
+		Store:    st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
 		MetricsHandler: obs.MetricsHandler(reg),
 		RateLimit:      rl.middleware,
 		Proxy:          px.handlers,
 		MCP:            mcpHandlers,
+		Live:           lv.handlers,
 		Checks:         []api.Check{rl.check},
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (GATEWAY_ADDR): %w", cfg.Addr, err)
 	}
-	var native *fastpath.Native
-	if cfg.Proxy.Native && !tracing.Enabled() {
-		// With tracing on, every request goes through the engine, whose middleware makes
-		// the server spans.
-		native = &fastpath.Native{Auth: authn, Limit: rl.limit, Proxy: px.native,
-			Observe: obs.HTTPOptions{Logger: log, Metrics: met, Quiet: obs.DefaultQuiet()}}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	srv := fastpath.NewServer(fastpath.Options{Engine: handler, Native: native, Logger: log})
+	// Shutdown ends every open stream with a last comment at once (clients reconnect to
+	// another replica with Last-Event-ID); otherwise they would hold it until its timeout.
+	srv.RegisterOnShutdown(lv.hub.Close)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("gateway listening", "url", "http://"+ln.Addr().String(), "env", cfg.Env,
-		"catalog", catalogName(cfg), "fastpath", native != nil, "pid", os.Getpid())
+		"catalog", catalogName(cfg), "pid", os.Getpid())
 
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	// Shutdown: /readyz answers 503 at once (and streams are told to end), the server keeps
+	// serving for ShutdownDelay so that load balancers notice, then stops accepting and
+	// gives in-flight requests ShutdownTimeout to finish. Request contexts are not
+	// cancelled by the signal: a request that started is answered.
+	close(stopping)
+	log.Info("shutting down", "delay", cfg.ShutdownDelay, "grace", cfg.ShutdownTimeout)
+	if cfg.ShutdownDelay > 0 {
+		time.Sleep(cfg.ShutdownDelay)
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.ShutdownWithContext(sctx); err != nil {
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
 		return fmt.Errorf("shutdown: in-flight requests did not finish within %s: %w", cfg.ShutdownTimeout, err)
 	}
-	if err := <-errc; err != nil {
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	log.Info("stopped")

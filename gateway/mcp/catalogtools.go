@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -13,16 +12,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
-)
-
-// Page sizes of the catalog tools.
-const (
-	searchDefaultLimit = 20
-	searchMaxLimit     = 100
 )
 
 func parameterIDs() []string {
@@ -35,180 +30,114 @@ func parameterIDs() []string {
 
 func (h *Handler) newCatalogTools() (*toolSet, error) {
 	params := parameterIDs()
-	return newToolSet(
-		newTool("describe_catalog", "Describe the catalog",
-			"What the catalog holds: the backing services, the providers, the canonical parameters with their units, and sensor counts by type and status. Call it first to learn the vocabulary of search_sensors.",
-			input(schema{}),
-			object(schema{
-				"services": array(object(schema{
-					"id":               str("Service id; sensors' service_id"),
-					"name":             str("Name"),
-					"description":      str("Description"),
-					"domain":           str("For example ocean, weather, air_quality"),
-					"temporal_pattern": str("For example periodic"),
-					"status":           str("active, degraded or down at the last probe"),
-					"sensor_count":     integer("Sensors in the catalog backed by the service", 0, 0),
-					"providers":        array(str("Provider slug"), "Providers the service ingests"),
-					"tools":            array(str("Tool name"), "MCP tools of the service, callable at /api/v1/services/{id}/mcp"),
-					"last_ingest_at":   nullable(strFormat("Last successful ingest", "date-time")),
-				}, "id", "name", "domain", "status", "sensor_count"), "Backing services"),
-				"providers": array(object(schema{
-					"slug":         str("Provider slug; the provider filter of search_sensors"),
-					"name":         str("Provider name"),
-					"sensor_count": integer("Sensors of the provider", 0, 0),
-				}, "slug", "name", "sensor_count"), "Providers"),
-				"parameters": array(object(schema{
-					"id":           str("Canonical parameter id"),
-					"unit":         str("Canonical unit every value of the parameter is given in"),
-					"meaning":      str("What the parameter measures"),
-					"sensor_count": integer("Sensors that collect the parameter", 0, 0),
-				}, "id", "unit", "meaning", "sensor_count"), "Canonical parameters"),
-				"sensor_types": array(object(schema{
-					"sensor_type": str("Sensor type"),
-					"count":       integer("Sensors of the type", 0, 0),
-				}, "sensor_type", "count"), "Sensor types"),
-				"statuses": array(object(schema{
-					"status": str("Status"),
-					"count":  integer("Sensors with the status", 0, 0),
-				}, "status", "count"), "Sensor statuses"),
-				"total_sensors": integer("Sensors in the catalog", 0, 0),
-				"generated_at":  strFormat("When this description was computed", "date-time"),
-			}, "services", "providers", "parameters", "sensor_types", "statuses", "total_sensors", "generated_at"),
-			runDescribeCatalog),
-		newTool("search_sensors", "Search sensors",
-			"Find sensors by text, type, status, provider, service, feed, measured parameters, bounding box or distance. Results are pages of at most `limit` sensors; pass nextCursor back as cursor (with the same other arguments) for the next page. Each sensor states how fresh its newest reading is.",
-			input(schema{
-				"query":       str("Substring of the name, description, external id or provider name"),
-				"sensor_type": str("Exact sensor type (describe_catalog lists them)"),
-				"status":      str("Exact status: active, inactive or maintenance"),
-				"provider":    str("Provider slug"),
-				"service_id":  str("Backing service id"),
-				"feed":        str("Feed (project) slug or UUID"),
-				"data_types":  array(enum("Canonical parameter id", params...), "Sensors that collect any of these parameters"),
-				"bbox": input(schema{
-					"min_lat": number("South edge, degrees"), "min_lon": number("West edge, degrees"),
-					"max_lat": number("North edge, degrees"), "max_lon": number("East edge, degrees; smaller than min_lon crosses the antimeridian"),
-				}, "min_lat", "min_lon", "max_lat", "max_lon"),
-				"near": input(schema{
-					"lat": number("Centre latitude, degrees"), "lon": number("Centre longitude, degrees"),
-					"radius_km": number("Radius in km (default 50, at most 20000)"),
-				}, "lat", "lon"),
-				"sort":   enum("name (default) or distance (only with near)", "name", "distance"),
-				"limit":  integer(fmt.Sprintf("Sensors per page (default %d)", searchDefaultLimit), 1, searchMaxLimit),
-				"cursor": str("nextCursor of the previous page"),
-			}),
-			object(schema{
-				"sensors":    array(sensorSummarySchema(), "This page of sensors, ordered by name then id (or by distance)"),
-				"units":      unitsSchema(),
-				"total":      integer("Sensors matching the filters", 0, 0),
-				"limit":      integer("Page size applied", 1, 0),
-				"nextCursor": str("Cursor of the next page; absent on the last page"),
-			}, "sensors", "units", "total", "limit"),
-			runSearchSensors),
-		newTool("describe_sensor", "Describe a sensor",
-			"Everything about one sensor: its record, backing service, the parameters it measures with their units, how fresh its data is, and its latest reading with provenance.",
-			input(schema{
-				"sensor_id": str("Sensor UUID or the provider's external id (for example 41001)"),
-			}, "sensor_id"),
-			object(schema{
-				"sensor":       sensorRecordSchema(),
-				"service":      nullable(object(schema{"id": str("Service id"), "name": str("Name"), "status": str("Status at the last probe"), "mcp_endpoint": str("Path of the service-scope MCP endpoint")}, "id", "name", "status")),
-				"parameters":   array(object(schema{"id": str("Canonical parameter id"), "unit": str("Canonical unit"), "meaning": str("What it measures")}, "id", "unit", "meaning"), "Parameters the sensor collects"),
-				"freshness":    freshnessSchema(),
-				"latest":       nullable(readingSchema()),
-				"latest_error": str("Why there is no latest reading, when latest is null"),
-				"provenance":   nullable(provenanceSchema()),
-				"endpoints": object(schema{
-					"readings": str("REST path of the sensor's readings"),
-					"mcp":      str("Path of the sensor-scope MCP endpoint"),
-				}, "readings", "mcp"),
-			}, "sensor", "parameters", "freshness", "latest", "provenance", "endpoints"),
-			runDescribeSensor),
-		newTool("get_readings", "Get readings",
-			"Canonical readings of one sensor, newest first unless order=asc, optionally within a time range and reduced to some parameters. Every value carries its unit, every reading its age, and the result its provenance and freshness. Pages of at most `limit`; pass nextCursor back as cursor for the next page.",
-			input(schema{
-				"sensor_id":   str("Sensor UUID or the provider's external id"),
-				"since":       str("Inclusive lower bound: RFC 3339 time or date YYYY-MM-DD (UTC)"),
-				"until":       str("Exclusive upper bound: RFC 3339 time or date YYYY-MM-DD (UTC)"),
-				"days":        number("Last N days up to now; not with since or until"),
-				"parameters":  array(enum("Canonical parameter id", params...), "Keep only these parameters in each reading"),
-				"order":       enum("desc (newest first, default) or asc", "desc", "asc"),
-				"data_format": enum("cleaned (default): canonical measurements; raw: the source payload of each reading", "cleaned", "raw"),
-				"limit":       integer(fmt.Sprintf("Readings per page (default %d)", contract.DefaultReadingsLimit), 1, contract.MaxReadingsLimit),
-				"cursor":      str("nextCursor of the previous page"),
-			}, "sensor_id"),
-			object(schema{
-				"sensor": object(schema{
-					"id": strFormat("Sensor UUID", "uuid"), "external_id": str("Provider's id"), "name": str("Name"),
-					"service_id": str("Backing service"), "provider_slug": str("Provider"),
-				}, "id", "external_id", "name", "service_id"),
-				"time_range": object(schema{
-					"since": nullable(strFormat("Inclusive lower bound applied", "date-time")),
-					"until": nullable(strFormat("Exclusive upper bound applied", "date-time")),
-					"order": enum("Order of readings", "desc", "asc"),
-				}, "since", "until", "order"),
-				"units":      unitsSchema(),
-				"readings":   array(readingSchema(), "This page of readings"),
-				"count":      integer("Readings in this page", 0, 0),
-				"total":      integer("Readings in the range", 0, 0),
-				"freshness":  freshnessSchema(),
-				"provenance": provenanceSchema(),
-				"nextCursor": str("Cursor of the next page; absent on the last page"),
-			}, "sensor", "time_range", "units", "readings", "count", "total", "freshness", "provenance"),
-			runGetReadings),
-	)
+	ts := newToolSet("sensorgate-catalog")
+	addTool(ts, toolSpec[noArgs, catalogDescription]{
+		Name: "describe_catalog", Title: "Describe the catalog",
+		Description: "What the catalog holds: the backing services, the providers, the canonical parameters with their units, and sensor counts by type and status. Call it first to learn the vocabulary of search_sensors.",
+		Run:         runDescribeCatalog,
+	})
+	addTool(ts, toolSpec[searchArgs, searchResult]{
+		Name: "search_sensors", Title: "Search sensors",
+		Description: fmt.Sprintf("Find sensors by text, type, status, provider, service, feed, measured parameters, bounding box or distance. Pages of `limit` sensors (default %d, at most %d; larger is clamped); pass nextCursor back as cursor (with the same other arguments) for the next page. Each sensor states how fresh its newest reading is.", sensorListDefaultLimit, sensorListMaxLimit),
+		Tweak: func(in, out *jsonschema.Schema) {
+			setEnum(prop(in, "data_types"), params...)
+			setEnum(prop(in, "sort"), "name", "distance")
+			setRange(prop(in, "limit"), 1, 0)
+			setRange(prop(in, "near", "radius_km"), 0, 20000)
+			prop(in, "near", "radius_km").ExclusiveMinimum, prop(in, "near", "radius_km").Minimum = ptrTo(0.0), nil
+			setRange(prop(in, "bbox", "min_lat"), -90, 90)
+			setRange(prop(in, "bbox", "max_lat"), -90, 90)
+			setRange(prop(in, "bbox", "min_lon"), -180, 180)
+			setRange(prop(in, "bbox", "max_lon"), -180, 180)
+			setRange(prop(in, "near", "lat"), -90, 90)
+			setRange(prop(in, "near", "lon"), -180, 180)
+		},
+		Run: runSearchSensors,
+	})
+	addTool(ts, toolSpec[sensorIDArgs, sensorDescription]{
+		Name: "describe_sensor", Title: "Describe a sensor",
+		Description: "Everything about one sensor: its record, backing service, the parameters it measures with their units, how fresh its data is, and its latest reading with provenance.",
+		OpenWorld:   true,
+		Run:         runDescribeSensor,
+	})
+	addTool(ts, toolSpec[getReadingsArgs, readingsResult]{
+		Name: "get_readings", Title: "Get readings",
+		Description: fmt.Sprintf("Canonical readings of one sensor, newest first unless sort=asc, optionally within a time range and reduced to some parameters. Every value carries its unit, every reading its age, and the result its provenance and freshness. Pages of `limit` readings (default %d, at most %d; larger is clamped); pass nextCursor back as cursor for the next page.", readingsDefaultLimit, readingsMaxLimit) +
+			deprecatedNote("order", "sort"),
+		OpenWorld: true,
+		Tweak: func(in, out *jsonschema.Schema) {
+			setEnum(prop(in, "parameters"), params...)
+			setEnum(prop(in, "sort"), "desc", "asc")
+			setEnum(prop(in, "order"), "desc", "asc")
+			setEnum(prop(in, "data_format"), "cleaned", "raw")
+			setRange(prop(in, "limit"), 1, 0)
+			prop(in, "days").ExclusiveMinimum = ptrTo(0.0)
+			setEnum(prop(out, "time_range", "order"), "desc", "asc")
+		},
+		Run: runGetReadings,
+	})
+	h.addCatalogResources(ts)
+	return ts.done()
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// noArgs is the input of a tool without arguments.
+type noArgs struct{}
+
+// sensorIDArgs names one sensor.
+type sensorIDArgs struct {
+	SensorID string `json:"sensor_id" jsonschema:"Sensor UUID or the provider's external id (for example 41001)"`
 }
 
 type serviceSummary struct {
-	ID              string   `json:"id"`
-	Name            string   `json:"name"`
-	Description     string   `json:"description"`
-	Domain          string   `json:"domain"`
-	TemporalPattern string   `json:"temporal_pattern"`
-	Status          string   `json:"status"`
-	SensorCount     int      `json:"sensor_count"`
-	Providers       []string `json:"providers"`
-	Tools           []string `json:"tools"`
-	LastIngestAt    *string  `json:"last_ingest_at"`
+	ID              string   `json:"id" jsonschema:"Service id; sensors' service_id"`
+	Name            string   `json:"name" jsonschema:"Name"`
+	Description     string   `json:"description" jsonschema:"Description"`
+	Domain          string   `json:"domain" jsonschema:"For example ocean, weather, air_quality"`
+	TemporalPattern string   `json:"temporal_pattern" jsonschema:"For example periodic"`
+	Status          string   `json:"status" jsonschema:"active, degraded or down at the last probe"`
+	SensorCount     int      `json:"sensor_count" jsonschema:"Sensors in the catalog backed by the service"`
+	Providers       []string `json:"providers" jsonschema:"Provider slugs the service ingests"`
+	Tools           []string `json:"tools" jsonschema:"MCP tools of the service, callable at /api/v1/services/{id}/mcp"`
+	LastIngestAt    *string  `json:"last_ingest_at" jsonschema:"Last successful ingest (ISO 8601 UTC), null when none"`
 }
 
 type providerCount struct {
-	Slug        string `json:"slug"`
-	Name        string `json:"name"`
-	SensorCount int    `json:"sensor_count"`
+	Slug        string `json:"slug" jsonschema:"Provider slug; the provider filter of search_sensors"`
+	Name        string `json:"name" jsonschema:"Provider name"`
+	SensorCount int    `json:"sensor_count" jsonschema:"Sensors of the provider"`
 }
 
 type parameterCount struct {
-	ID          string `json:"id"`
-	Unit        string `json:"unit"`
-	Meaning     string `json:"meaning"`
-	SensorCount int    `json:"sensor_count"`
+	ID          string `json:"id" jsonschema:"Canonical parameter id"`
+	Unit        string `json:"unit" jsonschema:"Canonical unit every value of the parameter is given in"`
+	Meaning     string `json:"meaning" jsonschema:"What the parameter measures"`
+	SensorCount int    `json:"sensor_count" jsonschema:"Sensors that collect the parameter"`
 }
 
 type typeCount struct {
-	SensorType string `json:"sensor_type"`
-	Count      int    `json:"count"`
+	SensorType string `json:"sensor_type" jsonschema:"Sensor type"`
+	Count      int    `json:"count" jsonschema:"Sensors of the type"`
 }
 
 type statusCount struct {
-	Status string `json:"status"`
-	Count  int    `json:"count"`
+	Status string `json:"status" jsonschema:"Status"`
+	Count  int    `json:"count" jsonschema:"Sensors with the status"`
 }
 
 type catalogDescription struct {
-	Services     []serviceSummary `json:"services"`
-	Providers    []providerCount  `json:"providers"`
-	Parameters   []parameterCount `json:"parameters"`
-	SensorTypes  []typeCount      `json:"sensor_types"`
-	Statuses     []statusCount    `json:"statuses"`
-	TotalSensors int              `json:"total_sensors"`
-	GeneratedAt  string           `json:"generated_at"`
+	Services     []serviceSummary `json:"services" jsonschema:"Backing services"`
+	Providers    []providerCount  `json:"providers" jsonschema:"Providers"`
+	Parameters   []parameterCount `json:"parameters" jsonschema:"Canonical parameters"`
+	SensorTypes  []typeCount      `json:"sensor_types" jsonschema:"Sensor types"`
+	Statuses     []statusCount    `json:"statuses" jsonschema:"Sensor statuses"`
+	TotalSensors int              `json:"total_sensors" jsonschema:"Sensors in the catalog"`
+	GeneratedAt  string           `json:"generated_at" jsonschema:"When this description was computed (ISO 8601 UTC)"`
 }
 
-func runDescribeCatalog(ctx context.Context, cc *callCtx, args json.RawMessage) (string, any, error) {
-	if err := decodeArgs("describe_catalog", args, &struct{}{}); err != nil {
-		return "", nil, err
-	}
+func runDescribeCatalog(ctx context.Context, cc *callCtx, _ noArgs) (string, catalogDescription, error) {
+	var none catalogDescription
 	st := cc.h.store
 	count := func(f catalog.SensorFilter) (int, catalog.Sensor, error) {
 		f.Page, f.Limit = 1, 1
@@ -225,17 +154,17 @@ func runDescribeCatalog(ctx context.Context, cc *callCtx, args json.RawMessage) 
 	out := catalogDescription{GeneratedAt: contract.FormatTime(cc.now)}
 	var err error
 	if out.TotalSensors, _, err = count(catalog.SensorFilter{}); err != nil {
-		return "", nil, err
+		return "", none, err
 	}
 	services, err := st.Services(ctx)
 	if err != nil {
-		return "", nil, fmt.Errorf("services: %w", err)
+		return "", none, fmt.Errorf("services: %w", err)
 	}
 	providerSlugs := []string{}
 	for _, s := range services {
 		n, _, err := count(catalog.SensorFilter{ServiceID: s.ID})
 		if err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		out.Services = append(out.Services, serviceSummary{
 			ID: s.ID, Name: s.Name, Description: s.Description, Domain: s.Domain,
@@ -252,7 +181,7 @@ func runDescribeCatalog(ctx context.Context, cc *callCtx, args json.RawMessage) 
 	for _, slug := range providerSlugs {
 		n, first, err := count(catalog.SensorFilter{Provider: slug})
 		if err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		name := first.ProviderName
 		if name == "" {
@@ -263,29 +192,29 @@ func runDescribeCatalog(ctx context.Context, cc *callCtx, args json.RawMessage) 
 	for _, p := range canon.Parameters() {
 		n, _, err := count(catalog.SensorFilter{DataTypes: []string{p.ID}})
 		if err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		out.Parameters = append(out.Parameters, parameterCount{ID: p.ID, Unit: p.Unit, Meaning: p.Meaning, SensorCount: n})
 	}
 	types, err := st.SensorTypes(ctx)
 	if err != nil {
-		return "", nil, fmt.Errorf("sensor types: %w", err)
+		return "", none, fmt.Errorf("sensor types: %w", err)
 	}
 	for _, t := range types {
 		n, _, err := count(catalog.SensorFilter{SensorType: t})
 		if err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		out.SensorTypes = append(out.SensorTypes, typeCount{SensorType: t, Count: n})
 	}
 	statuses, err := st.SensorStatuses(ctx)
 	if err != nil {
-		return "", nil, fmt.Errorf("sensor statuses: %w", err)
+		return "", none, fmt.Errorf("sensor statuses: %w", err)
 	}
 	for _, s := range statuses {
 		n, _, err := count(catalog.SensorFilter{Status: s})
 		if err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		out.Statuses = append(out.Statuses, statusCount{Status: s, Count: n})
 	}
@@ -307,100 +236,101 @@ func runDescribeCatalog(ctx context.Context, cc *callCtx, args json.RawMessage) 
 }
 
 type searchArgs struct {
-	Query      string   `json:"query,omitempty"`
-	SensorType string   `json:"sensor_type,omitempty"`
-	Status     string   `json:"status,omitempty"`
-	Provider   string   `json:"provider,omitempty"`
-	ServiceID  string   `json:"service_id,omitempty"`
-	Feed       string   `json:"feed,omitempty"`
-	DataTypes  []string `json:"data_types,omitempty"`
-	BBox       *struct {
-		MinLat *float64 `json:"min_lat"`
-		MinLon *float64 `json:"min_lon"`
-		MaxLat *float64 `json:"max_lat"`
-		MaxLon *float64 `json:"max_lon"`
-	} `json:"bbox,omitempty"`
-	Near *struct {
-		Lat      *float64 `json:"lat"`
-		Lon      *float64 `json:"lon"`
-		RadiusKM *float64 `json:"radius_km"`
-	} `json:"near,omitempty"`
-	Sort   string `json:"sort,omitempty"`
-	Limit  *int   `json:"limit,omitempty"`
-	Cursor string `json:"cursor,omitempty"`
+	Query      string   `json:"query,omitempty" jsonschema:"Substring of the name, description, external id or provider name"`
+	SensorType string   `json:"sensor_type,omitempty" jsonschema:"Exact sensor type (describe_catalog lists them)"`
+	Status     string   `json:"status,omitempty" jsonschema:"Exact status: active, inactive or maintenance"`
+	Provider   string   `json:"provider,omitempty" jsonschema:"Provider slug"`
+	ServiceID  string   `json:"service_id,omitempty" jsonschema:"Backing service id"`
+	Feed       string   `json:"feed,omitempty" jsonschema:"Feed (project) slug or UUID"`
+	DataTypes  []string `json:"data_types,omitempty" jsonschema:"Sensors that collect any of these canonical parameters (REST's data_types filter)"`
+	BBox       *bboxArg `json:"bbox,omitempty" jsonschema:"Bounding box; min_lon greater than max_lon crosses the antimeridian"`
+	Near       *nearArg `json:"near,omitempty" jsonschema:"Radius around a point"`
+	Sort       string   `json:"sort,omitempty" jsonschema:"name (default) or distance (only with near)"`
+	Limit      *int     `json:"limit,omitempty" jsonschema:"Sensors per page (default 20, at most 1000; larger is clamped)"`
+	Cursor     string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
+}
+
+type bboxArg struct {
+	MinLat *float64 `json:"min_lat" jsonschema:"South edge, degrees"`
+	MinLon *float64 `json:"min_lon" jsonschema:"West edge, degrees"`
+	MaxLat *float64 `json:"max_lat" jsonschema:"North edge, degrees"`
+	MaxLon *float64 `json:"max_lon" jsonschema:"East edge, degrees"`
+}
+
+type nearArg struct {
+	Lat      *float64 `json:"lat" jsonschema:"Centre latitude, degrees"`
+	Lon      *float64 `json:"lon" jsonschema:"Centre longitude, degrees"`
+	RadiusKM *float64 `json:"radius_km,omitempty" jsonschema:"Radius in km (default 50, at most 20000)"`
 }
 
 type searchResult struct {
-	Sensors    []sensorSummary   `json:"sensors"`
-	Units      map[string]string `json:"units"`
-	Total      int               `json:"total"`
-	Limit      int               `json:"limit"`
-	NextCursor string            `json:"nextCursor,omitempty"`
+	Sensors    []sensorSummary   `json:"sensors" jsonschema:"This page of sensors, ordered by name then id (or by distance)"`
+	Units      map[string]string `json:"units" jsonschema:"Canonical unit of every parameter listed, by parameter id"`
+	Total      int               `json:"total" jsonschema:"Sensors matching the filters"`
+	Limit      int               `json:"limit" jsonschema:"Page size applied"`
+	NextCursor string            `json:"nextCursor,omitempty" jsonschema:"Cursor of the next page; absent on the last page"`
 }
 
-func runSearchSensors(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
+func runSearchSensors(ctx context.Context, cc *callCtx, a searchArgs) (string, searchResult, error) {
 	const tool = "search_sensors"
-	var a searchArgs
-	if err := decodeArgs(tool, raw, &a); err != nil {
-		return "", nil, err
-	}
+	var none searchResult
 	f := catalog.SensorFilter{
 		Search: a.Query, SensorType: a.SensorType, Status: a.Status, Provider: a.Provider, ServiceID: a.ServiceID,
 	}
 	for _, d := range a.DataTypes {
 		if !canon.IsParameter(d) {
-			return "", nil, badArg(tool, "data_types", "names %q, which is not a canonical parameter id (describe_catalog lists them)", clip(d, 40))
+			return "", none, badArg(tool, "data_types", "names %q, which is not a canonical parameter id (describe_catalog lists them)", clip(d, 40))
 		}
 	}
 	f.DataTypes = a.DataTypes
 	if a.Feed != "" {
 		p, err := cc.h.project(ctx, a.Feed)
 		if err != nil {
-			return "", nil, notFound(err, apierr.NotFound, "%s: feed %q not found", tool, clip(a.Feed, 64))
+			return "", none, notFound(err, apierr.NotFound, "%s: feed %q not found", tool, clip(a.Feed, 64))
 		}
 		if !cc.h.mayView(cc, p) {
-			return "", nil, apierr.New(apierr.NotFound, "%s: feed %q not found", tool, clip(a.Feed, 64))
+			return "", none, apierr.New(apierr.NotFound, "%s: feed %q not found", tool, clip(a.Feed, 64))
 		}
 		f.FeedID = &p.ID
 	}
 	if a.BBox != nil {
 		b := a.BBox
 		if b.MinLat == nil || b.MinLon == nil || b.MaxLat == nil || b.MaxLon == nil {
-			return "", nil, badArg(tool, "bbox", "needs min_lat, min_lon, max_lat and max_lon")
+			return "", none, badArg(tool, "bbox", "needs min_lat, min_lon, max_lat and max_lon")
 		}
 		if err := checkLat(tool, "bbox.min_lat", *b.MinLat); err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		if err := checkLat(tool, "bbox.max_lat", *b.MaxLat); err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		if err := checkLon(tool, "bbox.min_lon", *b.MinLon); err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		if err := checkLon(tool, "bbox.max_lon", *b.MaxLon); err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		if *b.MinLat > *b.MaxLat {
-			return "", nil, badArg(tool, "bbox.min_lat", "must not exceed max_lat")
+			return "", none, badArg(tool, "bbox.min_lat", "must not exceed max_lat")
 		}
 		f.BBox = &catalog.BBox{MinLat: *b.MinLat, MinLon: *b.MinLon, MaxLat: *b.MaxLat, MaxLon: *b.MaxLon}
 	}
 	if a.Near != nil {
 		n := a.Near
 		if n.Lat == nil || n.Lon == nil {
-			return "", nil, badArg(tool, "near", "needs lat and lon")
+			return "", none, badArg(tool, "near", "needs lat and lon")
 		}
 		if err := checkLat(tool, "near.lat", *n.Lat); err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		if err := checkLon(tool, "near.lon", *n.Lon); err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		r := 50.0
 		if n.RadiusKM != nil {
 			r = *n.RadiusKM
 			if math.IsNaN(r) || r <= 0 || r > 20000 {
-				return "", nil, badArg(tool, "near.radius_km", "must be greater than 0 and at most 20000, got %g", r)
+				return "", none, badArg(tool, "near.radius_km", "must be greater than 0 and at most 20000, got %g", r)
 			}
 		}
 		f.Near = &catalog.Near{Lat: *n.Lat, Lon: *n.Lon, RadiusKM: r}
@@ -409,18 +339,15 @@ func runSearchSensors(ctx context.Context, cc *callCtx, raw json.RawMessage) (st
 	case "", "name":
 	case "distance":
 		if f.Near == nil {
-			return "", nil, badArg(tool, "sort", "distance needs near")
+			return "", none, badArg(tool, "sort", "distance needs near")
 		}
 		f.SortByDistance = true
 	default:
-		return "", nil, badArg(tool, "sort", "must be name or distance, got %q", clip(a.Sort, 32))
+		return "", none, badArg(tool, "sort", "must be name or distance, got %q", clip(a.Sort, 32))
 	}
-	limit := searchDefaultLimit
-	if a.Limit != nil {
-		if *a.Limit < 1 || *a.Limit > searchMaxLimit {
-			return "", nil, badArg(tool, "limit", "must be between 1 and %d, got %d", searchMaxLimit, *a.Limit)
-		}
-		limit = *a.Limit
+	limit, err := limitOf(tool, a.Limit, sensorListDefaultLimit, sensorListMaxLimit)
+	if err != nil {
+		return "", none, err
 	}
 	cursorless := a
 	cursorless.Cursor, cursorless.Limit = "", nil
@@ -429,14 +356,14 @@ func runSearchSensors(ctx context.Context, cc *callCtx, raw json.RawMessage) (st
 	if a.Cursor != "" {
 		c, err := decodeCursor(tool, a.Cursor, qh)
 		if err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		page, limit = c.Page, c.Limit
 	}
 	f.Page, f.Limit = page, limit
 	res, err := cc.h.store.ListSensors(ctx, f)
 	if err != nil {
-		return "", nil, asAPIError(fmt.Errorf("list sensors: %w", err))
+		return "", none, asAPIError(fmt.Errorf("list sensors: %w", err))
 	}
 	out := searchResult{Sensors: []sensorSummary{}, Total: res.Total, Limit: limit}
 	for _, s := range res.Sensors {
@@ -476,47 +403,47 @@ func (h *Handler) mayView(cc *callCtx, p catalog.Project) bool {
 }
 
 type parameterInfo struct {
-	ID      string `json:"id"`
-	Unit    string `json:"unit"`
-	Meaning string `json:"meaning"`
+	ID      string `json:"id" jsonschema:"Canonical parameter id"`
+	Unit    string `json:"unit" jsonschema:"Canonical unit"`
+	Meaning string `json:"meaning" jsonschema:"What it measures"`
 }
 
 type serviceRef struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Status      string `json:"status"`
-	MCPEndpoint string `json:"mcp_endpoint"`
+	ID          string `json:"id" jsonschema:"Service id"`
+	Name        string `json:"name" jsonschema:"Name"`
+	Status      string `json:"status" jsonschema:"Status at the last probe"`
+	MCPEndpoint string `json:"mcp_endpoint" jsonschema:"Path of the service-scope MCP endpoint"`
+}
+
+type sensorEndpoints struct {
+	Readings string `json:"readings" jsonschema:"REST path of the sensor's readings"`
+	MCP      string `json:"mcp" jsonschema:"Path of the sensor-scope MCP endpoint"`
 }
 
 type sensorDescription struct {
-	Sensor      sensorRecord         `json:"sensor"`
-	Service     *serviceRef          `json:"service"`
-	Parameters  []parameterInfo      `json:"parameters"`
-	Freshness   freshness            `json:"freshness"`
-	Latest      *readingView         `json:"latest"`
-	LatestError string               `json:"latest_error,omitempty"`
-	Provenance  *contract.Provenance `json:"provenance"`
-	Endpoints   map[string]string    `json:"endpoints"`
+	Sensor      sensorRecord         `json:"sensor" jsonschema:"The sensor record"`
+	Service     *serviceRef          `json:"service" jsonschema:"The backing service; null when the sensor has none"`
+	Parameters  []parameterInfo      `json:"parameters" jsonschema:"Parameters the sensor collects"`
+	Freshness   freshness            `json:"freshness" jsonschema:"How old the newest reading is"`
+	Latest      *readingView         `json:"latest" jsonschema:"The newest reading; null when none could be read"`
+	LatestError string               `json:"latest_error,omitempty" jsonschema:"Why there is no latest reading, when latest is null"`
+	Provenance  *contract.Provenance `json:"provenance" jsonschema:"Where the latest reading came from"`
+	Endpoints   sensorEndpoints      `json:"endpoints" jsonschema:"Where to ask for more"`
 }
 
-func runDescribeSensor(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
+func runDescribeSensor(ctx context.Context, cc *callCtx, a sensorIDArgs) (string, sensorDescription, error) {
 	const tool = "describe_sensor"
-	var a struct {
-		SensorID string `json:"sensor_id"`
-	}
-	if err := decodeArgs(tool, raw, &a); err != nil {
-		return "", nil, err
-	}
+	var none sensorDescription
 	s, err := cc.h.resolveSensor(ctx, tool, "sensor_id", a.SensorID)
 	if err != nil {
-		return "", nil, err
+		return "", none, err
 	}
 	out := sensorDescription{
 		Sensor:     recordOf(s),
 		Parameters: []parameterInfo{},
-		Endpoints: map[string]string{
-			"readings": "/api/v1/sensors/" + s.ID.String() + "/readings",
-			"mcp":      "/api/v1/sensors/" + s.ID.String() + "/mcp",
+		Endpoints: sensorEndpoints{
+			Readings: "/api/v1/sensors/" + s.ID.String() + "/readings",
+			MCP:      "/api/v1/sensors/" + s.ID.String() + "/mcp",
 		},
 	}
 	for _, d := range s.DataTypes {
@@ -572,56 +499,60 @@ func orDash(s string) string {
 }
 
 type readingsResult struct {
-	Sensor     readingsSensor      `json:"sensor"`
-	TimeRange  timeRange           `json:"time_range"`
-	Units      map[string]string   `json:"units"`
-	Readings   []readingView       `json:"readings"`
-	Count      int                 `json:"count"`
-	Total      int                 `json:"total"`
-	Freshness  freshness           `json:"freshness"`
-	Provenance contract.Provenance `json:"provenance"`
-	NextCursor string              `json:"nextCursor,omitempty"`
+	Sensor     readingsSensor      `json:"sensor" jsonschema:"The sensor read"`
+	TimeRange  timeRange           `json:"time_range" jsonschema:"The range and order applied"`
+	Units      map[string]string   `json:"units" jsonschema:"Canonical unit of every parameter in the result, by parameter id"`
+	Readings   []readingView       `json:"readings" jsonschema:"This page of readings"`
+	Count      int                 `json:"count" jsonschema:"Readings in this page"`
+	Total      int                 `json:"total" jsonschema:"Readings in the range"`
+	Freshness  freshness           `json:"freshness" jsonschema:"How old the sensor's newest reading is"`
+	Provenance contract.Provenance `json:"provenance" jsonschema:"Where the readings came from"`
+	NextCursor string              `json:"nextCursor,omitempty" jsonschema:"Cursor of the next page; absent on the last page"`
 }
 
 type readingsSensor struct {
-	ID           string `json:"id"`
-	ExternalID   string `json:"external_id"`
-	Name         string `json:"name"`
-	ServiceID    string `json:"service_id"`
-	ProviderSlug string `json:"provider_slug,omitempty"`
+	ID           string `json:"id" jsonschema:"Sensor UUID"`
+	ExternalID   string `json:"external_id" jsonschema:"Provider's id"`
+	Name         string `json:"name" jsonschema:"Name"`
+	ServiceID    string `json:"service_id" jsonschema:"Backing service"`
+	ProviderSlug string `json:"provider_slug,omitempty" jsonschema:"Provider"`
 }
 
 type timeRange struct {
-	Since *string `json:"since"`
-	Until *string `json:"until"`
-	Order string  `json:"order"`
+	Since *string `json:"since" jsonschema:"Inclusive lower bound applied (ISO 8601 UTC), null when open"`
+	Until *string `json:"until" jsonschema:"Exclusive upper bound applied (ISO 8601 UTC), null when open"`
+	Order string  `json:"order" jsonschema:"Order of readings: desc (newest first) or asc"`
 }
 
 type getReadingsArgs struct {
-	SensorID   string   `json:"sensor_id"`
-	Since      string   `json:"since,omitempty"`
-	Until      string   `json:"until,omitempty"`
-	Days       *float64 `json:"days,omitempty"`
-	Parameters []string `json:"parameters,omitempty"`
-	Order      string   `json:"order,omitempty"`
-	DataFormat string   `json:"data_format,omitempty"`
-	Limit      *int     `json:"limit,omitempty"`
-	Cursor     string   `json:"cursor,omitempty"`
+	SensorID   string   `json:"sensor_id" jsonschema:"Sensor UUID or the provider's external id"`
+	Since      string   `json:"since,omitempty" jsonschema:"Inclusive lower bound: RFC 3339 time or date YYYY-MM-DD (UTC)"`
+	Until      string   `json:"until,omitempty" jsonschema:"Exclusive upper bound: RFC 3339 time or date YYYY-MM-DD (UTC)"`
+	Days       *float64 `json:"days,omitempty" jsonschema:"Last N days up to now; not with since or until"`
+	Parameters []string `json:"parameters,omitempty" jsonschema:"Keep only these canonical parameters in each reading"`
+	Sort       string   `json:"sort,omitempty" jsonschema:"desc (newest first, default) or asc, as REST's sort"`
+	Order      string   `json:"order,omitempty" jsonschema:"Deprecated (removed in the next release): use sort"`
+	DataFormat string   `json:"data_format,omitempty" jsonschema:"cleaned (default): canonical measurements; raw: the source payload of each reading"`
+	Limit      *int     `json:"limit,omitempty" jsonschema:"Readings per page (default 100, at most 500; larger is clamped)"`
+	Cursor     string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
 }
 
-func runGetReadings(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
+func runGetReadings(ctx context.Context, cc *callCtx, a getReadingsArgs) (string, readingsResult, error) {
 	const tool = "get_readings"
-	var a getReadingsArgs
-	if err := decodeArgs(tool, raw, &a); err != nil {
-		return "", nil, err
+	var none readingsResult
+	if a.Order != "" {
+		if a.Sort != "" && a.Sort != a.Order {
+			return "", none, badArg(tool, "order", "is the deprecated name of sort; give one of them")
+		}
+		a.Sort, a.Order = a.Order, ""
 	}
 	s, err := cc.h.resolveSensor(ctx, tool, "sensor_id", a.SensorID)
 	if err != nil {
-		return "", nil, err
+		return "", none, err
 	}
 	for _, p := range a.Parameters {
 		if !canon.IsParameter(p) {
-			return "", nil, badArg(tool, "parameters", "names %q, which is not a canonical parameter id (describe_catalog lists them)", clip(p, 40))
+			return "", none, badArg(tool, "parameters", "names %q, which is not a canonical parameter id (describe_catalog lists them)", clip(p, 40))
 		}
 	}
 	q := url.Values{}
@@ -634,26 +565,27 @@ func runGetReadings(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 	if a.Days != nil {
 		q.Set("days", strconv.FormatFloat(*a.Days, 'f', -1, 64))
 	}
-	switch a.Order {
+	switch a.Sort {
 	case "", "desc":
-		a.Order = "desc"
+		a.Sort = "desc"
 	case "asc":
 		q.Set("sort", "asc")
 	default:
-		return "", nil, badArg(tool, "order", "must be desc or asc, got %q", clip(a.Order, 32))
+		return "", none, badArg(tool, "sort", "must be desc or asc, got %q", clip(a.Sort, 32))
 	}
 	if a.Limit != nil {
-		if *a.Limit < 1 || *a.Limit > contract.MaxReadingsLimit {
-			return "", nil, badArg(tool, "limit", "must be between 1 and %d, got %d", contract.MaxReadingsLimit, *a.Limit)
+		n, err := limitOf(tool, a.Limit, readingsDefaultLimit, readingsMaxLimit)
+		if err != nil {
+			return "", none, err
 		}
-		q.Set("limit", strconv.Itoa(*a.Limit))
+		q.Set("limit", strconv.Itoa(n))
 	}
 	if a.DataFormat != "" {
 		q.Set("data_format", a.DataFormat)
 	}
 	parsed, err := contract.ParseReadingsQuery(q, cc.now)
 	if err != nil {
-		return "", nil, apierr.New(apierr.InvalidParameter, "%s: %s", tool, apierr.From(err).Message)
+		return "", none, apierr.New(apierr.InvalidParameter, "%s: %s", tool, apierr.From(err).Message)
 	}
 	hashArgs := a
 	hashArgs.Cursor, hashArgs.Limit = "", nil
@@ -664,21 +596,21 @@ func runGetReadings(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 	if a.Cursor != "" {
 		c, err := decodeCursor(tool, a.Cursor, qh)
 		if err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		page, limit = c.Page, c.Limit
 		// A days window is fixed when the first page is asked for, so that later pages do
 		// not slide under the caller.
 		if since, err = parseCursorTime(tool, c.Since); err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		if until, err = parseCursorTime(tool, c.Until); err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 	}
 	svc, err := cc.h.serviceOf(ctx, s)
 	if err != nil {
-		return "", nil, err
+		return "", none, err
 	}
 	up := url.Values{}
 	up.Set("data_format", parsed.Format)
@@ -690,7 +622,7 @@ func runGetReadings(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 	if !until.IsZero() {
 		up.Set("until", until.Format(time.RFC3339Nano))
 	}
-	if a.Order == "asc" {
+	if a.Sort == "asc" {
 		up.Set("sort", "asc")
 	}
 	if len(a.Parameters) > 0 {
@@ -699,7 +631,7 @@ func runGetReadings(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 
 	// The newest reading decides freshness; when this page cannot hold it (a later page,
 	// oldest first, or an upper bound), ask for it beside the page.
-	needLatest := page > 1 || a.Order == "asc" || !until.IsZero()
+	needLatest := page > 1 || a.Sort == "asc" || !until.IsZero()
 	var (
 		wg        sync.WaitGroup
 		latest    contract.LatestResponse
@@ -715,11 +647,11 @@ func runGetReadings(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 	rr, err := cc.h.readings.Readings(ctx, svc, s.ExternalID, up)
 	wg.Wait()
 	if err != nil {
-		return "", nil, asAPIError(err)
+		return "", none, asAPIError(err)
 	}
 	out := readingsResult{
 		Sensor:     readingsSensor{ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, ServiceID: s.ServiceID, ProviderSlug: s.ProviderSlug},
-		TimeRange:  timeRange{Since: timeString(&since), Until: timeString(&until), Order: a.Order},
+		TimeRange:  timeRange{Since: timeString(&since), Until: timeString(&until), Order: a.Sort},
 		Readings:   []readingView{},
 		Total:      rr.Pagination.Total,
 		Provenance: rr.Provenance,
@@ -749,7 +681,7 @@ func runGetReadings(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 	if page*limit < rr.Pagination.Total && len(rr.Readings) > 0 {
 		out.NextCursor = encodeCursor(pageCursor{Page: page + 1, Limit: limit, Query: qh, Since: cursorTime(since), Until: cursorTime(until)})
 	}
-	summary := fmt.Sprintf("%d of %d readings of %s (%s, service %s), %s first.", out.Count, out.Total, s.Name, s.ExternalID, s.ServiceID, map[string]string{"desc": "newest", "asc": "oldest"}[a.Order])
+	summary := fmt.Sprintf("%d of %d readings of %s (%s, service %s), %s first.", out.Count, out.Total, s.Name, s.ExternalID, s.ServiceID, map[string]string{"desc": "newest", "asc": "oldest"}[a.Sort])
 	if len(out.Units) > 0 {
 		var us []string
 		for _, p := range slices.Sorted(maps.Keys(out.Units)) {

@@ -124,7 +124,7 @@ func TestGateway(t *testing.T) {
 			{"no jsonrpc member", `{"id":4,"method":"ping"}`, jsonrpc.CodeInvalidRequest, "4"},
 			{"no method", `{"jsonrpc":"2.0","id":5}`, jsonrpc.CodeInvalidRequest, "5"},
 			{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, jsonrpc.CodeInvalidRequest, "null"},
-			{"unknown method", `{"jsonrpc":"2.0","id":"m","method":"resources/list"}`, jsonrpc.CodeMethodNotFound, `"m"`},
+			{"unknown method", `{"jsonrpc":"2.0","id":"m","method":"prompts/list"}`, jsonrpc.CodeMethodNotFound, `"m"`},
 			{"server/discover is unknown", `{"jsonrpc":"2.0","id":6,"method":"server/discover","params":{}}`, jsonrpc.CodeMethodNotFound, "6"},
 			{"initialize without version", `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"capabilities":{}}}`, jsonrpc.CodeInvalidParams, "7"},
 			{"initialize with array params", `{"jsonrpc":"2.0","id":8,"method":"initialize","params":[]}`, jsonrpc.CodeInvalidParams, "8"},

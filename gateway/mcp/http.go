@@ -217,9 +217,14 @@ func (h *Handler) dispatch(ctx context.Context, sc *scope, info requestInfo, req
 		return h.listTools(ctx, sc, info, req)
 	case methodToolsCall:
 		return h.callTool(ctx, sc, info, req)
+	case methodResourcesList, methodResourceTemplatesList, methodResourcesRead:
+		if sc.hasResources() {
+			return h.serveLocal(ctx, sc, info, req)
+		}
+		fallthrough
 	default:
 		return marshalResponse(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound,
-			"method %q not found: this endpoint serves initialize, ping, tools/list and tools/call", clip(req.Method, 64))))
+			"method %q not found: this endpoint serves %s", clip(req.Method, 64), sc.methods())))
 	}
 }
 
@@ -233,7 +238,7 @@ func (h *Handler) initialize(sc *scope, req *jsonrpc.Request) []byte {
 	}
 	res := initializeResult{
 		ProtocolVersion: negotiate(*p.ProtocolVersion),
-		Capabilities:    json.RawMessage(`{"tools":{}}`),
+		Capabilities:    sc.capabilities(),
 		ServerInfo:      implementation{Name: "sensorgate-" + sc.kind, Title: "sensorgate " + sc.kind + " MCP", Version: h.version},
 		Instructions:    sc.instructions(),
 	}

@@ -2,8 +2,8 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 )
@@ -11,72 +11,59 @@ import (
 // Project tools are named without a service prefix, so they never collide with the
 // project's service tools (<service_id>.<tool>) listed beside them.
 func (h *Handler) newProjectTools() (*toolSet, error) {
-	return newToolSet(
-		newTool("describe_project", "Describe the project",
-			"The project (feed) this endpoint serves: provider, domain, temporal pattern, feed type, backing service and sensor count.",
-			input(schema{}),
-			object(schema{
-				"id":               strFormat("Project (feed) UUID", "uuid"),
-				"slug":             str("Project slug; the feed_slug injected into service tool calls"),
-				"name":             str("Name"),
-				"description":      str("Description"),
-				"provider":         object(schema{"slug": str("Provider slug"), "name": str("Provider name")}, "slug", "name"),
-				"domain":           str("Domain"),
-				"temporal_pattern": str("Temporal pattern"),
-				"feed_type":        str("Feed type"),
-				"service_id":       str("Backing service id; its tools are listed beside the project tools"),
-				"sensor_count":     integer("Sensors of the project", 0, 0),
-				"visibility":       enum("public or private", "public", "private"),
-				"created_at":       strFormat("Creation time", "date-time"),
-			}, "id", "slug", "name", "provider", "domain", "temporal_pattern", "feed_type", "service_id", "sensor_count", "visibility"),
-			runDescribeProject),
-		newTool("list_project_sensors", "List the project's sensors",
-			"The sensors of this project, ordered by name, with the freshness of each one's newest reading. Pass nextCursor back as cursor for the next page.",
-			input(schema{
-				"status": str("Only sensors with this status"),
-				"limit":  integer(fmt.Sprintf("Sensors per page (default %d)", searchDefaultLimit), 1, searchMaxLimit),
-				"cursor": str("nextCursor of the previous page"),
-			}),
-			object(schema{
-				"project_id": strFormat("Project UUID", "uuid"),
-				"sensors":    array(sensorSummarySchema(), "This page of sensors"),
-				"units":      unitsSchema(),
-				"total":      integer("Sensors of the project matching the filter", 0, 0),
-				"limit":      integer("Page size applied", 1, 0),
-				"nextCursor": str("Cursor of the next page; absent on the last page"),
-			}, "project_id", "sensors", "units", "total", "limit"),
-			runListProjectSensors),
-	)
+	ts := newToolSet("sensorgate-project")
+	addTool(ts, toolSpec[noArgs, projectRecord]{
+		Name: "describe_project", Title: "Describe the project",
+		Description: "The project (feed) this endpoint serves: provider, domain, temporal pattern, feed type, backing service and sensor count.",
+		Tweak: func(_, out *jsonschema.Schema) {
+			setEnum(prop(out, "visibility"), "public", "private")
+			prop(out, "id").Format = "uuid"
+		},
+		Run: runDescribeProject,
+	})
+	addTool(ts, toolSpec[projectSensorsArgs, projectSensors]{
+		Name: "list_project_sensors", Title: "List the project's sensors",
+		Description: fmt.Sprintf("The sensors of this project, ordered by name, with the freshness of each one's newest reading. Pages of `limit` sensors (default %d, at most %d; larger is clamped); pass nextCursor back as cursor for the next page.", sensorListDefaultLimit, sensorListMaxLimit),
+		Tweak: func(in, out *jsonschema.Schema) {
+			setRange(prop(in, "limit"), 1, 0)
+			prop(out, "project_id").Format = "uuid"
+		},
+		Run: runListProjectSensors,
+	})
+	return ts.done()
+}
+
+type projectProvider struct {
+	Slug string `json:"slug" jsonschema:"Provider slug"`
+	Name string `json:"name" jsonschema:"Provider name"`
 }
 
 type projectRecord struct {
-	ID              string            `json:"id"`
-	Slug            string            `json:"slug"`
-	Name            string            `json:"name"`
-	Description     string            `json:"description"`
-	Provider        map[string]string `json:"provider"`
-	Domain          string            `json:"domain"`
-	TemporalPattern string            `json:"temporal_pattern"`
-	FeedType        string            `json:"feed_type"`
-	ServiceID       string            `json:"service_id"`
-	SensorCount     int               `json:"sensor_count"`
-	Visibility      string            `json:"visibility"`
-	CreatedAt       *string           `json:"created_at,omitempty"`
+	ID              string          `json:"id" jsonschema:"Project (feed) UUID"`
+	Slug            string          `json:"slug" jsonschema:"Project slug; the feed_slug injected into service tool calls"`
+	Name            string          `json:"name" jsonschema:"Name"`
+	Description     string          `json:"description" jsonschema:"Description"`
+	Provider        projectProvider `json:"provider" jsonschema:"The provider"`
+	Domain          string          `json:"domain" jsonschema:"Domain"`
+	TemporalPattern string          `json:"temporal_pattern" jsonschema:"Temporal pattern"`
+	FeedType        string          `json:"feed_type" jsonschema:"Feed type"`
+	ServiceID       string          `json:"service_id" jsonschema:"Backing service id; its tools are listed beside the project tools"`
+	SensorCount     int             `json:"sensor_count" jsonschema:"Sensors of the project"`
+	Visibility      string          `json:"visibility" jsonschema:"public or private"`
+	CreatedAt       *string         `json:"created_at,omitempty" jsonschema:"Creation time (ISO 8601 UTC)"`
 }
 
-func runDescribeProject(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
-	if err := decodeArgs("describe_project", raw, &struct{}{}); err != nil {
-		return "", nil, err
-	}
+func runDescribeProject(ctx context.Context, cc *callCtx, _ noArgs) (string, projectRecord, error) {
+	var none projectRecord
 	p := cc.scope.project
 	id := p.ID
 	n, err := cc.h.store.ListSensors(ctx, catalog.SensorFilter{FeedID: &id, Page: 1, Limit: 1})
 	if err != nil {
-		return "", nil, fmt.Errorf("count project sensors: %w", err)
+		return "", none, fmt.Errorf("count project sensors: %w", err)
 	}
 	out := projectRecord{
 		ID: p.ID.String(), Slug: p.Slug, Name: p.Name, Description: p.Description,
-		Provider: map[string]string{"slug": p.ProviderSlug, "name": p.ProviderName},
+		Provider: projectProvider{Slug: p.ProviderSlug, Name: p.ProviderName},
 		Domain:   p.Domain, TemporalPattern: p.TemporalPattern, FeedType: p.FeedType,
 		ServiceID: p.ServiceID, SensorCount: n.Total, Visibility: p.Visibility,
 		CreatedAt: timeString(&p.CreatedAt),
@@ -84,46 +71,44 @@ func runDescribeProject(ctx context.Context, cc *callCtx, raw json.RawMessage) (
 	return fmt.Sprintf("Project %s (%s): %d sensors from %s, served by %s.", p.Name, p.Slug, n.Total, orDash(p.ProviderName), orDash(p.ServiceID)), out, nil
 }
 
-func runListProjectSensors(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
+type projectSensorsArgs struct {
+	Status string `json:"status,omitempty" jsonschema:"Only sensors with this status"`
+	Limit  *int   `json:"limit,omitempty" jsonschema:"Sensors per page (default 20, at most 1000; larger is clamped)"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
+}
+
+type projectSensors struct {
+	ProjectID  string            `json:"project_id" jsonschema:"Project UUID"`
+	Sensors    []sensorSummary   `json:"sensors" jsonschema:"This page of sensors"`
+	Units      map[string]string `json:"units" jsonschema:"Canonical unit of every parameter listed, by parameter id"`
+	Total      int               `json:"total" jsonschema:"Sensors of the project matching the filter"`
+	Limit      int               `json:"limit" jsonschema:"Page size applied"`
+	NextCursor string            `json:"nextCursor,omitempty" jsonschema:"Cursor of the next page; absent on the last page"`
+}
+
+func runListProjectSensors(ctx context.Context, cc *callCtx, a projectSensorsArgs) (string, projectSensors, error) {
 	const tool = "list_project_sensors"
-	var a struct {
-		Status string `json:"status,omitempty"`
-		Limit  *int   `json:"limit,omitempty"`
-		Cursor string `json:"cursor,omitempty"`
-	}
-	if err := decodeArgs(tool, raw, &a); err != nil {
-		return "", nil, err
-	}
+	var none projectSensors
 	p := cc.scope.project
-	limit := searchDefaultLimit
-	if a.Limit != nil {
-		if *a.Limit < 1 || *a.Limit > searchMaxLimit {
-			return "", nil, badArg(tool, "limit", "must be between 1 and %d, got %d", searchMaxLimit, *a.Limit)
-		}
-		limit = *a.Limit
+	limit, err := limitOf(tool, a.Limit, sensorListDefaultLimit, sensorListMaxLimit)
+	if err != nil {
+		return "", none, err
 	}
 	qh := queryHash(struct{ Project, Status string }{p.ID.String(), a.Status})
 	page := 1
 	if a.Cursor != "" {
 		c, err := decodeCursor(tool, a.Cursor, qh)
 		if err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		page, limit = c.Page, c.Limit
 	}
 	id := p.ID
 	res, err := cc.h.store.ListSensors(ctx, catalog.SensorFilter{FeedID: &id, Status: a.Status, Page: page, Limit: limit})
 	if err != nil {
-		return "", nil, fmt.Errorf("list project sensors: %w", err)
+		return "", none, fmt.Errorf("list project sensors: %w", err)
 	}
-	out := struct {
-		ProjectID  string            `json:"project_id"`
-		Sensors    []sensorSummary   `json:"sensors"`
-		Units      map[string]string `json:"units"`
-		Total      int               `json:"total"`
-		Limit      int               `json:"limit"`
-		NextCursor string            `json:"nextCursor,omitempty"`
-	}{ProjectID: p.ID.String(), Sensors: []sensorSummary{}, Total: res.Total, Limit: limit}
+	out := projectSensors{ProjectID: p.ID.String(), Sensors: []sensorSummary{}, Total: res.Total, Limit: limit}
 	for _, s := range res.Sensors {
 		out.Sensors = append(out.Sensors, summarize(s, cc.now))
 	}

@@ -32,6 +32,10 @@ const (
 	methodPing       = "ping"
 	methodToolsList  = "tools/list"
 	methodToolsCall  = "tools/call"
+
+	methodResourcesList         = "resources/list"
+	methodResourceTemplatesList = "resources/templates/list"
+	methodResourcesRead         = "resources/read"
 )
 
 // HeaderProtocolVersion is the header streamable-HTTP clients send after initialize.
@@ -59,21 +63,6 @@ type initializeResult struct {
 	Instructions    string          `json:"instructions,omitempty"`
 }
 
-// Tool is one entry of a tools/list result.
-type Tool struct {
-	Name         string           `json:"name"`
-	Title        string           `json:"title,omitempty"`
-	Description  string           `json:"description"`
-	InputSchema  json.RawMessage  `json:"inputSchema"`
-	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
-	Annotations  *toolAnnotations `json:"annotations,omitempty"`
-}
-
-type toolAnnotations struct {
-	ReadOnlyHint  bool `json:"readOnlyHint"`
-	OpenWorldHint bool `json:"openWorldHint"`
-}
-
 type listToolsParams struct {
 	Cursor *string `json:"cursor"`
 }
@@ -87,17 +76,4 @@ type listToolsResult struct {
 type callParams struct {
 	Name      *string         `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
-}
-
-type content struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-// callResult is a tools/call result. isError is always written: some clients test it for
-// false rather than for absence.
-type callResult struct {
-	Content           []content `json:"content"`
-	StructuredContent any       `json:"structuredContent,omitempty"`
-	IsError           bool      `json:"isError"`
 }

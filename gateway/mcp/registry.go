@@ -11,17 +11,17 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
-// Limits of the legacy registry tools (docs/spec.md 8 and docs/api-decisions.md "Lists and ordering").
+// Limits of the legacy registry tools (docs/spec.md 8 and docs/api-decisions.md "Lists and
+// ordering"): the sensor-list limits of every scope (vocabulary.go).
 const (
-	registryDefaultLimit = 20
-	registryMaxLimit     = 1000
-	defaultRadiusKM      = 50
 	// feedStreamMaxSensors bounds how many of a feed's sensors sensor_cleaned_stream reads.
 	feedStreamMaxSensors = 20
 	// feedLatestMaxSensors bounds how many sensors sensor_last_reading tries for a feed.
@@ -29,112 +29,125 @@ const (
 )
 
 func (h *Handler) newRegistryTools() (*toolSet, error) {
-	target := schema{
-		"sensor_id": str("Sensor UUID or the provider's external id"),
-		"feed_id":   str("Feed (project) UUID or slug, instead of sensor_id"),
-	}
-	withTarget := func(extra schema) schema {
-		out := schema{}
-		for k, v := range target {
-			out[k] = v
-		}
-		for k, v := range extra {
-			out[k] = v
-		}
-		return out
-	}
-	flexInt := func(desc string) schema {
-		return schema{"type": []string{"integer", "string"}, "description": desc + " (a number, or a string of digits)"}
-	}
-	flexNum := func(desc string) schema {
-		return schema{"type": []string{"number", "string"}, "description": desc + " (a number, or a numeric string)"}
-	}
-	envelope := object(schema{
-		"sensor_id":   strFormat("Sensor UUID", "uuid"),
-		"external_id": str("Provider's id"),
-		"name":        str("Sensor name"),
-		"service_id":  str("Backing service"),
-		"readings":    array(object(schema{"id": str("Reading UUID"), "timestamp": strFormat("ISO 8601 UTC", "date-time")}, "timestamp"), "Readings, newest first: measurements (cleaned) or raw and source_format (raw)"),
-		"units":       unitsSchema(),
-		"provenance":  provenanceSchema(),
-		"pagination":  paginationSchema(),
-		"error":       str("Why this sensor has no readings (feed streams only)"),
-	}, "sensor_id", "external_id", "name", "readings")
-	return newToolSet(
-		newTool("list_sensors", "List sensors (registry)",
-			"Legacy registry listing of sensors with optional filters, map radius and page-based pagination. New integrations should use search_sensors on /api/v1/catalog/mcp.",
-			input(schema{
-				"sensor_type": str("Sensor type, for example buoy"),
-				"provider":    str("Provider slug"),
-				"status":      str("active, inactive or maintenance"),
-				"data_types":  schema{"type": []string{"string", "array"}, "items": schema{"type": "string"}, "description": "Canonical parameter ids, comma-separated or as an array; sensors collecting any of them"},
-				"latitude":    flexNum("Centre latitude for a radius filter"),
-				"longitude":   flexNum("Centre longitude for a radius filter"),
-				"radius_km":   flexNum("Radius around latitude/longitude in km (default 50)"),
-				"limit":       flexInt(fmt.Sprintf("Sensors per page (default %d, at most %d)", registryDefaultLimit, registryMaxLimit)),
-				"page":        flexInt("Page, from 1"),
-			}),
-			object(schema{
-				"sensors":    array(registryViewSchema(), "Sensors of this page"),
-				"pagination": paginationSchema(),
-			}, "sensors", "pagination"),
-			runListSensors),
-		newTool("sensor_connected_services", "Connected service of a sensor",
-			"The backing service of a sensor (sensor_id, UUID or external id) or of a feed (feed_id).",
-			input(target),
-			object(schema{
-				"sensor_id":         strFormat("The sensor asked about", "uuid"),
-				"feed_id":           strFormat("The feed asked about", "uuid"),
-				"connected_service": str("Id of the backing service"),
-				"services":          array(serviceRecordSchema(), "The backing service record (SPEC 2.7)"),
-			}, "connected_service", "services"),
-			runConnectedServices),
-		newTool("sensor_cleaned_stream", "Readings of a sensor or feed",
-			fmt.Sprintf("Readings of a sensor (sensor_id) or of the first %d sensors of a feed by name (feed_id), newest first, cleaned (canonical units) or raw.", feedStreamMaxSensors),
-			input(withTarget(schema{
-				"data_format": enum("cleaned (default) or raw", "cleaned", "raw"),
-				"days":        flexNum("Last N days"),
-				"since":       str("Inclusive lower bound, RFC 3339 or YYYY-MM-DD"),
-				"until":       str("Exclusive upper bound, RFC 3339 or YYYY-MM-DD"),
-				"limit":       flexInt(fmt.Sprintf("Readings per sensor (default %d, at most %d)", contract.DefaultReadingsLimit, contract.MaxReadingsLimit)),
-			})),
-			object(withEnvelope(envelope, schema{
-				"feed_id":       strFormat("The feed asked about", "uuid"),
-				"feed_slug":     str("The feed's slug"),
-				"streams":       array(envelope, "One envelope per sensor of the feed"),
-				"sensors_total": integer("Sensors in the feed (streams holds at most 20)", 0, 0),
-			})),
-			runCleanedStream),
-		newTool("sensor_last_reading", "Last reading",
-			"The most recent reading of a sensor, or of a feed (its first sensor by name that has a reading): timestamp, measurements as the legacy flat object {parameter: value} in canonical units (units lists them), and location.",
-			input(target),
-			object(schema{
-				"sensor_id":    strFormat("Sensor the reading belongs to", "uuid"),
-				"external_id":  str("Provider's id"),
-				"name":         str("Sensor name"),
-				"service_id":   str("Backing service"),
-				"feed_id":      strFormat("The feed asked about, when feed_id was given", "uuid"),
-				"timestamp":    strFormat("Observation time, ISO 8601 UTC", "date-time"),
-				"measurements": schema{"type": "object", "additionalProperties": schema{"type": "number"}, "description": "Legacy flat object: canonical parameter id to value in its canonical unit"},
-				"units":        unitsSchema(),
-				"location":     locationSchema(),
-				"age_seconds":  integer("Seconds between the observation and now", 0, 0),
-				"stale":        boolean("Older than twice the station's reporting interval"),
-				"provenance":   provenanceSchema(),
-			}, "sensor_id", "timestamp", "measurements", "units", "location", "age_seconds", "provenance"),
-			runLastReading),
-	)
+	ts := newToolSet("sensorgate-registry")
+	flex := func(s *jsonschema.Schema, desc string) { s.Description = desc + " (a number, or a numeric string)" }
+	addTool(ts, toolSpec[listSensorsArgs, listSensorsResult]{
+		Name: "list_sensors", Title: "List sensors (registry)",
+		Description: fmt.Sprintf("Legacy registry listing of sensors (docs/spec.md 4.10) with optional filters and a map radius. Pages of `limit` sensors (default %d, at most %d; larger is clamped); pass nextCursor back as cursor for the next page. `page` (spec 4.10) still works. New integrations should use search_sensors on /api/v1/catalog/mcp.", sensorListDefaultLimit, sensorListMaxLimit),
+		Tweak: func(in, _ *jsonschema.Schema) {
+			flex(prop(in, "latitude"), "Centre latitude for a radius filter")
+			flex(prop(in, "longitude"), "Centre longitude for a radius filter")
+			flex(prop(in, "radius_km"), "Radius around latitude/longitude in km (default 50)")
+			flex(prop(in, "limit"), fmt.Sprintf("Sensors per page (default %d, at most %d; larger is clamped)", sensorListDefaultLimit, sensorListMaxLimit))
+			flex(prop(in, "page"), "Page, from 1 (spec 4.10; cursor is the preferred form)")
+			prop(in, "data_types").Description = "Canonical parameter ids, comma-separated or as an array; sensors collecting any of them"
+		},
+		Run: runListSensors,
+	})
+	addTool(ts, toolSpec[targetArgs, connectedServicesResult]{
+		Name: "sensor_connected_services", Title: "Connected service of a sensor",
+		Description: "The backing service of a sensor (sensor_id, UUID or external id) or of a feed (feed_id).",
+		Run:         runConnectedServices,
+	})
+	addTool(ts, toolSpec[cleanedStreamArgs, cleanedStreamResult]{
+		Name: "sensor_cleaned_stream", Title: "Readings of a sensor or feed",
+		Description: fmt.Sprintf("Readings of a sensor (sensor_id) or of the first %d sensors of a feed by name (feed_id), newest first, cleaned (canonical units) or raw, optionally reduced to some parameters.", feedStreamMaxSensors),
+		OpenWorld:   true,
+		Tweak: func(in, out *jsonschema.Schema) {
+			out.Required = nil // a sensor's envelope, or a feed's streams
+			setEnum(prop(in, "data_format"), "cleaned", "raw")
+			setEnum(prop(in, "parameters"), parameterIDs()...)
+			flex(prop(in, "days"), "Last N days")
+			flex(prop(in, "limit"), fmt.Sprintf("Readings per sensor (default %d, at most %d; larger is clamped)", readingsDefaultLimit, readingsMaxLimit))
+		},
+		Run: runCleanedStream,
+	})
+	addTool(ts, toolSpec[targetArgs, lastReadingResult]{
+		Name: "sensor_last_reading", Title: "Last reading",
+		Description: "The most recent reading of a sensor, or of a feed (its first sensor by name that has a reading): timestamp, measurements as the legacy flat object {parameter: value} in canonical units (units lists them), and location.",
+		OpenWorld:   true,
+		Run:         runLastReading,
+	})
+	return ts.done()
 }
 
-func withEnvelope(envelope schema, extra schema) schema {
-	props := schema{}
-	for k, v := range envelope["properties"].(schema) {
-		props[k] = v
-	}
-	for k, v := range extra {
-		props[k] = v
-	}
-	return props
+type listSensorsArgs struct {
+	SensorType string     `json:"sensor_type,omitempty" jsonschema:"Sensor type, for example buoy"`
+	Provider   string     `json:"provider,omitempty" jsonschema:"Provider slug"`
+	Status     string     `json:"status,omitempty" jsonschema:"active, inactive or maintenance"`
+	DataTypes  stringList `json:"data_types,omitempty"`
+	Latitude   flexNumber `json:"latitude,omitzero"`
+	Longitude  flexNumber `json:"longitude,omitzero"`
+	RadiusKM   flexNumber `json:"radius_km,omitzero"`
+	Limit      flexNumber `json:"limit,omitzero"`
+	Page       flexNumber `json:"page,omitzero"`
+	Cursor     string     `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
+}
+
+type listSensorsResult struct {
+	Sensors    []registryView      `json:"sensors" jsonschema:"Sensors of this page"`
+	Pagination contract.Pagination `json:"pagination" jsonschema:"Page, limit applied, total and pages"`
+	NextCursor string              `json:"nextCursor,omitempty" jsonschema:"Cursor of the next page; absent on the last page"`
+}
+
+type connectedServicesResult struct {
+	SensorID         string          `json:"sensor_id,omitempty" jsonschema:"The sensor asked about (UUID)"`
+	FeedID           string          `json:"feed_id,omitempty" jsonschema:"The feed asked about (UUID)"`
+	ConnectedService string          `json:"connected_service" jsonschema:"Id of the backing service"`
+	Services         []serviceRecord `json:"services" jsonschema:"The backing service record (SPEC 2.7)"`
+}
+
+type cleanedStreamArgs struct {
+	targetArgs
+	DataFormat string     `json:"data_format,omitempty" jsonschema:"cleaned (default) or raw"`
+	Parameters []string   `json:"parameters,omitempty" jsonschema:"Keep only these canonical parameters in each reading"`
+	Days       flexNumber `json:"days,omitzero"`
+	Since      string     `json:"since,omitempty" jsonschema:"Inclusive lower bound, RFC 3339 or YYYY-MM-DD"`
+	Until      string     `json:"until,omitempty" jsonschema:"Exclusive upper bound, RFC 3339 or YYYY-MM-DD"`
+	Limit      flexNumber `json:"limit,omitzero"`
+}
+
+// cleanedStreamResult is one sensor's envelope, or a feed's streams.
+type cleanedStreamResult struct {
+	*streamEnvelope
+	FeedID       string           `json:"feed_id,omitempty" jsonschema:"The feed asked about (UUID)"`
+	FeedSlug     string           `json:"feed_slug,omitempty" jsonschema:"The feed's slug"`
+	Streams      []streamEnvelope `json:"streams,omitempty" jsonschema:"One envelope per sensor of the feed"`
+	SensorsTotal *int             `json:"sensors_total,omitempty" jsonschema:"Sensors in the feed (streams holds at most 20)"`
+}
+
+type lastReadingResult struct {
+	SensorID     string              `json:"sensor_id" jsonschema:"Sensor the reading belongs to (UUID)"`
+	ExternalID   string              `json:"external_id" jsonschema:"Provider's id"`
+	Name         string              `json:"name" jsonschema:"Sensor name"`
+	ServiceID    string              `json:"service_id" jsonschema:"Backing service"`
+	FeedID       string              `json:"feed_id,omitempty" jsonschema:"The feed asked about, when feed_id was given"`
+	Timestamp    string              `json:"timestamp" jsonschema:"Observation time, ISO 8601 UTC"`
+	Measurements map[string]float64  `json:"measurements" jsonschema:"Legacy flat object: canonical parameter id to value in its canonical unit"`
+	Units        map[string]string   `json:"units" jsonschema:"Canonical unit of every parameter, by parameter id"`
+	Location     *contract.Location  `json:"location" jsonschema:"GeoJSON point of the reading, null when unknown"`
+	AgeSeconds   int64               `json:"age_seconds" jsonschema:"Seconds between the observation and now"`
+	Stale        bool                `json:"stale" jsonschema:"Older than the staleness limit (twice the station's reporting interval)"`
+	Provenance   contract.Provenance `json:"provenance" jsonschema:"Where the reading came from"`
+}
+
+// Aliases of the contract types whose schemas schemaTypes writes by hand.
+type (
+	contractProvenance = contract.Provenance
+	contractLocation   = contract.Location
+	contractPagination = contract.Pagination
+	contractReading    = contract.Reading
+)
+
+func legacyReadingSchema() schema {
+	return object(schema{
+		"id":            strFormat("Reading UUID", "uuid"),
+		"timestamp":     strFormat("Observation time, ISO 8601 UTC with milliseconds", "date-time"),
+		"measurements":  array(measurementSchema(), "Canonical measurements (data_format cleaned)"),
+		"location":      locationSchema(),
+		"raw":           schema{"description": "The source payload as it came (data_format raw)"},
+		"source_format": str("Format of raw (data_format raw)"),
+	}, "id", "timestamp", "location")
 }
 
 func paginationSchema() schema {
@@ -254,47 +267,34 @@ func (l *stringList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func runListSensors(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
+func runListSensors(ctx context.Context, cc *callCtx, a listSensorsArgs) (string, listSensorsResult, error) {
 	const tool = "list_sensors"
-	var a struct {
-		SensorType string     `json:"sensor_type"`
-		Provider   string     `json:"provider"`
-		Status     string     `json:"status"`
-		DataTypes  stringList `json:"data_types"`
-		Latitude   flexNumber `json:"latitude"`
-		Longitude  flexNumber `json:"longitude"`
-		RadiusKM   flexNumber `json:"radius_km"`
-		Limit      flexNumber `json:"limit"`
-		Page       flexNumber `json:"page"`
-	}
-	if err := decodeArgs(tool, raw, &a); err != nil {
-		return "", nil, err
-	}
-	f := catalog.SensorFilter{SensorType: a.SensorType, Provider: a.Provider, Status: a.Status, Page: 1, Limit: registryDefaultLimit}
+	var none listSensorsResult
+	f := catalog.SensorFilter{SensorType: a.SensorType, Provider: a.Provider, Status: a.Status, Page: 1, Limit: sensorListDefaultLimit}
 	for _, d := range a.DataTypes {
 		if !canon.IsParameter(d) {
-			return "", nil, badArg(tool, "data_types", "names %q, which is not a canonical parameter id", clip(d, 40))
+			return "", none, badArg(tool, "data_types", "names %q, which is not a canonical parameter id", clip(d, 40))
 		}
 	}
 	f.DataTypes = a.DataTypes
 	if a.Latitude.set != a.Longitude.set {
-		return "", nil, badArg(tool, "latitude", "and longitude must be given together")
+		return "", none, badArg(tool, "latitude", "and longitude must be given together")
 	}
 	if a.RadiusKM.set && !a.Latitude.set {
-		return "", nil, badArg(tool, "radius_km", "needs latitude and longitude")
+		return "", none, badArg(tool, "radius_km", "needs latitude and longitude")
 	}
 	if a.Latitude.set {
 		if err := checkLat(tool, "latitude", a.Latitude.v); err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		if err := checkLon(tool, "longitude", a.Longitude.v); err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		r := float64(defaultRadiusKM)
 		if a.RadiusKM.set {
 			r = a.RadiusKM.v
 			if r <= 0 || r > 20000 {
-				return "", nil, badArg(tool, "radius_km", "must be greater than 0 and at most 20000, got %s", a.RadiusKM.raw)
+				return "", none, badArg(tool, "radius_km", "must be greater than 0 and at most 20000, got %s", a.RadiusKM.raw)
 			}
 		}
 		f.Near = &catalog.Near{Lat: a.Latitude.v, Lon: a.Longitude.v, RadiusKM: r}
@@ -302,23 +302,39 @@ func runListSensors(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 	var err error
 	if a.Limit.set {
 		if f.Limit, err = a.Limit.int(tool, "limit"); err != nil {
-			return "", nil, err
+			return "", none, err
 		}
-		f.Limit = min(f.Limit, registryMaxLimit)
+		f.Limit = min(f.Limit, sensorListMaxLimit)
 	}
 	if a.Page.set {
-		if f.Page, err = a.Page.int(tool, "page"); err != nil {
-			return "", nil, err
+		if a.Cursor != "" {
+			return "", none, badArg(tool, "page", "cannot be combined with cursor; give one of them")
 		}
+		if f.Page, err = a.Page.int(tool, "page"); err != nil {
+			return "", none, err
+		}
+	}
+	qh := queryHash(struct {
+		T, P, S string
+		D       []string
+		La, Lo  float64
+		R       float64
+	}{a.SensorType, a.Provider, a.Status, a.DataTypes, a.Latitude.v, a.Longitude.v, a.RadiusKM.v})
+	if a.Cursor != "" {
+		c, err := decodeCursor(tool, a.Cursor, qh)
+		if err != nil {
+			return "", none, err
+		}
+		f.Page, f.Limit = c.Page, c.Limit
 	}
 	res, err := cc.h.store.ListSensors(ctx, f)
 	if err != nil {
-		return "", nil, fmt.Errorf("list sensors: %w", err)
+		return "", none, fmt.Errorf("list sensors: %w", err)
 	}
-	out := struct {
-		Sensors    []registryView      `json:"sensors"`
-		Pagination contract.Pagination `json:"pagination"`
-	}{Sensors: []registryView{}, Pagination: contract.NewPagination(f.Page, f.Limit, res.Total)}
+	out := listSensorsResult{Sensors: []registryView{}, Pagination: contract.NewPagination(f.Page, f.Limit, res.Total)}
+	if f.Page*f.Limit < res.Total && len(res.Sensors) > 0 {
+		out.NextCursor = encodeCursor(pageCursor{Page: f.Page + 1, Limit: f.Limit, Query: qh})
+	}
 	for _, s := range res.Sensors {
 		out.Sensors = append(out.Sensors, registryView{
 			ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, SensorType: s.SensorType,
@@ -331,8 +347,8 @@ func runListSensors(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 }
 
 type targetArgs struct {
-	SensorID string `json:"sensor_id"`
-	FeedID   string `json:"feed_id"`
+	SensorID string `json:"sensor_id,omitempty" jsonschema:"Sensor UUID or the provider's external id"`
+	FeedID   string `json:"feed_id,omitempty" jsonschema:"Feed (project) UUID or slug, instead of sensor_id"`
 }
 
 // target resolves the sensor_id-or-feed_id pair of the registry tools: exactly one.
@@ -360,22 +376,14 @@ func (cc *callCtx) target(ctx context.Context, tool string, a targetArgs) (*cata
 	}
 }
 
-func runConnectedServices(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
+func runConnectedServices(ctx context.Context, cc *callCtx, a targetArgs) (string, connectedServicesResult, error) {
 	const tool = "sensor_connected_services"
-	var a targetArgs
-	if err := decodeArgs(tool, raw, &a); err != nil {
-		return "", nil, err
-	}
+	var none connectedServicesResult
 	s, p, err := cc.target(ctx, tool, a)
 	if err != nil {
-		return "", nil, err
+		return "", none, err
 	}
-	out := struct {
-		SensorID         string          `json:"sensor_id,omitempty"`
-		FeedID           string          `json:"feed_id,omitempty"`
-		ConnectedService string          `json:"connected_service"`
-		Services         []serviceRecord `json:"services"`
-	}{Services: []serviceRecord{}}
+	out := connectedServicesResult{Services: []serviceRecord{}}
 	serviceID := ""
 	if s != nil {
 		out.SensorID, serviceID = s.ID.String(), s.ServiceID
@@ -388,7 +396,7 @@ func runConnectedServices(ctx context.Context, cc *callCtx, raw json.RawMessage)
 	}
 	svc, err := cc.h.service(ctx, serviceID)
 	if err != nil {
-		return "", nil, notFound(err, apierr.NotFound, "%s: connected service %q is not known to the gateway", tool, serviceID)
+		return "", none, notFound(err, apierr.NotFound, "%s: connected service %q is not known to the gateway", tool, serviceID)
 	}
 	out.Services = append(out.Services, serviceRecord{
 		ID: svc.ID, Name: svc.Name, Description: svc.Description, Domain: svc.Domain,
@@ -398,31 +406,24 @@ func runConnectedServices(ctx context.Context, cc *callCtx, raw json.RawMessage)
 }
 
 type streamEnvelope struct {
-	SensorID   string               `json:"sensor_id"`
-	ExternalID string               `json:"external_id"`
-	Name       string               `json:"name"`
-	ServiceID  string               `json:"service_id"`
-	Readings   []contract.Reading   `json:"readings"`
-	Units      map[string]string    `json:"units,omitempty"`
-	Provenance *contract.Provenance `json:"provenance,omitempty"`
-	Pagination *contract.Pagination `json:"pagination,omitempty"`
-	Error      string               `json:"error,omitempty"`
+	SensorID   string               `json:"sensor_id" jsonschema:"Sensor UUID"`
+	ExternalID string               `json:"external_id" jsonschema:"Provider's id"`
+	Name       string               `json:"name" jsonschema:"Sensor name"`
+	ServiceID  string               `json:"service_id" jsonschema:"Backing service"`
+	Readings   []contract.Reading   `json:"readings" jsonschema:"Readings, newest first: measurements (cleaned) or raw and source_format (raw)"`
+	Units      map[string]string    `json:"units,omitempty" jsonschema:"Canonical unit of every parameter, by parameter id"`
+	Provenance *contract.Provenance `json:"provenance,omitempty" jsonschema:"Where the readings came from"`
+	Pagination *contract.Pagination `json:"pagination,omitempty" jsonschema:"Page of the readings"`
+	Error      string               `json:"error,omitempty" jsonschema:"Why this sensor has no readings (feed streams only)"`
 }
 
-func runCleanedStream(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
+func runCleanedStream(ctx context.Context, cc *callCtx, a cleanedStreamArgs) (string, cleanedStreamResult, error) {
 	const tool = "sensor_cleaned_stream"
-	var a struct {
-		targetArgs
-		DataFormat string     `json:"data_format"`
-		Days       flexNumber `json:"days"`
-		Since      string     `json:"since"`
-		Until      string     `json:"until"`
-		Limit      flexNumber `json:"limit"`
-	}
-	if err := decodeArgs(tool, raw, &a); err != nil {
-		return "", nil, err
-	}
+	var none cleanedStreamResult
 	q := url.Values{}
+	if len(a.Parameters) > 0 {
+		q.Set("parameter", strings.Join(a.Parameters, ","))
+	}
 	if a.DataFormat != "" {
 		q.Set("data_format", a.DataFormat)
 	}
@@ -438,16 +439,19 @@ func runCleanedStream(ctx context.Context, cc *callCtx, raw json.RawMessage) (st
 	if a.Limit.set {
 		n, err := a.Limit.int(tool, "limit")
 		if err != nil {
-			return "", nil, err
+			return "", none, err
 		}
 		q.Set("limit", strconv.Itoa(n))
 	}
 	parsed, err := contract.ParseReadingsQuery(q, cc.now)
 	if err != nil {
-		return "", nil, apierr.New(apierr.InvalidParameter, "%s: %s", tool, apierr.From(err).Message)
+		return "", none, apierr.New(apierr.InvalidParameter, "%s: %s", tool, apierr.From(err).Message)
 	}
 	// Resolve days once, so every sensor of a feed is read over the same window.
 	up := url.Values{"limit": {strconv.Itoa(parsed.Limit)}, "data_format": {parsed.Format}}
+	if len(parsed.Parameters) > 0 {
+		up.Set("parameter", strings.Join(parsed.Parameters, ","))
+	}
 	if !parsed.Since.IsZero() {
 		up.Set("since", cursorTime(parsed.Since))
 	}
@@ -456,19 +460,19 @@ func runCleanedStream(ctx context.Context, cc *callCtx, raw json.RawMessage) (st
 	}
 	s, p, err := cc.target(ctx, tool, a.targetArgs)
 	if err != nil {
-		return "", nil, err
+		return "", none, err
 	}
 	if s != nil {
 		env, err := cc.stream(ctx, *s, up)
 		if err != nil {
-			return "", nil, err
+			return "", none, err
 		}
-		return fmt.Sprintf("%d readings of %s (%s), %s.", len(env.Readings), s.Name, s.ExternalID, parsed.Format), env, nil
+		return fmt.Sprintf("%d readings of %s (%s), %s.", len(env.Readings), s.Name, s.ExternalID, parsed.Format), cleanedStreamResult{streamEnvelope: &env}, nil
 	}
 	feedID := p.ID
 	page, err := cc.h.store.ListSensors(ctx, catalog.SensorFilter{FeedID: &feedID, Page: 1, Limit: feedStreamMaxSensors})
 	if err != nil {
-		return "", nil, fmt.Errorf("list feed sensors: %w", err)
+		return "", none, fmt.Errorf("list feed sensors: %w", err)
 	}
 	streams := make([]streamEnvelope, len(page.Sensors))
 	var wg sync.WaitGroup
@@ -490,12 +494,8 @@ func runCleanedStream(ctx context.Context, cc *callCtx, raw json.RawMessage) (st
 		}()
 	}
 	wg.Wait()
-	out := struct {
-		FeedID       string           `json:"feed_id"`
-		FeedSlug     string           `json:"feed_slug"`
-		Streams      []streamEnvelope `json:"streams"`
-		SensorsTotal int              `json:"sensors_total"`
-	}{FeedID: p.ID.String(), FeedSlug: p.Slug, Streams: streams, SensorsTotal: page.Total}
+	total := page.Total
+	out := cleanedStreamResult{FeedID: p.ID.String(), FeedSlug: p.Slug, Streams: streams, SensorsTotal: &total}
 	n := 0
 	for _, st := range streams {
 		n += len(st.Readings)
@@ -527,15 +527,12 @@ func (cc *callCtx) stream(ctx context.Context, s catalog.Sensor, q url.Values) (
 	return env, nil
 }
 
-func runLastReading(ctx context.Context, cc *callCtx, raw json.RawMessage) (string, any, error) {
+func runLastReading(ctx context.Context, cc *callCtx, a targetArgs) (string, lastReadingResult, error) {
 	const tool = "sensor_last_reading"
-	var a targetArgs
-	if err := decodeArgs(tool, raw, &a); err != nil {
-		return "", nil, err
-	}
+	var none lastReadingResult
 	s, p, err := cc.target(ctx, tool, a)
 	if err != nil {
-		return "", nil, err
+		return "", none, err
 	}
 	candidates := []catalog.Sensor{}
 	if s != nil {
@@ -544,11 +541,11 @@ func runLastReading(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 		feedID := p.ID
 		page, err := cc.h.store.ListSensors(ctx, catalog.SensorFilter{FeedID: &feedID, Page: 1, Limit: feedLatestMaxSensors})
 		if err != nil {
-			return "", nil, fmt.Errorf("list feed sensors: %w", err)
+			return "", none, fmt.Errorf("list feed sensors: %w", err)
 		}
 		candidates = page.Sensors
 		if len(candidates) == 0 {
-			return "", nil, apierr.New(apierr.NoReadings, "%s: feed %s has no sensors", tool, p.Slug)
+			return "", none, apierr.New(apierr.NoReadings, "%s: feed %s has no sensors", tool, p.Slug)
 		}
 	}
 	var lastErr error
@@ -574,20 +571,7 @@ func runLastReading(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 		}
 		rv := viewReading(lr.Reading, cc.now)
 		fr := newFreshness(&lr.Reading.Timestamp.Time, c.ReportingIntervalS, cc.now)
-		out := struct {
-			SensorID     string              `json:"sensor_id"`
-			ExternalID   string              `json:"external_id"`
-			Name         string              `json:"name"`
-			ServiceID    string              `json:"service_id"`
-			FeedID       string              `json:"feed_id,omitempty"`
-			Timestamp    string              `json:"timestamp"`
-			Measurements map[string]float64  `json:"measurements"`
-			Units        map[string]string   `json:"units"`
-			Location     *contract.Location  `json:"location"`
-			AgeSeconds   int64               `json:"age_seconds"`
-			Stale        bool                `json:"stale"`
-			Provenance   contract.Provenance `json:"provenance"`
-		}{
+		out := lastReadingResult{
 			SensorID: c.ID.String(), ExternalID: c.ExternalID, Name: c.Name, ServiceID: c.ServiceID,
 			Timestamp: rv.Timestamp, Measurements: flat, Units: units, Location: lr.Reading.Location,
 			AgeSeconds: rv.AgeSeconds, Stale: fr.Stale != nil && *fr.Stale, Provenance: lr.Provenance,
@@ -598,9 +582,9 @@ func runLastReading(ctx context.Context, cc *callCtx, raw json.RawMessage) (stri
 		return fmt.Sprintf("%s (%s) at %s: %s", c.Name, c.ExternalID, rv.Timestamp, flatText(flat, units)), out, nil
 	}
 	if s == nil && lastErr != nil && apierr.From(asAPIError(lastErr)).Code == apierr.NoReadings {
-		return "", nil, apierr.New(apierr.NoReadings, "%s: none of the first %d sensors of feed %s has a reading", tool, len(candidates), p.Slug)
+		return "", none, apierr.New(apierr.NoReadings, "%s: none of the first %d sensors of feed %s has a reading", tool, len(candidates), p.Slug)
 	}
-	return "", nil, asAPIError(lastErr)
+	return "", none, asAPIError(lastErr)
 }
 
 func flatText(flat map[string]float64, units map[string]string) string {

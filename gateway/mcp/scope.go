@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -116,8 +117,11 @@ func (h *Handler) callTool(ctx context.Context, sc *scope, info requestInfo, req
 	}
 	name := *p.Name
 	if sc.local != nil {
-		if t, ok := sc.local.byName[name]; ok {
-			return h.runLocal(ctx, sc, req.ID, t, p.Arguments)
+		if _, ok := sc.local.byName[name]; ok {
+			if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" && a[0] != '{' {
+				return invalidParams(req.ID, "tools/call: params.arguments must be an object")
+			}
+			return h.serveLocal(ctx, sc, info, req)
 		}
 	}
 	if sc.service == nil {
@@ -224,11 +228,7 @@ func (h *Handler) logUpstream(ctx context.Context, sc *scope, err error) {
 }
 
 func toolErrorResult(id jsonrpc.ID, e *apierr.Error) []byte {
-	return marshalResponse(mustResult(id, callResult{
-		Content:           []content{{Type: "text", Text: e.Message + " (" + e.Code + ")"}},
-		StructuredContent: e,
-		IsError:           true,
-	}))
+	return marshalResponse(mustResult(id, toolError(e)))
 }
 
 // mustResult marshals a result built from the gateway's own types, which always marshal.
@@ -238,4 +238,24 @@ func mustResult(id jsonrpc.ID, v any) *jsonrpc.Response {
 		return jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error"))
 	}
 	return resp
+}
+
+// hasResources reports whether the scope serves resources (the catalog scope: the
+// parameters registry and each sensor's metadata).
+func (sc *scope) hasResources() bool {
+	return sc.local != nil && sc.local.resources && sc.service == nil
+}
+
+func (sc *scope) capabilities() json.RawMessage {
+	if sc.hasResources() {
+		return json.RawMessage(`{"tools":{},"resources":{}}`)
+	}
+	return json.RawMessage(`{"tools":{}}`)
+}
+
+func (sc *scope) methods() string {
+	if sc.hasResources() {
+		return "initialize, ping, tools/list, tools/call, resources/list, resources/templates/list and resources/read"
+	}
+	return "initialize, ping, tools/list and tools/call"
 }

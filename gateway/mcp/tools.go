@@ -6,17 +6,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
 )
 
-// callCtx is what a local tool runs with.
+// callCtx is what a local tool runs with. It travels to the tool handler inside the
+// request context, through the go-sdk server that dispatches the call.
 type callCtx struct {
 	h      *Handler
 	scope  *scope
@@ -24,76 +30,232 @@ type callCtx struct {
 	viewer *uuid.UUID // the authenticated owner, nil when unknown
 }
 
-// toolFunc runs a tool on its raw arguments (a JSON object) and returns a one-line human
-// summary and the structured result (a JSON object matching the tool's outputSchema).
-// An *apierr.Error is shown to the caller as a tool failure; any other error is logged and
-// reported as an internal failure.
-type toolFunc func(ctx context.Context, cc *callCtx, args json.RawMessage) (string, any, error)
+type callCtxKey struct{}
 
-type localTool struct {
-	Tool
-	run toolFunc
+func callCtxOf(ctx context.Context) (*callCtx, bool) {
+	cc, ok := ctx.Value(callCtxKey{}).(*callCtx)
+	return cc, ok
 }
 
-// toolSet is a fixed list of local tools, listed in declaration order.
+// toolSpec defines one of the gateway's own tools on typed input and output structs: the
+// input and output schemas are inferred from In and Out by jsonschema-go (the go-sdk's
+// schema support; descriptions from `jsonschema` struct tags), then Tweak adds what Go
+// types cannot say (enums, ranges, defaults). Run returns a one-line human summary (the
+// text content) and the structured result.
+type toolSpec[In, Out any] struct {
+	Name, Title, Description string
+	// OpenWorld marks tools that read live data from the backing services (openWorldHint);
+	// the others answer from the gateway's catalog alone.
+	OpenWorld bool
+	Tweak     func(in, out *jsonschema.Schema)
+	Run       func(ctx context.Context, cc *callCtx, in In) (string, Out, error)
+}
+
+// toolSet is a go-sdk server holding the tools (and resources) of one gateway scope. The
+// gateway's own JSON-RPC pipeline (http.go) answers initialize and ping and checks every
+// message; tools/call and resources/* of a local tool set are dispatched to this server
+// in-process, with the call context in the request context.
 type toolSet struct {
-	byName map[string]*localTool
-	listed []json.RawMessage
+	srv       *sdk.Server
+	http      http.Handler
+	tools     []*sdk.Tool
+	byName    map[string]*sdk.Tool
+	listed    []json.RawMessage
+	resources bool
+	err       error
 }
 
-func newToolSet(tools ...*localTool) (*toolSet, error) {
-	ts := &toolSet{byName: make(map[string]*localTool, len(tools))}
-	for _, t := range tools {
-		if _, dup := ts.byName[t.Name]; dup {
-			return nil, fmt.Errorf("tool %q declared twice", t.Name)
-		}
-		ts.byName[t.Name] = t
-		b, err := json.Marshal(t.Tool)
-		if err != nil {
-			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
-		}
-		ts.listed = append(ts.listed, b)
+func newToolSet(name string) *toolSet {
+	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, nil)
+	return &toolSet{
+		srv:    srv,
+		byName: map[string]*sdk.Tool{},
+		http: sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
+			&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true}),
+	}
+}
+
+// done finishes the set: the first definition error, if any.
+func (ts *toolSet) done() (*toolSet, error) {
+	if ts.err != nil {
+		return nil, ts.err
 	}
 	return ts, nil
 }
 
-// Tools returns the tool definitions of the set, for documentation and tests.
-func (ts *toolSet) Tools() []Tool {
-	out := make([]Tool, 0, len(ts.listed))
-	for _, b := range ts.listed {
-		var t Tool
-		if json.Unmarshal(b, &t) == nil {
-			out = append(out, t)
+// Tools returns the tool definitions of the set, as tools/list shows them.
+func (ts *toolSet) Tools() []*sdk.Tool { return ts.tools }
+
+// schemaTypes are the shared result types whose schemas are written by hand once (with
+// formats and the meaning of every field) and reused wherever the type appears.
+func schemaTypes() map[reflect.Type]*jsonschema.Schema {
+	out := map[reflect.Type]*jsonschema.Schema{}
+	for t, s := range map[reflect.Type]schema{
+		reflect.TypeFor[freshness]():           freshnessSchema(),
+		reflect.TypeFor[sensorSummary]():       sensorSummarySchema(),
+		reflect.TypeFor[sensorRecord]():        sensorRecordSchema(),
+		reflect.TypeFor[readingView]():         readingSchema(),
+		reflect.TypeFor[contractProvenance]():  provenanceSchema(),
+		reflect.TypeFor[contractLocation]():    locationSchema(),
+		reflect.TypeFor[contractPagination]():  paginationSchema(),
+		reflect.TypeFor[registryView]():        registryViewSchema(),
+		reflect.TypeFor[serviceRecord]():       serviceRecordSchema(),
+		reflect.TypeFor[contractReading]():     legacyReadingSchema(),
+		reflect.TypeFor[flexNumber]():          {"type": []string{"number", "string"}},
+		reflect.TypeFor[stringList]():          {"type": []string{"string", "array"}, "items": schema{"type": "string"}},
+		reflect.TypeFor[map[string]string]():   unitsSchema(),
+		reflect.TypeFor[map[string]float64]():  {"type": "object", "additionalProperties": schema{"type": "number"}},
+		reflect.TypeFor[[]string]():            {"type": "array", "items": schema{"type": "string"}},
+		reflect.TypeFor[[]sensorSummary]():     array(sensorSummarySchema(), ""),
+		reflect.TypeFor[[]readingView]():       array(readingSchema(), ""),
+		reflect.TypeFor[[]registryView]():      array(registryViewSchema(), ""),
+		reflect.TypeFor[[]serviceRecord]():     array(serviceRecordSchema(), ""),
+		reflect.TypeFor[[]contractReading]():   array(legacyReadingSchema(), ""),
+		reflect.TypeFor[*contractProvenance](): nullable(provenanceSchema()),
+		reflect.TypeFor[*contractPagination](): paginationSchema(),
+		reflect.TypeFor[*contractLocation]():   locationSchema(),
+	} {
+		var js jsonschema.Schema
+		b, _ := json.Marshal(s) // literals of this package: always marshal
+		if err := json.Unmarshal(b, &js); err == nil {
+			if d, ok := s["description"].(string); ok && d == "" {
+				js.Description = ""
+			}
+			out[t] = &js
 		}
 	}
 	return out
 }
 
-func (h *Handler) runLocal(ctx context.Context, sc *scope, id jsonrpc.ID, t *localTool, args json.RawMessage) []byte {
-	trimmed := bytes.TrimSpace(args)
-	if len(trimmed) == 0 || string(trimmed) == "null" {
-		args = json.RawMessage("{}")
-	} else if trimmed[0] != '{' {
-		return invalidParams(id, "tools/call: params.arguments must be an object")
+// inferSchema is jsonschema.For with the shared schemas and no "null" for slices and maps
+// that the tools always fill.
+func inferSchema[T any]() (*jsonschema.Schema, error) {
+	return jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: schemaTypes()})
+}
+
+// addTool registers a typed tool on the set's go-sdk server (Server.AddTool with the
+// inferred schemas; the handler decodes the arguments strictly, so that an unknown
+// argument or a value of the wrong type is a tool failure naming it).
+func addTool[In, Out any](ts *toolSet, spec toolSpec[In, Out]) {
+	if ts.err != nil {
+		return
 	}
-	summary, structured, err := t.run(ctx, &callCtx{h: h, scope: sc, now: h.now(), viewer: sc.viewer}, args)
+	in, err := inferSchema[In]()
 	if err != nil {
-		var ae *apierr.Error
-		if !errors.As(err, &ae) {
-			h.log.ErrorContext(ctx, "mcp tool failed", "tool", t.Name, "scope", sc.kind, "err", err)
-			ae = apierr.New(apierr.Internal, "internal error while running %s", t.Name)
+		ts.err = fmt.Errorf("tool %s: input schema: %w", spec.Name, err)
+		return
+	}
+	out, err := inferSchema[Out]()
+	if err != nil {
+		ts.err = fmt.Errorf("tool %s: output schema: %w", spec.Name, err)
+		return
+	}
+	in.Type, in.Types = "object", nil
+	out.Type, out.Types = "object", nil
+	if spec.Tweak != nil {
+		spec.Tweak(in, out)
+	}
+	for _, s := range []*jsonschema.Schema{in, out} {
+		if _, err := s.Resolve(nil); err != nil {
+			ts.err = fmt.Errorf("tool %s: schema: %w", spec.Name, err)
+			return
 		}
-		return toolErrorResult(id, ae)
 	}
-	text, err := json.MarshalIndent(structured, "", "  ")
+	openWorld := spec.OpenWorld
+	t := &sdk.Tool{
+		Name:         spec.Name,
+		Title:        spec.Title,
+		Description:  spec.Description,
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations: &sdk.ToolAnnotations{
+			Title:          spec.Title,
+			ReadOnlyHint:   true,
+			IdempotentHint: true,
+			OpenWorldHint:  &openWorld,
+		},
+	}
+	if _, dup := ts.byName[t.Name]; dup {
+		ts.err = fmt.Errorf("tool %q declared twice", t.Name)
+		return
+	}
+	b, err := json.Marshal(t)
 	if err != nil {
-		h.log.ErrorContext(ctx, "mcp tool result does not marshal", "tool", t.Name, "err", err)
-		return toolErrorResult(id, apierr.New(apierr.Internal, "internal error while running %s", t.Name))
+		ts.err = fmt.Errorf("tool %s: %w", t.Name, err)
+		return
 	}
-	return marshalResponse(mustResult(id, callResult{
-		Content:           []content{{Type: "text", Text: summary + "\n\n" + string(text)}},
-		StructuredContent: structured,
-	}))
+	ts.byName[t.Name] = t
+	ts.tools = append(ts.tools, t)
+	ts.listed = append(ts.listed, b)
+	name := spec.Name
+	ts.srv.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		cc, ok := callCtxOf(ctx)
+		if !ok {
+			return toolError(apierr.New(apierr.Internal, "internal error while running %s", name)), nil
+		}
+		args := json.RawMessage(req.Params.Arguments)
+		if trimmed := bytes.TrimSpace(args); len(trimmed) == 0 || string(trimmed) == "null" {
+			args = json.RawMessage("{}")
+		}
+		var a In
+		if err := decodeArgs(name, args, &a); err != nil {
+			return toolError(apierr.From(err)), nil
+		}
+		summary, res, err := spec.Run(ctx, cc, a)
+		if err != nil {
+			var ae *apierr.Error
+			if !errors.As(err, &ae) {
+				cc.h.log.ErrorContext(ctx, "mcp tool failed", "tool", name, "scope", cc.scope.kind, "err", err)
+				ae = apierr.New(apierr.Internal, "internal error while running %s", name)
+			}
+			return toolError(ae), nil
+		}
+		structured, err := json.Marshal(res)
+		if err != nil {
+			cc.h.log.ErrorContext(ctx, "mcp tool result does not marshal", "tool", name, "err", err)
+			return toolError(apierr.New(apierr.Internal, "internal error while running %s", name)), nil
+		}
+		return &sdk.CallToolResult{
+			Content:           []sdk.Content{&sdk.TextContent{Text: summary}},
+			StructuredContent: json.RawMessage(structured),
+		}, nil
+	})
+}
+
+// toolError is the one shape of a tool failure at every gateway scope: isError, the reason
+// in the text, and the API error envelope {"error","code"} as structuredContent.
+func toolError(e *apierr.Error) *sdk.CallToolResult {
+	return &sdk.CallToolResult{
+		Content:           []sdk.Content{&sdk.TextContent{Text: e.Message + " (" + e.Code + ")"}},
+		StructuredContent: e,
+		IsError:           true,
+	}
+}
+
+// serveLocal hands one JSON-RPC request (tools/call or resources/*) to the set's go-sdk
+// server in-process and returns its JSON answer.
+func (h *Handler) serveLocal(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return internalError(req.ID)
+	}
+	ctx = context.WithValue(ctx, callCtxKey{}, &callCtx{h: h, scope: sc, now: h.now(), viewer: sc.viewer})
+	// The SDK refuses a loopback connection whose Host is not localhost (DNS rebinding
+	// protection); this in-process request has no connection of its own.
+	ctx = context.WithValue(ctx, http.LocalAddrContextKey, nil)
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/mcp", bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	if info.protocolVersion != "" {
+		r.Header.Set(HeaderProtocolVersion, info.protocolVersion)
+	}
+	rec := httptest.NewRecorder()
+	sc.local.http.ServeHTTP(rec, r)
+	if rec.Code != http.StatusOK || !json.Valid(rec.Body.Bytes()) {
+		h.log.ErrorContext(ctx, "mcp local server refused", "scope", sc.kind, "method", req.Method, "status", rec.Code, "body", clip(strings.TrimSpace(rec.Body.String()), 200))
+		return internalError(req.ID)
+	}
+	return rec.Body.Bytes()
 }
 
 // decodeArgs decodes tool arguments strictly: an unknown argument or a value of the wrong
@@ -151,7 +313,52 @@ func notFound(err error, code, format string, args ...any) error {
 	return err
 }
 
-// JSON Schema builders for the tools' input and output schemas.
+// Schema tweaks for what Go types cannot say.
+
+// prop returns the named property of an object schema (nil-safe for chaining in tweaks).
+func prop(s *jsonschema.Schema, path ...string) *jsonschema.Schema {
+	for _, p := range path {
+		if s == nil {
+			return nil
+		}
+		if s.Items != nil && s.Properties == nil {
+			s = s.Items
+		}
+		s = s.Properties[p]
+	}
+	if s == nil {
+		return &jsonschema.Schema{} // a tweak of a missing property changes nothing
+	}
+	return s
+}
+
+func setRange(s *jsonschema.Schema, min, max float64) {
+	s.Minimum = &min
+	if max > 0 {
+		s.Maximum = &max
+	}
+}
+
+func setEnum(s *jsonschema.Schema, values ...string) {
+	if s.Items != nil && (s.Type == "array" || slicesContains(s.Types, "array")) {
+		s = s.Items
+	}
+	s.Enum = nil
+	for _, v := range values {
+		s.Enum = append(s.Enum, v)
+	}
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// JSON Schema builders for the hand-written shared schemas (schemaTypes).
 type schema = map[string]any
 
 func object(props schema, required ...string) schema {
@@ -159,13 +366,6 @@ func object(props schema, required ...string) schema {
 	if len(required) > 0 {
 		s["required"] = required
 	}
-	return s
-}
-
-// input is an object schema that refuses unknown arguments, as decodeArgs does.
-func input(props schema, required ...string) schema {
-	s := object(props, required...)
-	s["additionalProperties"] = false
 	return s
 }
 
@@ -188,7 +388,11 @@ func number(desc string) schema { return schema{"type": "number", "description":
 func boolean(desc string) schema { return schema{"type": "boolean", "description": desc} }
 
 func array(items schema, desc string) schema {
-	return schema{"type": "array", "items": items, "description": desc}
+	s := schema{"type": "array", "items": items}
+	if desc != "" {
+		s["description"] = desc
+	}
+	return s
 }
 
 func enum(desc string, values ...string) schema {
@@ -216,27 +420,4 @@ func toAny(s []string) []any {
 		out[i] = v
 	}
 	return out
-}
-
-func mustSchema(s schema) json.RawMessage {
-	b, err := json.Marshal(s)
-	if err != nil {
-		// The schemas are literals built in this package; they always marshal.
-		return json.RawMessage(`{"type":"object"}`)
-	}
-	return b
-}
-
-func newTool(name, title, desc string, in, out schema, run toolFunc) *localTool {
-	return &localTool{
-		Tool: Tool{
-			Name:         name,
-			Title:        title,
-			Description:  desc,
-			InputSchema:  mustSchema(in),
-			OutputSchema: mustSchema(out),
-			Annotations:  &toolAnnotations{ReadOnlyHint: true, OpenWorldHint: false},
-		},
-		run: run,
-	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/sensorgate/sensorgate/gateway/mcp"
 	"github.com/sensorgate/sensorgate/pkg/canon"
 )
 
@@ -70,9 +71,9 @@ func (g *gateway) checked(tb testing.TB, sc *schemas, path, tool string, args an
 	if err := rs.Validate(instance); err != nil {
 		tb.Errorf("%s structuredContent does not match its outputSchema: %v\n%s", tool, err, tr.StructuredContent)
 	}
-	if !strings.Contains(tr.text(), "{") {
-		t := tr.text()
-		tb.Errorf("%s text content lacks the JSON rendering: %q", tool, t)
+	// The text is a short human summary, not the structured result again.
+	if t := tr.text(); t == "" || strings.Contains(t, "{") || len(t) > 2000 {
+		tb.Errorf("%s text content is not a short summary (%d bytes): %.200q", tool, len(t), t)
 	}
 	return tr
 }
@@ -83,6 +84,55 @@ func TestTools(t *testing.T) {
 	const cat = "/api/v1/catalog/mcp"
 	const reg = "/api/v1/sensors/registry/mcp"
 	s0 := g.Sensors[0]
+
+	t.Run("resources", func(t *testing.T) {
+		t.Parallel()
+		var list struct {
+			Resources []struct{ URI, Name, MimeType string } `json:"resources"`
+		}
+		r := g.post(t, cat, `{"jsonrpc":"2.0","id":1,"method":"resources/list"}`)
+		if err := json.Unmarshal(r.Msg.Result, &list); err != nil || len(list.Resources) != 1 || list.Resources[0].URI != mcp.ParametersURI {
+			t.Fatalf("resources/list: %s", r.Body)
+		}
+		var templates struct {
+			ResourceTemplates []struct{ URITemplate string } `json:"resourceTemplates"`
+		}
+		r = g.post(t, cat, `{"jsonrpc":"2.0","id":2,"method":"resources/templates/list"}`)
+		if err := json.Unmarshal(r.Msg.Result, &templates); err != nil || len(templates.ResourceTemplates) != 1 || templates.ResourceTemplates[0].URITemplate != mcp.SensorURITemplate {
+			t.Fatalf("resources/templates/list: %s", r.Body)
+		}
+		read := func(uri string) rpcResult {
+			return g.post(t, cat, `{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"`+uri+`"}}`)
+		}
+		var res struct {
+			Contents []struct{ URI, MimeType, Text string } `json:"contents"`
+		}
+		r = read(mcp.ParametersURI)
+		if err := json.Unmarshal(r.Msg.Result, &res); err != nil || len(res.Contents) != 1 {
+			t.Fatalf("read parameters: %s", r.Body)
+		}
+		var params []struct{ ID, Unit string }
+		if err := json.Unmarshal([]byte(res.Contents[0].Text), &params); err != nil || len(params) != len(canon.Parameters()) || params[0].Unit == "" {
+			t.Errorf("parameters resource: %s", res.Contents[0].Text)
+		}
+		for _, id := range []string{s0.ID.String(), s0.ExternalID} {
+			r = read("sensorgate://sensors/" + id)
+			var sr struct {
+				Sensor     struct{ ID string } `json:"sensor"`
+				Parameters []struct{ ID, Unit string }
+			}
+			if err := json.Unmarshal(r.Msg.Result, &res); err != nil || len(res.Contents) != 1 || json.Unmarshal([]byte(res.Contents[0].Text), &sr) != nil || sr.Sensor.ID != s0.ID.String() || len(sr.Parameters) != len(s0.DataTypes) {
+				t.Errorf("read sensor %s: %s", id, r.Body)
+			}
+		}
+		if r = read("sensorgate://sensors/NOSUCH"); r.Msg.Error == nil || !strings.Contains(r.Msg.Error.Message, "not found") {
+			t.Errorf("unknown sensor resource: %s", r.Body)
+		}
+		// The registry scope has no resources.
+		if r = g.post(t, reg, `{"jsonrpc":"2.0","id":4,"method":"resources/list"}`); r.Msg.Error == nil || r.Msg.Error.Code != -32601 {
+			t.Errorf("registry resources/list: %s", r.Body)
+		}
+	})
 
 	t.Run("describe_catalog", func(t *testing.T) {
 		t.Parallel()
@@ -197,7 +247,7 @@ func TestTools(t *testing.T) {
 			{"forged cursor", map[string]any{"cursor": "bm9wZQ"}, "cursor"},
 			{"unknown parameter", map[string]any{"data_types": []string{"temperature"}}, "data_types"},
 			{"latitude out of range", map[string]any{"near": map[string]any{"lat": 91, "lon": 0}}, "near.lat"},
-			{"limit too large", map[string]any{"limit": 1000}, "limit"},
+			{"limit below 1", map[string]any{"limit": 0}, "limit"},
 			{"wrong type", map[string]any{"limit": "ten"}, "limit"},
 			{"distance without near", map[string]any{"sort": "distance"}, "sort"},
 			{"unknown feed", map[string]any{"feed": "nosuch"}, "nosuch"},
@@ -206,6 +256,14 @@ func TestTools(t *testing.T) {
 			if !tr.IsError || !strings.Contains(tr.text(), tt.mention) {
 				t.Errorf("%s: isError %v, text %q, want it to name %q", tt.name, tr.IsError, tr.text(), tt.mention)
 			}
+		}
+		// A limit over the sensor-list maximum is clamped, as REST clamps it.
+		var clamped struct {
+			Limit int `json:"limit"`
+		}
+		g.checked(t, sc, cat, "search_sensors", map[string]any{"limit": 5000}).decode(t, &clamped)
+		if clamped.Limit != 1000 {
+			t.Errorf("limit 5000: applied %d, want 1000", clamped.Limit)
 		}
 	})
 
@@ -268,8 +326,22 @@ func TestTools(t *testing.T) {
 		param := s0.DataTypes[0]
 		since := time.Now().UTC().Add(-24 * time.Hour).Format(time.RFC3339)
 		res.Readings = nil
-		g.checked(t, sc, cat, "get_readings", map[string]any{"sensor_id": s0.ID.String(), "parameters": []string{param}, "order": "asc", "since": since, "limit": 5}).decode(t, &res)
+		g.checked(t, sc, cat, "get_readings", map[string]any{"sensor_id": s0.ID.String(), "parameters": []string{param}, "sort": "asc", "since": since, "limit": 5}).decode(t, &res)
+		if len(res.Readings) == 0 {
+			t.Fatalf("no readings of %s since %s", param, since)
+		}
+		// The deprecated name order still works for one release and answers alike.
+		var legacy struct {
+			Readings []reading `json:"readings"`
+		}
+		g.checked(t, sc, cat, "get_readings", map[string]any{"sensor_id": s0.ID.String(), "parameters": []string{param}, "order": "asc", "since": since, "limit": 5}).decode(t, &legacy)
+		if len(legacy.Readings) != len(res.Readings) || legacy.Readings[0].Timestamp != res.Readings[0].Timestamp {
+			t.Errorf("order=asc gave %d readings from %v, sort=asc %d from %s", len(legacy.Readings), legacy.Readings, len(res.Readings), res.Readings[0].Timestamp)
+		}
 		for i, r := range res.Readings {
+			if len(r.Measurements) != 1 {
+				t.Errorf("reading %s has %d measurements, asked only %s", r.Timestamp, len(r.Measurements), param)
+			}
 			for _, m := range r.Measurements {
 				if m.Parameter != param {
 					t.Errorf("parameter %s kept, asked only %s", m.Parameter, param)
@@ -305,12 +377,22 @@ func TestTools(t *testing.T) {
 			{"days with since", map[string]any{"sensor_id": s0.ExternalID, "days": 1, "since": "2026-01-01"}, "days"},
 			{"bad since", map[string]any{"sensor_id": s0.ExternalID, "since": "yesterday"}, "since"},
 			{"unknown parameter", map[string]any{"sensor_id": s0.ExternalID, "parameters": []string{"foo"}}, "parameters"},
-			{"limit over 500", map[string]any{"sensor_id": s0.ExternalID, "limit": 501}, "limit"},
+			{"limit below 1", map[string]any{"sensor_id": s0.ExternalID, "limit": 0}, "limit"},
+			{"order and sort disagree", map[string]any{"sensor_id": s0.ExternalID, "order": "asc", "sort": "desc"}, "order"},
 		} {
 			tr := g.call(t, cat, "get_readings", tt.args)
 			if !tr.IsError || !strings.Contains(tr.text(), tt.mention) {
 				t.Errorf("%s: isError %v, text %q, want it to name %q", tt.name, tr.IsError, tr.text(), tt.mention)
 			}
+		}
+		// A limit over the readings maximum is clamped, as REST clamps it.
+		var clamped struct {
+			Count int `json:"count"`
+			Total int `json:"total"`
+		}
+		g.checked(t, sc, cat, "get_readings", map[string]any{"sensor_id": s0.ExternalID, "limit": 501}).decode(t, &clamped)
+		if clamped.Count != min(clamped.Total, 500) {
+			t.Errorf("limit 501: %d readings of %d, want at most 500", clamped.Count, clamped.Total)
 		}
 	})
 
@@ -366,6 +448,19 @@ func TestTools(t *testing.T) {
 		g.checked(t, sc, reg, "list_sensors", map[string]any{"limit": "1", "page": "2", "data_types": s0.DataTypes[0] + ",aqi"}).decode(t, &res)
 		if res.Pagination.Page != 2 || res.Pagination.Limit != 1 || len(res.Sensors) != 1 || res.Sensors[0].ID != g.Sensors[1].ID.String() {
 			t.Errorf("page 2 of 1: %+v %+v", res.Pagination, res.Sensors)
+		}
+		// The same page by cursor (the vocabulary of every scope); page still works.
+		var byCursor struct {
+			Sensors []struct {
+				ID string `json:"id"`
+			} `json:"sensors"`
+			Pagination struct{ Page int } `json:"pagination"`
+			NextCursor string             `json:"nextCursor"`
+		}
+		g.checked(t, sc, reg, "list_sensors", map[string]any{"limit": 1, "data_types": s0.DataTypes[0] + ",aqi"}).decode(t, &byCursor)
+		g.checked(t, sc, reg, "list_sensors", map[string]any{"cursor": byCursor.NextCursor, "data_types": s0.DataTypes[0] + ",aqi"}).decode(t, &byCursor)
+		if byCursor.Pagination.Page != 2 || len(byCursor.Sensors) != 1 || byCursor.Sensors[0].ID != g.Sensors[1].ID.String() {
+			t.Errorf("page 2 by cursor: %+v", byCursor)
 		}
 		if s0.Latitude != nil {
 			g.checked(t, sc, reg, "list_sensors", map[string]any{"latitude": *s0.Latitude, "longitude": *s0.Longitude, "radius_km": 1}).decode(t, &res)

@@ -220,9 +220,13 @@ func TestToolSchemas(t *testing.T) {
 	}
 	for _, set := range []*toolSet{h.registryTools, h.catalogTools, h.projectTools} {
 		for _, tool := range set.Tools() {
-			for kind, raw := range map[string]json.RawMessage{"input": tool.InputSchema, "output": tool.OutputSchema} {
+			for kind, sch := range map[string]any{"input": tool.InputSchema, "output": tool.OutputSchema} {
 				var s jsonschema.Schema
-				if err := json.Unmarshal(raw, &s); err != nil {
+				raw, err := json.Marshal(sch)
+				if err == nil {
+					err = json.Unmarshal(raw, &s)
+				}
+				if err != nil {
 					t.Errorf("%s %s schema: %v", tool.Name, kind, err)
 					continue
 				}

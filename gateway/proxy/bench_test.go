@@ -34,8 +34,8 @@ func BenchmarkReadings(b *testing.B) {
 	defer backend.Close()
 	st := newCatalog(b, []catalogSensor{{"ocean", "41001", true}})
 	b.Logf("backend body %d bytes", len(body))
-	for _, mode := range []string{"hot", "uncached", "uncached-std-transport"} {
-		up, err := New(Options{Services: map[string]string{"ocean": backend.URL}, StdTransport: mode == "uncached-std-transport"})
+	for _, mode := range []string{"hot", "uncached"} {
+		up, err := New(Options{Services: map[string]string{"ocean": backend.URL}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -116,7 +116,7 @@ func TestScaleOutRebalancesAndFailsOver(t *testing.T) {
 	rs := &replicaSet{port: "0", calls: map[string]*atomic.Int64{}, srvs: map[string]*http.Server{}}
 	rs.add(t, "127.0.0.1")
 	u, err := New(Options{Services: map[string]string{"ocean": "http://ocean.internal:" + rs.port},
-		RecycleEvery: 20 * time.Millisecond, Resolver: rs, StdTransport: true})
+		RecycleEvery: 20 * time.Millisecond, Resolver: rs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,27 +140,5 @@ func TestScaleOutRebalancesAndFailsOver(t *testing.T) {
 	after = rs.counts()
 	if got := after["127.0.0.1"] + after["127.0.0.3"] - before["127.0.0.1"] - before["127.0.0.3"]; got != 100 {
 		t.Errorf("after replica 2 died, replicas 1 and 3 served %d of 100 calls", got)
-	}
-}
-
-// The fasthttp client path dials through the same rotating dialer.
-func TestScaleOutRebalancesOnFastClient(t *testing.T) {
-	rs := &replicaSet{port: "0", calls: map[string]*atomic.Int64{}, srvs: map[string]*http.Server{}}
-	rs.add(t, "127.0.0.1")
-	u, err := New(Options{Services: map[string]string{"ocean": "http://ocean.internal:" + rs.port},
-		RecycleEvery: 20 * time.Millisecond, Resolver: rs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer u.CloseIdleConnections()
-	callMany(t, u, 4, 40)
-	rs.add(t, "127.0.0.2")
-	before := rs.counts()
-	callMany(t, u, 6, 200)
-	after := rs.counts()
-	for _, ip := range []string{"127.0.0.1", "127.0.0.2"} {
-		if after[ip] == before[ip] {
-			t.Errorf("replica %s got no call after the scale-out (calls %v -> %v)", ip, before, after)
-		}
 	}
 }

@@ -8,6 +8,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +16,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +25,6 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/hashicorp/go-retryablehttp"
-	"github.com/valyala/fasthttp"
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -40,6 +39,8 @@ const (
 	RouteLatest Route = iota
 	RouteReadings
 	RouteHealth
+	// RouteAggregate is a sensor's aggregates (docs/api-decisions.md "Wave 2").
+	RouteAggregate
 )
 
 func (r Route) String() string {
@@ -50,6 +51,8 @@ func (r Route) String() string {
 		return "readings"
 	case RouteHealth:
 		return "health"
+	case RouteAggregate:
+		return "aggregate"
 	}
 	return "route" + strconv.Itoa(int(r))
 }
@@ -87,16 +90,10 @@ type Options struct {
 	Retries                    int
 	RetryWaitMin, RetryWaitMax time.Duration
 	// MaxIdleConnsPerHost sizes each service's keep-alive pool; it should cover the
-	// expected concurrency so that a busy gateway never dials per request. On fasthttp's
-	// client it is also the most connections open at once: more calls wait for one,
-	// within their deadline.
+	// expected concurrency so that a busy gateway never dials per request.
 	MaxIdleConnsPerHost int
 	MaxBody             int
 	Logger              *slog.Logger
-	// StdTransport keeps every call on net/http's Transport instead of fasthttp's client,
-	// which plain-HTTP services get when tracing is off (for comparison and as an escape
-	// hatch).
-	StdTransport bool
 	// Metrics receives one observation per call (sensorgate_upstream_request_duration_seconds
 	// by service and outcome); nil records nothing.
 	Metrics *obs.Metrics
@@ -159,12 +156,6 @@ type service struct {
 	base string
 	rt   http.RoundTripper // the request id (and spans) over tr
 	tr   *http.Transport
-	// fc calls a plain-HTTP service when tracing is off and StdTransport is not set: its
-	// calling goroutine writes the request and reads the answer itself, where
-	// http.Transport hands both between two goroutines per connection, and it parses the
-	// answer without building http.Header maps. That was a third of the gateway's CPU on an
-	// uncached readings call (docs/traffic.md).
-	fc *fasthttp.HostClient
 	// next rotates new connections over the service's addresses; recycled is when its idle
 	// connections were last closed (unix nanoseconds).
 	next     atomic.Uint32
@@ -212,14 +203,6 @@ func (u *Upstreams) recycle(s *service) {
 	if now-last >= int64(u.opt.RecycleEvery) && s.recycled.CompareAndSwap(last, now) {
 		s.closeIdle()
 	}
-}
-
-// canonicalAddr is host:port of u, with the scheme's default port.
-func canonicalAddr(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
-	}
-	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // New builds the clients. Every service URL must be an absolute http(s) URL.
@@ -299,21 +282,6 @@ func (u *Upstreams) newService(id, base string) (*service, error) {
 		ForceAttemptHTTP2:  false,
 	}
 	s.tr, s.rt = tr, obs.Transport(tr, u.opt.Tracing)
-	if bu, err := url.Parse(base); err == nil && bu.Scheme == "http" && bu.Host != "" && !u.opt.StdTransport && (u.opt.Tracing == nil || !u.opt.Tracing.Enabled()) {
-		s.fc = &fasthttp.HostClient{
-			Addr:                      canonicalAddr(bu),
-			Dial:                      func(addr string) (net.Conn, error) { return dial(context.Background(), "tcp", addr) },
-			MaxConns:                  u.opt.MaxIdleConnsPerHost,
-			MaxConnWaitTimeout:        u.opt.Timeouts.Readings, // a full pool queues, bounded by the call's deadline
-			MaxIdleConnDuration:       tr.IdleConnTimeout,
-			MaxResponseBodySize:       u.opt.MaxBody,
-			MaxIdemponentCallAttempts: 2, // one more try when a kept-alive connection was closed while idle
-			NoDefaultUserAgentHeader:  true,
-			// Paths are escaped already (contract.LatestPath, ReadingsPath): sent as they
-			// are, not decoded and re-encoded.
-			DisablePathNormalizing: true,
-		}
-	}
 	return s, nil
 }
 
@@ -389,7 +357,7 @@ func (u *Upstreams) timeout(r Route) time.Duration {
 	switch r {
 	case RouteLatest:
 		return u.opt.Timeouts.Latest
-	case RouteReadings:
+	case RouteReadings, RouteAggregate:
 		return u.opt.Timeouts.Readings
 	}
 	return u.opt.Timeouts.Health
@@ -415,9 +383,6 @@ func (u *Upstreams) Get(ctx context.Context, serviceID string, route Route, path
 }
 
 func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQuery string) (*Response, string, error) {
-	if s.fc != nil {
-		return u.getFast(parent, s, route, pathQuery)
-	}
 	timeout := u.timeout(route)
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
@@ -459,76 +424,98 @@ func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQue
 	return u.judge(parent, s, route, resp.StatusCode, resp.Header.Get("Content-Type"), buf.Bytes())
 }
 
-// judge turns a service's answer into the gateway's: a 5xx, or a 4xx that is not the JSON
-// error shape, is a 502 (detail to the log only); anything else is kept, with a copy of
-// body (which the caller reuses).
+// judge turns a service's answer into the gateway's. Only what the gateway expects passes
+// (docs/security.md "What the gateway accepts from services"):
+//
+//   - 200 with a JSON body (application/json starting with { or [), or on the readings and
+//     aggregate routes one of the answer formats (text/csv, application/x-ndjson,
+//     application/geo+json): kept, with a copy of body (which the caller reuses);
+//   - a 4xx in the {error, code} shape with a known code whose status matches: passed on
+//     re-encoded, so nothing but those two fields (and at most maxUpstreamMessage bytes of
+//     message) reaches the client;
+//   - 401 or 403: the service refused the gateway itself (a wrong internal token), 502
+//     upstream_unavailable;
+//   - a 5xx: 502 upstream_unavailable;
+//   - anything else (HTML, a redirect, 204, another 2xx, an error without the shape, a JSON
+//     type over a body that is not JSON): 502 upstream_bad_response.
+//
+// The log line of a refused answer has its status, content type and length, never its
+// body: provider payload text and service internals stay out of the logs too.
 func (u *Upstreams) judge(parent context.Context, s *service, route Route, status int, ct string, body []byte) (*Response, string, error) {
-	if status >= 500 {
-		u.opt.Logger.WarnContext(parent, "upstream error", "service", s.id, "route", route.String(), "status", status, "body", snippet(body))
-		return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q failed to answer (HTTP %d)", s.id, status)
+	refuse := func(level slog.Level, msg, code, format string, args ...any) (*Response, string, error) {
+		u.opt.Logger.Log(parent, level, msg, "service", s.id, "route", route.String(), "status", status,
+			"content_type", clipHeader(ct), "length", len(body))
+		return nil, obs.OutcomeServerError, apierr.New(code, format, args...)
 	}
-	if status >= 400 && !isJSONError(ct, body) {
-		// A 401 for a wrong internal token, or a 404 from a service that lacks the route:
-		// a gateway fault, not the client's; its detail goes to the log only.
-		u.opt.Logger.ErrorContext(parent, "upstream answered a non-JSON error", "service", s.id, "route", route.String(), "status", status, "body", snippet(body))
-		return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q could not answer this request", s.id)
+	switch {
+	case status >= 500:
+		return refuse(slog.LevelWarn, "upstream error", apierr.UpstreamUnavailable, "service %q failed to answer (HTTP %d)", s.id, status)
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return refuse(slog.LevelError, "upstream refused the gateway (check INTERNAL_TOKEN on both sides)", apierr.UpstreamUnavailable,
+			"service %q could not answer this request", s.id)
+	case status >= 400:
+		e, ok := upstreamError(status, ct, body)
+		if !ok {
+			// A 404 from a service that lacks the route, an error page: a gateway fault,
+			// not the client's.
+			return refuse(slog.LevelError, "upstream answered an unexpected error", apierr.UpstreamBadResponse,
+				"service %q gave an answer the gateway does not pass on", s.id)
+		}
+		return NewResponse(status, jsonContentType, e, time.Now()), obs.OutcomeOK, nil
+	case status != http.StatusOK:
+		return refuse(slog.LevelError, "upstream answered an unexpected status", apierr.UpstreamBadResponse,
+			"service %q gave an answer the gateway does not pass on", s.id)
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	switch {
+	case err == nil && mt == "application/json" && looksJSON(body):
+	case err == nil && (route == RouteReadings || route == RouteAggregate) && formatTypes[mt]:
+	default:
+		return refuse(slog.LevelError, "upstream answered an unexpected media type", apierr.UpstreamBadResponse,
+			"service %q gave an answer the gateway does not pass on", s.id)
 	}
 	return NewResponse(status, ct, bytes.Clone(body), time.Now()), obs.OutcomeOK, nil
 }
 
-// getFast is get over the service's fasthttp client, with the same retries (the policy of
-// checkRetry, go-retryablehttp's backoff) and the same answers. fasthttp takes a deadline,
-// not a context: the call ends at the route's deadline (or the caller's, when sooner), and
-// a caller that goes away is noticed between attempts.
-func (u *Upstreams) getFast(parent context.Context, s *service, route Route, pathQuery string) (*Response, string, error) {
-	timeout := u.timeout(route)
-	deadline := time.Now().Add(timeout)
-	if dl, ok := parent.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
+// formatTypes are the answer formats a readings or aggregate answer may come in besides
+// JSON (docs/api-decisions.md "Wave 2").
+var formatTypes = map[string]bool{"text/csv": true, "application/x-ndjson": true, "application/geo+json": true}
+
+const jsonContentType = "application/json; charset=utf-8"
+
+// maxUpstreamMessage bounds the message of a service's error passed on to the client.
+const maxUpstreamMessage = 512
+
+// looksJSON is a cheap check that a body declared JSON is a JSON object or array, not an
+// HTML page under a JSON content type; the whole body is not parsed on this hot path.
+func looksJSON(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && (b[0] == '{' || b[0] == '[')
+}
+
+// upstreamError re-encodes a service's 4xx answer when it is the {error, code} shape with a
+// known code of that status: only the two fields, the message clipped.
+func upstreamError(status int, ct string, body []byte) ([]byte, bool) {
+	if !isJSONError(ct, body) {
+		return nil, false
 	}
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(s.base + pathQuery)
-	req.Header.Set("Accept", "application/json")
-	if u.tokenV != nil {
-		req.Header.Set(contract.HeaderInternalToken, u.tokenV[0])
+	var e apierr.Error
+	if err := json.Unmarshal(body, &e); err != nil || !apierr.Known(e.Code) || e.Status() != status || e.Message == "" {
+		return nil, false
 	}
-	if id := obs.RequestID(parent); id != "" {
-		req.Header.Set(contract.HeaderRequestID, id)
+	if len(e.Message) > maxUpstreamMessage {
+		e.Message = strings.ToValidUTF8(e.Message[:maxUpstreamMessage], "") + "..."
 	}
-	for attempt := 0; ; attempt++ {
-		err := s.fc.DoDeadline(req, resp, deadline)
-		if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
-			return canceled(parent, s)
-		}
-		retry := false
-		switch {
-		case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrNoFreeConns) || (err != nil && !time.Now().Before(deadline)):
-			s.fc.CloseIdleConnections()
-			return u.timedOut(parent, s, route, timeout, err)
-		case errors.Is(err, fasthttp.ErrBodyTooLarge):
-			return u.tooLarge(parent, s, route)
-		case err != nil:
-			retry = true // refused, reset, closed: no answer at all
-		default:
-			retry = retryableStatus(resp.StatusCode())
-		}
-		if !retry || attempt >= u.opt.Retries || !u.roomToRetry(deadline) {
-			if err != nil {
-				s.fc.CloseIdleConnections()
-				return u.unavailable(parent, s, route, err)
-			}
-			return u.judge(parent, s, route, resp.StatusCode(), string(resp.Header.ContentType()), resp.Body())
-		}
-		var hint *http.Response // DefaultBackoff honours a 503's Retry-After
-		if err == nil {
-			hint = &http.Response{StatusCode: resp.StatusCode(), Header: http.Header{"Retry-After": {string(resp.Header.Peek("Retry-After"))}}}
-		}
-		if u.wait(parent, attempt, hint) != nil {
-			return canceled(parent, s)
-		}
+	b, err := json.Marshal(&e)
+	return b, err == nil
+}
+
+// clipHeader bounds a header value written to the log.
+func clipHeader(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "..."
 	}
+	return s
 }
 
 // do sends req on the service's transport, retrying as checkRetry allows after
@@ -572,9 +559,6 @@ func drain(body io.ReadCloser) {
 
 func (s *service) closeIdle() {
 	s.tr.CloseIdleConnections()
-	if s.fc != nil {
-		s.fc.CloseIdleConnections()
-	}
 }
 
 // failure maps a transport error: the caller's own cancellation is returned as such (no
@@ -622,13 +606,6 @@ func isJSONError(contentType string, body []byte) bool {
 	}
 	b := bytes.TrimSpace(body)
 	return len(b) > 0 && b[0] == '{' && bytes.Contains(b, []byte(`"code"`))
-}
-
-func snippet(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "..."
-	}
-	return string(b)
 }
 
 // CloseIdleConnections releases the pools, at shutdown.

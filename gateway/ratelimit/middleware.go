@@ -42,8 +42,7 @@ type Verdict struct {
 // Check counts one request of id against its key's budget. A fail-closed limiter whose
 // backend is down refuses with 503 and Retry-After; a limiter error of any other kind lets
 // the request through (logged): the limiter protects the API, it must not become the reason
-// it fails. Middleware and the gateway's native readings path (package fastpath) both
-// decide through it.
+// it fails. Middleware decides through it.
 func Check(ctx context.Context, l Limiter, plans Plans, id Identity, log *slog.Logger) Verdict {
 	limit := plans.For(id.Environment, id.Plan)
 	res, err := l.Allow(ctx, "key:"+id.KeyID, limit)

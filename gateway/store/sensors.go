@@ -123,16 +123,43 @@ func (s *Store) Sensor(ctx context.Context, id uuid.UUID) (catalog.Sensor, error
 	return sn, err
 }
 
-// SensorByExternalID resolves a provider's station id case-insensitively (as ids.Sensor
-// does); when several services know it, the first service by id wins.
+// SensorByExternalID resolves a provider's station id. Identity is byte for byte (as
+// ids.Sensor computes it: "21 de Mayo" and "21 de mayo" are two sensors), and an exact
+// match always wins; when several services know the id, the first service by id wins.
+// Without an exact match, a spelling that differs only in ASCII case resolves when exactly
+// one sensor has it (people write NDBC's "TPLM2" as "tplm2", as NDBC's own pages do); two
+// or more candidates are ambiguous and resolve to none.
 func (s *Store) SensorByExternalID(ctx context.Context, externalID string) (catalog.Sensor, error) {
-	row := s.db.WithContext(ctx).Raw("SELECT "+s.d.sensorColumns("")+
-		" FROM sensors WHERE ext_key = ? ORDER BY service_id LIMIT 1", strings.ToUpper(externalID)).Row()
-	sn, err := scanSensor(row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return sn, fmt.Errorf("sensor with external id %q: %w", externalID, catalog.ErrNotFound)
+	if err := checkText("id", externalID); err != nil {
+		return catalog.Sensor{}, err
 	}
-	return sn, err
+	row := s.db.WithContext(ctx).Raw("SELECT "+s.d.sensorColumns("")+
+		" FROM sensors WHERE ext_key = ? ORDER BY service_id LIMIT 1", externalID).Row()
+	sn, err := scanSensor(row)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return sn, err
+	}
+	rows, err := s.db.WithContext(ctx).Raw("SELECT "+s.d.sensorColumns("")+
+		" FROM sensors WHERE UPPER(ext_key) = UPPER(?) ORDER BY service_id LIMIT 2", externalID).Rows()
+	if err != nil {
+		return catalog.Sensor{}, err
+	}
+	defer rows.Close()
+	var found []catalog.Sensor
+	for rows.Next() {
+		c, err := scanSensor(rows)
+		if err != nil {
+			return catalog.Sensor{}, err
+		}
+		found = append(found, c)
+	}
+	if err := rows.Err(); err != nil {
+		return catalog.Sensor{}, err
+	}
+	if len(found) == 1 {
+		return found[0], nil
+	}
+	return catalog.Sensor{}, fmt.Errorf("sensor with external id %q: %w", externalID, catalog.ErrNotFound)
 }
 
 // SensorTypes lists the distinct sensor types, from the facets of the generation.
@@ -286,6 +313,17 @@ func (d dialect) buildSensorQuery(f catalog.SensorFilter, geoIndex bool) (sensor
 	if f.FeedID != nil {
 		q.add("feed_id = ?", *f.FeedID)
 	}
+	if len(f.IDs) > 0 || len(f.ExternalIDs) > 0 {
+		keys := f.ExternalIDs
+		if keys == nil {
+			keys = []string{}
+		}
+		ids := f.IDs
+		if ids == nil {
+			ids = []uuid.UUID{}
+		}
+		q.add("(id IN ? OR ext_key IN ?)", ids, keys)
+	}
 	if len(f.DataTypes) > 0 {
 		if d.postgres {
 			q.add("data_types && "+d.arrayParam(), d.arrayValue(f.DataTypes))
@@ -406,6 +444,12 @@ func escapeLike(s string) string {
 // result or repeating a popular query costs a primary-key lookup of one page.
 func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalog.SensorPage, error) {
 	page := catalog.SensorPage{Sensors: []catalog.Sensor{}}
+	if err := checkText("search", f.Search, "sensor_type", f.SensorType, "status", f.Status, "provider", f.Provider, "service_id", f.ServiceID); err != nil {
+		return page, err
+	}
+	if err := checkList("data_types", f.DataTypes); err != nil {
+		return page, err
+	}
 	if f.Page < 1 {
 		f.Page = 1
 	}

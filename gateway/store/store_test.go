@@ -182,7 +182,7 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Each embedded migration is recorded once.
-			want := map[string]int64{"postgres": 3, "sqlite": 2}[b.name]
+			want := map[string]int64{"postgres": 4, "sqlite": 3}[b.name]
 			if n != want {
 				t.Fatalf("schema_migrations rows = %d, want %d (each migration applied once)", n, want)
 			}
@@ -742,11 +742,18 @@ func TestSensorLookups(t *testing.T) {
 		}
 		tests := []struct {
 			ext, wantSvc string
-		}{{"tplm2", "ocean"}, {"TPLM2", "ocean"}, {"8118", "airquality"}, {"kfll", "weather"}}
+		}{{"TPLM2", "ocean"}, {"8118", "airquality"}, {"KFLL", "weather"}}
 		for _, tc := range tests {
 			got, err := s.SensorByExternalID(ctx, tc.ext)
 			if err != nil || got.ServiceID != tc.wantSvc {
 				t.Errorf("SensorByExternalID(%q) = %s, %v; want service %s", tc.ext, got.ServiceID, err, tc.wantSvc)
+			}
+		}
+		// Without an exact match, a spelling in another ASCII case finds the one sensor that
+		// has it (TestCaseDistinctSensors: never when two sensors differ only in case).
+		for ext, want := range map[string]string{"tplm2": "TPLM2", "kfll": "KFLL"} {
+			if got, err := s.SensorByExternalID(ctx, ext); err != nil || got.ExternalID != want {
+				t.Errorf("SensorByExternalID(%q) = %q, %v; want %q", ext, got.ExternalID, err, want)
 			}
 		}
 		if _, err := s.SensorByExternalID(ctx, "NOPE"); !errors.Is(err, catalog.ErrNotFound) {
@@ -1081,6 +1088,47 @@ func TestConcurrentSyncAndList(t *testing.T) {
 		sv, _ := s.Service(ctx, "weather")
 		if p.Total != 6 || sv.SensorCount != 6 {
 			t.Fatalf("after the last full sync: %d active, service count %d; want 6", p.Total, sv.SensorCount)
+		}
+	})
+}
+
+// TestCaseDistinctSensors syncs two OpenAQ locations whose ids differ only in case ("21 de
+// Mayo" and "21 de mayo" in the recorded v1 latest page) into PostgreSQL and SQLite: they
+// stay two sensors with two ids, each found by its own spelling.
+func TestCaseDistinctSensors(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		b := batch("airquality", true)
+		names := []string{"AR:21 de Mayo", "AR:21 de mayo"}
+		for _, ext := range names {
+			b.Sensors = append(b.Sensors, catalog.Sensor{ExternalID: ext, Name: ext, Status: catalog.StatusActive,
+				ProviderSlug: "openaq", FeedSlug: "openaq-latest", DataTypes: []string{"pm2_5_ug_per_m3"}})
+		}
+		if _, err := s.Sync(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]uuid.UUID{}
+		for _, ext := range names {
+			sn, err := s.SensorByExternalID(ctx, ext)
+			if err != nil || sn.ExternalID != ext {
+				t.Fatalf("SensorByExternalID(%q) = %+v, %v", ext, sn, err)
+			}
+			if sn.ID != ids.Sensor("airquality", ext) {
+				t.Errorf("%q has id %v, want ids.Sensor's %v", ext, sn.ID, ids.Sensor("airquality", ext))
+			}
+			got[ext] = sn.ID
+		}
+		if got[names[0]] == got[names[1]] {
+			t.Fatalf("one sensor for both spellings: %v", got)
+		}
+		// A third spelling matches both in another case: ambiguous, so neither.
+		if sn, err := s.SensorByExternalID(ctx, "AR:21 DE MAYO"); !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("SensorByExternalID of an ambiguous spelling = %q, %v; want not found", sn.ExternalID, err)
+		}
+		page, err := s.ListSensors(ctx, catalog.SensorFilter{Search: "21 de", Page: 1, Limit: 10})
+		if err != nil || len(page.Sensors) != 2 {
+			t.Fatalf("search = %v, %v; want both sensors", extIDs(page), err)
 		}
 	})
 }

@@ -63,9 +63,9 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 		var span trace.Span
 		if traced {
 			ctx = prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
-			ctx, span = tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+			ctx, span = tracer.Start(ctx, MethodLabel(r.Method), trace.WithSpanKind(trace.SpanKindServer),
 				trace.WithAttributes(
-					attribute.String("http.request.method", r.Method),
+					attribute.String("http.request.method", MethodLabel(r.Method)),
 					attribute.String("url.path", r.URL.Path),
 					attribute.String("sensorgate.request_id", id),
 				))
@@ -109,7 +109,7 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 			}
 			d := time.Since(start)
 			if span != nil {
-				span.SetName(r.Method + " " + route)
+				span.SetName(MethodLabel(r.Method) + " " + route)
 				span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
 				if status >= 500 {
 					span.SetStatus(codes.Error, http.StatusText(status))
@@ -125,19 +125,39 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 	})
 }
 
+// MethodLabel is the method as metrics and spans record it: one of the methods of RFC 9110
+// (and PATCH), or "other". A client may send any token as a method; recording it as given
+// would let one client grow the label set without bound.
+func MethodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m // the caller's string, no copy: net/http gives each request its own
+	}
+	return MethodOther
+}
+
+// MethodOther is the method label of every method MethodLabel does not list.
+const MethodOther = "other"
+
 // Observe records one finished request: the latency histogram by route template, and one
-// access-log line (at error level for a 5xx, debug for a quiet route). Middleware calls it
-// for every request; a server that answers some routes without it (the gateway's native
-// readings path) calls it too, so both are recorded alike.
+// access-log line (at error level for a 5xx, debug for a quiet route, including a probe's
+// 503). Middleware calls it for every request.
 func (o HTTPOptions) Observe(ctx context.Context, method, route, path string, status int, d time.Duration, bytes int64) {
+	label := MethodLabel(method)
 	if o.Metrics != nil {
-		o.Metrics.ObserveHTTP(route, method, status, d)
+		o.Metrics.ObserveHTTP(route, label, status, d)
 	}
 	if o.Logger == nil {
 		return
 	}
 	level := slog.LevelInfo
 	switch {
+	case status == http.StatusServiceUnavailable && (o.Quiet[route] || o.Quiet[path]):
+		// A probe answering "not ready" (dependencies still starting, or down) is the
+		// probe doing its job, not a server error: the readiness handlers log their
+		// components' state changes themselves (INFO while starting, WARN after).
+		level = slog.LevelDebug
 	case status >= 500:
 		level = slog.LevelError
 	case o.Quiet[route] || o.Quiet[path]:
@@ -147,7 +167,7 @@ func (o HTTPOptions) Observe(ctx context.Context, method, route, path string, st
 		return
 	}
 	o.Logger.LogAttrs(ctx, level, "http request",
-		slog.String("method", method),
+		slog.String("method", label),
 		slog.String("route", route),
 		slog.String("path", path),
 		slog.Int("status", status),

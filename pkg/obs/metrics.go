@@ -181,11 +181,12 @@ func NewMetrics(reg prometheus.Registerer, component string) (*Metrics, error) {
 // _bucket, _sum and _count suffixes).
 func (m *Metrics) Names() []string { return append([]string(nil), m.names...) }
 
-// ObserveHTTP records one served request.
+// ObserveHTTP records one served request; an unlisted method is recorded as MethodOther.
 func (m *Metrics) ObserveHTTP(route, method string, status int, d time.Duration) {
 	if route == "" {
 		route = UnmatchedRoute
 	}
+	method = MethodLabel(method)
 	m.httpObs.get(httpLabels{route, method, status}, func() prometheus.Observer {
 		return m.HTTPDuration.WithLabelValues(route, method, strconv.Itoa(status))
 	}).Observe(d.Seconds())

@@ -204,6 +204,40 @@ func TestMetricsRouteLabels(t *testing.T) {
 	}
 }
 
+// TestMetricsMethodLabels: a client may send any token as its method; the label is one of
+// a fixed set, so made-up methods cannot mint series.
+func TestMetricsMethodLabels(t *testing.T) {
+	t.Parallel()
+	reg, err := NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMetrics(reg, "gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		SetRoute(r.Context(), "/x")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}), HTTPOptions{Metrics: m})
+	for _, method := range []string{"GETT", "POS", strings.Repeat("M", 300), "get", "PATCH"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(method, "/x", nil))
+	}
+	rec := httptest.NewRecorder()
+	MetricsHandler(reg).ServeHTTP(rec, httptest.NewRequest("GET", PathMetrics, nil))
+	body := rec.Body.String()
+	for _, want := range []string{`method="other",route="/x",status="405"} 4`, `method="PATCH",route="/x",status="405"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s:\n%s", want, body)
+		}
+	}
+	for _, raw := range []string{"GETT", "POS\"", "MMMM", `"get"`} {
+		if strings.Contains(body, raw) {
+			t.Errorf("metrics expose the raw method %q", raw)
+		}
+	}
+}
+
 func sampleCount(t *testing.T, m prometheus.Metric) uint64 {
 	t.Helper()
 	var pb dto.Metric

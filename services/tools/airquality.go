@@ -56,14 +56,14 @@ func addAQI(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolAQI, "Air Quality Index",
 		"US EPA Air Quality Index of a monitor from PM2.5 (NowCast of the last 12 hourly averages, 2024 breakpoints) with its "+
 			"category and health message, plus the newest PM2.5, PM10, ozone and provider-reported AQI values, each with its unit, "+
-			"observation time, age and staleness.",
+			"observation time, age and staleness."+deprecatedNote("station_id", "sensor_id"),
 		describeStationID, ts.aqi)
 }
 
 func aqiWindow(st contract.Station) time.Duration { return max(nowCastWindow, 3*interval(st)) }
 
 func (ts *toolset) aqi(ctx context.Context, req *mcp.CallToolRequest, in StationInput) (AQIResult, string, error) {
-	st, w, prov, err := ts.domainWindow(ctx, req, in.StationID, aqiWindow)
+	st, w, prov, err := ts.domainWindow(ctx, req, in.Target, aqiWindow)
 	if err != nil {
 		return AQIResult{}, "", err
 	}

@@ -17,7 +17,7 @@ import (
 // StationInput is the input of the domain tools: one station, defaulting to the
 // gateway's sensor context.
 type StationInput struct {
-	StationID string `json:"station_id,omitempty"`
+	Target
 }
 
 // Scale is a step of a descriptive scale (Beaufort, Douglas sea state).
@@ -51,7 +51,7 @@ func summaryWindow(st contract.Station) time.Duration {
 
 // domainWindow loads the newest reading of a station and the readings before it within
 // lookback.
-func (ts *toolset) domainWindow(ctx context.Context, req *mcp.CallToolRequest, arg string, lookback func(contract.Station) time.Duration) (contract.Station, []sample, Provenance, error) {
+func (ts *toolset) domainWindow(ctx context.Context, req *mcp.CallToolRequest, arg Target, lookback func(contract.Station) time.Duration) (contract.Station, []sample, Provenance, error) {
 	st, err := ts.station(ctx, req, arg)
 	if err != nil {
 		return st, nil, Provenance{}, err
@@ -153,12 +153,12 @@ func addSeaState(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolSeaState, "Sea state",
 		"Sea-state summary of a buoy or coastal station: significant wave height with its WMO sea state (Douglas scale), "+
 			"water and air temperature, wind with Beaufort force and compass direction, pressure with its three-hour tendency; "+
-			"each value with its unit, observation time, age and staleness.",
+			"each value with its unit, observation time, age and staleness."+deprecatedNote("station_id", "sensor_id"),
 		describeStationID, ts.seaState)
 }
 
 func (ts *toolset) seaState(ctx context.Context, req *mcp.CallToolRequest, in StationInput) (SeaState, string, error) {
-	st, w, prov, err := ts.domainWindow(ctx, req, in.StationID, summaryWindow)
+	st, w, prov, err := ts.domainWindow(ctx, req, in.Target, summaryWindow)
 	if err != nil {
 		return SeaState{}, "", err
 	}
@@ -239,12 +239,12 @@ func addCurrentConditions(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolCurrentConditions, "Current conditions",
 		"Current weather at a station: temperature (°C and °F), feels-like by the NWS heat index or wind chill formulas, "+
 			"dew point, humidity, wind with Beaufort force and compass direction, pressure with its three-hour tendency; "+
-			"each value with its unit, observation time, age and staleness.",
+			"each value with its unit, observation time, age and staleness."+deprecatedNote("station_id", "sensor_id"),
 		describeStationID, ts.currentConditions)
 }
 
 func (ts *toolset) currentConditions(ctx context.Context, req *mcp.CallToolRequest, in StationInput) (Conditions, string, error) {
-	st, w, prov, err := ts.domainWindow(ctx, req, in.StationID, summaryWindow)
+	st, w, prov, err := ts.domainWindow(ctx, req, in.Target, summaryWindow)
 	if err != nil {
 		return Conditions{}, "", err
 	}

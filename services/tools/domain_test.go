@@ -24,7 +24,7 @@ func TestSeaState(t *testing.T) {
 		ok   bool
 	}{
 		{"latest reading 11:50, 600 s old, fresh", out.Latest.Timestamp == "2026-11-21T11:50:00.000Z" && out.Latest.AgeSeconds == 600 && !out.Latest.Stale},
-		// Waves are hourly: the newest is at 10:50, 4200 s old, beyond 2*600+1800 s.
+		// Waves are hourly: the newest is at 10:50, 4200 s old, beyond 2*600 s.
 		{"wave height from its own hour", out.WaveHeight != nil && out.WaveHeight.Value == 1.8 && out.WaveHeight.Unit == "m" &&
 			out.WaveHeight.ObservedAt == "2026-11-21T10:50:00.000Z" && out.WaveHeight.AgeSeconds == 4200 && out.WaveHeight.Stale},
 		{"wave height in feet", out.WaveHeightFt != nil && *out.WaveHeightFt == 5.9},
@@ -82,7 +82,7 @@ func TestCurrentConditions(t *testing.T) {
 		{"KFLL", 94.6, "heat_index", false, "steady", 20.5},
 		// NWS wind chill chart: 0 °F with 15 mph feels like -19 °F (formula -19.4).
 		{"KPWM", -19.4, "wind_chill", false, "falling", -23.7},
-		// 15 °C and no wind or humidity: the air temperature; 5 h old > 2*3600+1800 s.
+		// 15 °C and no wind or humidity: the air temperature; 5 h old > 2*3600 s.
 		{"KOLD", 59, "air_temperature", true, "", math.NaN()},
 	}
 	for _, c := range cases {

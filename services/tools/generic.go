@@ -25,7 +25,7 @@ import (
 
 // LatestObservationInput is the input of <service>.latest_observation.
 type LatestObservationInput struct {
-	StationID  string   `json:"station_id,omitempty"`
+	Target
 	Parameters []string `json:"parameters,omitempty"`
 }
 
@@ -42,9 +42,10 @@ type LatestObservation struct {
 func addLatestObservation(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolLatestObservation, "Latest observation",
 		"The most recent reading of one station: every canonical measurement with its unit and the source's own value and unit, "+
-			"the observation time, its age in seconds and whether it is stale for the station's reporting interval, and provenance.",
+			"the observation time, its age in seconds and whether it is stale for the station's reporting interval, and provenance."+
+			deprecatedNote("station_id", "sensor_id"),
 		func(p map[string]*jsonschema.Schema) {
-			describe(p["station_id"], stationIDDescription)
+			describeTarget(p)
 			parametersSchema(p["parameters"])
 		}, ts.latestObservation)
 }
@@ -53,7 +54,7 @@ func (ts *toolset) latestObservation(ctx context.Context, req *mcp.CallToolReque
 	if err := checkParameters(in.Parameters); err != nil {
 		return LatestObservation{}, "", err
 	}
-	st, err := ts.station(ctx, req, in.StationID)
+	st, err := ts.station(ctx, req, in.Target)
 	if err != nil {
 		return LatestObservation{}, "", err
 	}
@@ -81,9 +82,9 @@ func (ts *toolset) latest(ctx context.Context, st contract.Station) (store.Readi
 	r, err := ts.store.LatestReading(ctx, st.ExternalID)
 	switch {
 	case errors.Is(err, store.ErrNoReadings):
-		return store.Reading{}, userErrorf("station %q (%s) of service %q has no readings yet", st.ExternalID, st.Name, ts.service)
+		return store.Reading{}, codedErrorf(apierr.NoReadings, "station %q (%s) of service %q has no readings yet", st.ExternalID, st.Name, ts.service)
 	case errors.Is(err, store.ErrStationNotFound):
-		return store.Reading{}, userErrorf("station %q not found in service %q; use %s to find station ids", st.ExternalID, ts.service, ts.name(ToolListStations))
+		return store.Reading{}, codedErrorf(apierr.SensorNotFound, "station %q not found in service %q; use %s to find station ids", st.ExternalID, ts.service, ts.name(ToolListStations))
 	case err != nil:
 		return store.Reading{}, fmt.Errorf("latest reading of %q: %w", st.ExternalID, err)
 	}
@@ -126,12 +127,13 @@ func checkParameters(ps []string) error {
 
 // ObservationsInput is the input of <service>.observations.
 type ObservationsInput struct {
-	StationID  string   `json:"station_id,omitempty"`
+	Target
 	Since      string   `json:"since,omitempty"`
 	Until      string   `json:"until,omitempty"`
 	Days       *float64 `json:"days,omitempty"`
 	Parameters []string `json:"parameters,omitempty"`
 	Limit      *int     `json:"limit,omitempty"`
+	Cursor     string   `json:"cursor,omitempty"`
 	Page       *int     `json:"page,omitempty"`
 	Sort       string   `json:"sort,omitempty"`
 }
@@ -160,15 +162,17 @@ type Observations struct {
 	Readings   []ObservationReading `json:"readings"`
 	Newest     *Freshness           `json:"newest,omitempty" jsonschema:"freshness of the newest reading of this page"`
 	Pagination contract.Pagination  `json:"pagination"`
+	NextCursor string               `json:"nextCursor,omitempty" jsonschema:"cursor of the next page; absent on the last page"`
 	Provenance Provenance           `json:"provenance"`
 }
 
 func addObservations(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolObservations, "Observations",
 		"Time series of one station's readings over a time range (since/until or days), optionally reduced to some parameters, "+
-			"paginated (limit default 100, max 500), newest first unless sort=asc; units, ages and provenance included.",
+			"in pages of limit readings (default 100, at most 500; larger is clamped; pass nextCursor back as cursor for the next page), "+
+			"newest first unless sort=asc; units, ages and provenance included."+deprecatedNote("station_id", "sensor_id", "page", "cursor"),
 		func(p map[string]*jsonschema.Schema) {
-			describe(p["station_id"], stationIDDescription)
+			describeTarget(p)
 			describe(p["since"], "inclusive lower bound: RFC 3339 time (UTC when no offset) or a date YYYY-MM-DD")
 			p["since"].Examples = []any{"2026-11-21T06:00:00Z", "2026-11-21"}
 			describe(p["until"], "exclusive upper bound: RFC 3339 time or a date YYYY-MM-DD")
@@ -177,8 +181,9 @@ func addObservations(srv *mcp.Server, ts *toolset) error {
 			parametersSchema(p["parameters"])
 			describe(p["limit"], fmt.Sprintf("readings per page, default %d, at most %d (larger is clamped)", contract.DefaultReadingsLimit, contract.MaxReadingsLimit))
 			p["limit"].Minimum, p["limit"].Default = ptr(1.0), []byte(strconv.Itoa(contract.DefaultReadingsLimit))
-			describe(p["page"], "1-based page number, default 1")
-			p["page"].Minimum = ptr(1.0)
+			describe(p["cursor"], "nextCursor of the previous page")
+			describe(p["page"], "Deprecated (removed in the next release): 1-based page number; use cursor")
+			p["page"].Minimum, p["page"].Deprecated = ptr(1.0), true
 			describe(p["sort"], "desc (newest first, default) or asc")
 			p["sort"].Enum = []any{"desc", "asc"}
 		}, ts.observations)
@@ -201,6 +206,9 @@ func (ts *toolset) observations(ctx context.Context, req *mcp.CallToolRequest, i
 		set("limit", strconv.Itoa(*in.Limit))
 	}
 	if in.Page != nil {
+		if in.Cursor != "" {
+			return Observations{}, "", userErrorf("page: cannot be combined with cursor; give one of them")
+		}
 		set("page", strconv.Itoa(*in.Page))
 	}
 	set("sort", in.Sort)
@@ -212,14 +220,31 @@ func (ts *toolset) observations(ctx context.Context, req *mcp.CallToolRequest, i
 	if err != nil {
 		return Observations{}, "", argumentError(err)
 	}
-	st, err := ts.station(ctx, req, in.StationID)
+	st, err := ts.station(ctx, req, in.Target)
 	if err != nil {
 		return Observations{}, "", err
+	}
+	hashed := in
+	hashed.Target, hashed.Cursor, hashed.Limit, hashed.Page = Target{SensorID: st.ExternalID}, "", nil, nil
+	qh := queryHash(hashed)
+	if in.Cursor != "" {
+		c, err := decodeCursor(in.Cursor, qh)
+		if err != nil {
+			return Observations{}, "", err
+		}
+		q.Page, q.Limit = c.Page, min(c.Limit, contract.MaxReadingsLimit)
+		// The range of the first page, so a days window does not slide between pages.
+		if q.Since, err = cursorTime(c.Since); err != nil {
+			return Observations{}, "", err
+		}
+		if q.Until, err = cursorTime(c.Until); err != nil {
+			return Observations{}, "", err
+		}
 	}
 	rs, total, err := ts.store.Readings(ctx, st.ExternalID, q)
 	if err != nil {
 		if errors.Is(err, store.ErrStationNotFound) {
-			return Observations{}, "", userErrorf("station %q not found in service %q", st.ExternalID, ts.service)
+			return Observations{}, "", codedErrorf(apierr.SensorNotFound, "station %q not found in service %q", st.ExternalID, ts.service)
 		}
 		return Observations{}, "", fmt.Errorf("readings of %q: %w", st.ExternalID, err)
 	}
@@ -265,7 +290,21 @@ func (ts *toolset) observations(ctx context.Context, req *mcp.CallToolRequest, i
 		f := ts.freshness(st, newest)
 		out.Newest = &f
 	}
+	if q.Page*q.Limit < total && len(rs) > 0 {
+		out.NextCursor = encodeCursor(pageCursor{Page: q.Page + 1, Limit: q.Limit, Query: qh, Since: out.Range.Since, Until: out.Range.Until})
+	}
 	return out, renderObservations(out), nil
+}
+
+func cursorTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return t, userErrorf("cursor: not a cursor this tool returned")
+	}
+	return t, nil
 }
 
 // argumentError rewords a query parse error of pkg/contract for a tool caller.
@@ -300,6 +339,7 @@ type ListStationsInput struct {
 	Longitude  *float64 `json:"longitude,omitempty"`
 	RadiusKM   *float64 `json:"radius_km,omitempty"`
 	Limit      *int     `json:"limit,omitempty"`
+	Cursor     string   `json:"cursor,omitempty"`
 	Page       *int     `json:"page,omitempty"`
 }
 
@@ -350,12 +390,15 @@ type StationList struct {
 	Stations   []StationSummary    `json:"stations"`
 	Filters    StationFilters      `json:"filters"`
 	Pagination contract.Pagination `json:"pagination"`
+	NextCursor string              `json:"nextCursor,omitempty" jsonschema:"cursor of the next page; absent on the last page"`
 }
 
 func addListStations(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolListStations, "List stations",
 		"The service's stations, filtered by search text, provider, feed, sensor type, status, a reported parameter, and "+
-			"a radius around a point (then ordered by distance, with distance_km); each with its last reading time, age and staleness.",
+			"a radius around a point (then ordered by distance, with distance_km); each with its last reading time, age and staleness. "+
+			fmt.Sprintf("Pages of limit stations (default %d, at most %d; larger is clamped); pass nextCursor back as cursor for the next page.", DefaultStationsLimit, MaxStationsLimit)+
+			deprecatedNote("page", "cursor"),
 		func(p map[string]*jsonschema.Schema) {
 			describe(p["search"], "case-insensitive substring of name, description or external id")
 			describe(p["provider"], "provider slug")
@@ -376,8 +419,9 @@ func addListStations(srv *mcp.Server, ts *toolset) error {
 			p["radius_km"].ExclusiveMinimum, p["radius_km"].Maximum = ptr(0.0), ptr(20038.0)
 			describe(p["limit"], fmt.Sprintf("stations per page, default %d, at most %d (larger is clamped)", DefaultStationsLimit, MaxStationsLimit))
 			p["limit"].Minimum = ptr(1.0)
-			describe(p["page"], "1-based page number, default 1")
-			p["page"].Minimum = ptr(1.0)
+			describe(p["cursor"], "nextCursor of the previous page")
+			describe(p["page"], "Deprecated (removed in the next release): 1-based page number; use cursor")
+			p["page"].Minimum, p["page"].Deprecated = ptr(1.0), true
 		}, ts.listStations)
 }
 
@@ -399,10 +443,23 @@ func (ts *toolset) listStations(ctx context.Context, req *mcp.CallToolRequest, i
 		limit = min(*in.Limit, MaxStationsLimit)
 	}
 	if in.Page != nil {
+		if in.Cursor != "" {
+			return StationList{}, "", userErrorf("page: cannot be combined with cursor; give one of them")
+		}
 		if *in.Page < 1 {
 			return StationList{}, "", userErrorf("page: want a positive integer, got %d", *in.Page)
 		}
 		page = *in.Page
+	}
+	hashed := in
+	hashed.Cursor, hashed.Limit, hashed.Page, hashed.Feed = "", nil, nil, f.Feed
+	qh := queryHash(hashed)
+	if in.Cursor != "" {
+		c, err := decodeCursor(in.Cursor, qh)
+		if err != nil {
+			return StationList{}, "", err
+		}
+		page, limit = c.Page, min(c.Limit, MaxStationsLimit)
 	}
 	switch {
 	case in.Latitude != nil && in.Longitude != nil:
@@ -475,6 +532,9 @@ func (ts *toolset) listStations(ctx context.Context, req *mcp.CallToolRequest, i
 	if lo := (page - 1) * limit; lo < len(hits) {
 		out.Stations = hits[lo:min(lo+limit, len(hits))]
 	}
+	if page*limit < len(hits) {
+		out.NextCursor = encodeCursor(pageCursor{Page: page + 1, Limit: limit, Query: qh})
+	}
 	return out, renderStationList(out), nil
 }
 
@@ -516,7 +576,7 @@ func Haversine(lat1, lon1, lat2, lon2 float64) float64 {
 
 // DescribeStationInput is the input of <service>.describe_station.
 type DescribeStationInput struct {
-	StationID string `json:"station_id,omitempty"`
+	Target
 }
 
 // ParameterInfo is a canonical parameter a station reports.
@@ -547,14 +607,14 @@ type StationDescription struct {
 func addDescribeStation(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolDescribeStation, "Describe station",
 		"Everything known about one station: name, description, type, status, location, provider, feed, reporting interval, "+
-			"the parameters it reports with their units, and the age of its newest reading.",
+			"the parameters it reports with their units, and the age of its newest reading."+deprecatedNote("station_id", "sensor_id"),
 		func(p map[string]*jsonschema.Schema) {
-			describe(p["station_id"], stationIDDescription)
+			describeTarget(p)
 		}, ts.describeStation)
 }
 
 func (ts *toolset) describeStation(ctx context.Context, req *mcp.CallToolRequest, in DescribeStationInput) (StationDescription, string, error) {
-	st, err := ts.station(ctx, req, in.StationID)
+	st, err := ts.station(ctx, req, in.Target)
 	if err != nil {
 		return StationDescription{}, "", err
 	}

@@ -16,11 +16,6 @@ import (
 // DefaultReportingInterval is assumed for a station that does not state its own.
 const DefaultReportingInterval = time.Hour
 
-// StaleGrace is added to twice the reporting interval before a reading counts as stale:
-// providers publish observations up to half an hour after they are taken (NDBC realtime2
-// and NWS both lag), and one missed report is not yet an outage.
-const StaleGrace = 30 * time.Minute
-
 // StationRef identifies the station a result is about.
 type StationRef struct {
 	SensorID   string `json:"sensor_id" jsonschema:"gateway sensor UUID (UUIDv5 of service id and external id)"`
@@ -44,7 +39,7 @@ type Freshness struct {
 	AgeSeconds         int64  `json:"age_seconds" jsonschema:"seconds between the observation time and now"`
 	Stale              bool   `json:"stale" jsonschema:"true when age_seconds exceeds stale_after_s"`
 	ReportingIntervalS int    `json:"reporting_interval_s" jsonschema:"how often the station is expected to report, seconds"`
-	StaleAfterS        int    `json:"stale_after_s" jsonschema:"age beyond which a reading counts as stale: twice the reporting interval plus 1800 s"`
+	StaleAfterS        int    `json:"stale_after_s" jsonschema:"age beyond which a reading counts as stale: twice the reporting interval (3600 s assumed when unknown)"`
 }
 
 // Measurement is one canonical value with its unit and the source's own value and unit.
@@ -98,7 +93,10 @@ func interval(st contract.Station) time.Duration {
 	return DefaultReportingInterval
 }
 
-func staleAfter(st contract.Station) time.Duration { return 2*interval(st) + StaleGrace }
+// staleAfter is the one staleness rule of sensorgate (docs/api-decisions.md "Area latest
+// with staleness"), the same in REST and every MCP tool family: stale when the age
+// exceeds twice the station's expected reporting interval (3600 s when unknown).
+func staleAfter(st contract.Station) time.Duration { return 2 * interval(st) }
 
 // age is whole seconds from t to now; a timestamp in the future (a clock ahead of ours)
 // is age 0 rather than negative.

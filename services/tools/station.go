@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/ids"
 	"github.com/sensorgate/sensorgate/services/runtime/mcpserver"
@@ -22,13 +23,41 @@ const (
 	MetaFeedSlug         = mcpserver.MetaFeedSlug
 )
 
-// userError is a tool failure whose message is meant for the caller as is.
-type userError struct{ msg string }
+// userError is a tool failure whose message is meant for the caller as is, with the API
+// error code (pkg/apierr) of the one error shape every MCP scope answers with.
+type userError struct{ msg, code string }
 
 func (e *userError) Error() string { return e.msg }
 
+// userErrorf is a bad-argument failure (invalid_parameter).
 func userErrorf(format string, args ...any) error {
-	return &userError{msg: fmt.Sprintf(format, args...)}
+	return &userError{msg: fmt.Sprintf(format, args...), code: apierr.InvalidParameter}
+}
+
+// codedErrorf is a failure with another API error code (sensor_not_found, no_readings).
+func codedErrorf(code, format string, args ...any) error {
+	return &userError{msg: fmt.Sprintf(format, args...), code: code}
+}
+
+// Target names the station a tool acts on: sensor_id (the vocabulary of every MCP scope
+// and of REST), or the deprecated station_id, which keeps working for one release.
+type Target struct {
+	SensorID  string `json:"sensor_id,omitempty"`
+	StationID string `json:"station_id,omitempty"`
+}
+
+// arg returns the station argument the caller gave and its name ("" when none).
+func (t Target) arg() (string, string, error) {
+	s, st := strings.TrimSpace(t.SensorID), strings.TrimSpace(t.StationID)
+	switch {
+	case s != "" && st != "" && s != st:
+		return "", "", userErrorf("station_id is the deprecated name of sensor_id; give one of them")
+	case s != "":
+		return s, "sensor_id", nil
+	case st != "":
+		return st, "station_id", nil
+	}
+	return "", "", nil
 }
 
 // clientError turns a handler error into the message of an isError result: user errors
@@ -40,12 +69,12 @@ func (ts *toolset) clientError(ctx context.Context, tool string, err error) erro
 		return ue
 	case errors.Is(err, context.DeadlineExceeded):
 		ts.log.WarnContext(ctx, "mcp tool timed out", "tool", tool, "err", err)
-		return fmt.Errorf("%s timed out after %s reading the readings store; try again or ask for less data", tool, ts.timeout)
+		return codedErrorf(apierr.UpstreamTimeout, "%s timed out after %s reading the readings store; try again or ask for less data", tool, ts.timeout)
 	case errors.Is(err, context.Canceled):
-		return fmt.Errorf("%s was cancelled", tool)
+		return codedErrorf(apierr.UpstreamUnavailable, "%s was cancelled", tool)
 	default:
 		ts.log.ErrorContext(ctx, "mcp tool failed", "tool", tool, "err", err)
-		return fmt.Errorf("%s failed: the readings store of service %q did not answer; try again", tool, ts.service)
+		return codedErrorf(apierr.Internal, "%s failed: the readings store of service %q did not answer; try again", tool, ts.service)
 	}
 }
 
@@ -67,9 +96,13 @@ type stationRef struct {
 
 // pickStation chooses the station of a call: the argument, else the sensor context the
 // gateway injected in params._meta.
-func pickStation(req *mcp.CallToolRequest, arg string) (stationRef, error) {
-	if s := strings.TrimSpace(arg); s != "" {
-		return stationRef{s, "station_id"}, nil
+func pickStation(req *mcp.CallToolRequest, t Target) (stationRef, error) {
+	arg, name, err := t.arg()
+	if err != nil {
+		return stationRef{}, err
+	}
+	if arg != "" {
+		return stationRef{arg, name}, nil
 	}
 	if s := metaString(req, MetaSensorExternalID); s != "" {
 		return stationRef{s, "params._meta." + MetaSensorExternalID}, nil
@@ -77,12 +110,12 @@ func pickStation(req *mcp.CallToolRequest, arg string) (stationRef, error) {
 	if s := metaString(req, MetaSensorID); s != "" {
 		return stationRef{s, "params._meta." + MetaSensorID}, nil
 	}
-	return stationRef{}, userErrorf("no station given: pass station_id (an external id such as those listed by the list_stations tool), or call through the gateway's sensor endpoint, which sets params._meta.%s", MetaSensorExternalID)
+	return stationRef{}, userErrorf("no station given: pass sensor_id (a sensor UUID or an external id such as those listed by the list_stations tool), or call through the gateway's sensor endpoint, which sets params._meta.%s", MetaSensorExternalID)
 }
 
 // station resolves the station of a call: by external id, or by sensor UUID
 // (ids.Sensor(service, external id)) when the value is one.
-func (ts *toolset) station(ctx context.Context, req *mcp.CallToolRequest, arg string) (contract.Station, error) {
+func (ts *toolset) station(ctx context.Context, req *mcp.CallToolRequest, arg Target) (contract.Station, error) {
 	ref, err := pickStation(req, arg)
 	if err != nil {
 		return contract.Station{}, err
@@ -110,7 +143,7 @@ func (ts *toolset) lookup(ctx context.Context, ref stationRef) (contract.Station
 			return st, nil
 		}
 	}
-	return contract.Station{}, userErrorf("station %q (from %s) not found in service %q; use %s to find station ids", clip(ref.id), ref.from, ts.service, ts.name(ToolListStations))
+	return contract.Station{}, codedErrorf(apierr.SensorNotFound, "station %q (from %s) not found in service %q; use %s to find station ids", clip(ref.id), ref.from, ts.service, ts.name(ToolListStations))
 }
 
 // bySensorID finds the station whose sensor id is u. Stations are few per service (tens

@@ -27,6 +27,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/services/runtime/mcpserver"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
@@ -183,8 +184,13 @@ func (ts *toolset) name(tool string) string { return ts.service + "." + tool }
 type handler[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (Out, string, error)
 
 // describeStationID is the input-schema tweak of tools whose only argument is the station.
-func describeStationID(p map[string]*jsonschema.Schema) {
-	describe(p["station_id"], stationIDDescription)
+func describeStationID(p map[string]*jsonschema.Schema) { describeTarget(p) }
+
+// describeTarget describes sensor_id and its deprecated alias station_id.
+func describeTarget(p map[string]*jsonschema.Schema) {
+	describe(p["sensor_id"], stationIDDescription)
+	describe(p["station_id"], "Deprecated (removed in the next release): the old name of sensor_id")
+	p["station_id"].Deprecated = true
 }
 
 // add registers a read-only tool whose structured output is Out and whose content is one
@@ -295,8 +301,20 @@ func decodeArguments[In any](req *mcp.CallToolRequest, schema *jsonschema.Resolv
 	return in, nil
 }
 
+// errorResult is the one shape of a tool failure at every MCP scope: isError, the reason
+// and its code in the text, and the API error envelope {"error","code"} (pkg/apierr) as
+// structuredContent.
 func errorResult(err error) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true}
+	code := apierr.InvalidParameter
+	var ue *userError
+	if errors.As(err, &ue) && ue.code != "" {
+		code = ue.code
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: err.Error() + " (" + code + ")"}},
+		StructuredContent: apierr.New(code, "%s", err.Error()),
+		IsError:           true,
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -66,7 +66,12 @@ func TestLatestObservation(t *testing.T) {
 		wantParams int    // measurements expected (0: don't check)
 		wantErr    string // substring of the isError message
 	}{
-		{name: "by argument", args: map[string]any{"station_id": "41002"}, wantParams: 5},
+		{name: "by argument", args: map[string]any{"sensor_id": "41002"}, wantParams: 5},
+		{name: "by the deprecated station_id", args: map[string]any{"station_id": "41002"}, wantParams: 5},
+		{name: "sensor_id and station_id agree", args: map[string]any{"sensor_id": "41002", "station_id": "41002"}, wantParams: 5},
+		{name: "sensor_id and station_id disagree", args: map[string]any{"sensor_id": "41002", "station_id": "TPLM2"}, wantErr: "station_id is the deprecated name of sensor_id"},
+		{name: "unknown sensor_id", args: map[string]any{"sensor_id": "NOPE1"}, wantErr: `station "NOPE1" (from sensor_id) not found in service "ocean"`},
+		{name: "sensor UUID as sensor_id", args: map[string]any{"sensor_id": sensor}, wantParams: 5},
 		{name: "null arguments are omitted", args: map[string]any{"station_id": nil, "parameters": nil}, meta: map[string]any{"sensor_external_id": "41002"}, wantParams: 5},
 		{name: "empty arguments use the injected external id", meta: map[string]any{"sensor_external_id": "41002", "sensor_name": "South Hatteras"}, wantParams: 5},
 		{name: "injected sensor id alone", meta: map[string]any{"sensor_id": sensor}, wantParams: 5},
@@ -75,7 +80,7 @@ func TestLatestObservation(t *testing.T) {
 		{name: "parameters filter", args: map[string]any{"station_id": "41002", "parameters": []string{"wind_speed_ms", "wave_height_m"}}, wantParams: 1},
 		{name: "unknown station", args: map[string]any{"station_id": "NOPE1"}, wantErr: `station "NOPE1" (from station_id) not found in service "ocean"`},
 		{name: "unknown injected station", meta: map[string]any{"sensor_external_id": "GHOST"}, wantErr: `station "GHOST" (from params._meta.sensor_external_id) not found`},
-		{name: "no station at all", wantErr: "no station given: pass station_id"},
+		{name: "no station at all", wantErr: "no station given: pass sensor_id"},
 		{name: "station without readings", args: map[string]any{"station_id": "NOREAD"}, wantErr: `station "NOREAD" (Never reported) of service "ocean" has no readings yet`},
 		{name: "invalid station id", args: map[string]any{"station_id": "../etc"}, wantErr: `station_id "../etc" is not a valid station id`},
 		{name: "unknown parameter", args: map[string]any{"station_id": "41002", "parameters": []string{"salinity"}}, wantErr: "salinity"},
@@ -91,6 +96,12 @@ func TestLatestObservation(t *testing.T) {
 				if !res.IsError || !strings.Contains(text(res), c.wantErr) {
 					t.Fatalf("isError=%v %q, want an error containing %q", res.IsError, text(res), c.wantErr)
 				}
+				// The one error shape of every MCP scope: {"error","code"} as structuredContent.
+				var env struct{ Error, Code string }
+				b, _ := json.Marshal(res.StructuredContent)
+				if json.Unmarshal(b, &env) != nil || env.Error == "" || env.Code == "" || !strings.Contains(text(res), "("+env.Code+")") {
+					t.Errorf("error structuredContent %s, text %q: want the {error, code} envelope", b, text(res))
+				}
 				return
 			}
 			if res.IsError {
@@ -100,8 +111,8 @@ func TestLatestObservation(t *testing.T) {
 				t.Errorf("station = %+v", out.Station)
 			}
 			if out.Timestamp != "2026-11-21T11:50:00.000Z" || out.AgeSeconds != 600 || out.Stale ||
-				out.ReportingIntervalS != 600 || out.StaleAfterS != 3000 {
-				t.Errorf("freshness = %+v, want 11:50 age 600 fresh interval 600 stale after 3000", out.Freshness)
+				out.ReportingIntervalS != 600 || out.StaleAfterS != 1200 {
+				t.Errorf("freshness = %+v, want 11:50 age 600 fresh interval 600 stale after 1200", out.Freshness)
 			}
 			if p := out.Provenance; p.SensorID != sensor || p.ServiceID != "ocean" || p.SourceID != "41002" || p.Provider != "ndbc" || p.FetchedAt == "" {
 				t.Errorf("provenance = %+v", p)
@@ -165,6 +176,12 @@ func TestObservations(t *testing.T) {
 				if !res.IsError || !strings.Contains(text(res), c.wantErr) {
 					t.Fatalf("isError=%v %q, want an error containing %q", res.IsError, text(res), c.wantErr)
 				}
+				// The one error shape of every MCP scope: {"error","code"} as structuredContent.
+				var env struct{ Error, Code string }
+				b, _ := json.Marshal(res.StructuredContent)
+				if json.Unmarshal(b, &env) != nil || env.Error == "" || env.Code == "" || !strings.Contains(text(res), "("+env.Code+")") {
+					t.Errorf("error structuredContent %s, text %q: want the {error, code} envelope", b, text(res))
+				}
 				return
 			}
 			if res.IsError {
@@ -208,6 +225,61 @@ func TestObservations(t *testing.T) {
 	})
 }
 
+// TestCursorPaging walks observations and list_stations by cursor (the vocabulary of
+// every MCP scope and REST), and shows that the deprecated page still works alike.
+func TestCursorPaging(t *testing.T) {
+	t.Parallel()
+	cs := sdkSession(t, serve(t, "ocean", oceanFixture(t)...))
+	seen := map[string]bool{}
+	args := map[string]any{"sensor_id": "41002", "sort": "asc", "limit": 10}
+	var pages int
+	for cursor := ""; ; pages++ {
+		a := map[string]any{"sensor_id": "41002", "sort": "asc"}
+		if cursor == "" {
+			a = args
+		} else {
+			a["cursor"] = cursor
+		}
+		var out tools.Observations
+		if res := call(t, cs, "ocean.observations", a, nil, &out); res.IsError {
+			t.Fatalf("page %d: %s", pages+1, text(res))
+		}
+		for _, r := range out.Readings {
+			if seen[r.Timestamp] {
+				t.Errorf("reading %s on two pages", r.Timestamp)
+			}
+			seen[r.Timestamp] = true
+		}
+		if pages == 1 {
+			// The deprecated page=2 gives the same page.
+			var legacy tools.Observations
+			call(t, cs, "ocean.observations", map[string]any{"station_id": "41002", "sort": "asc", "limit": 10, "page": 2}, nil, &legacy)
+			if len(legacy.Readings) != len(out.Readings) || legacy.Readings[0].Timestamp != out.Readings[0].Timestamp {
+				t.Errorf("page=2 starts at %v, cursor page 2 at %v", legacy.Readings, out.Readings)
+			}
+			if res := call(t, cs, "ocean.observations", map[string]any{"sensor_id": "41002", "sort": "desc", "cursor": cursor}, nil, nil); !res.IsError || !strings.Contains(text(res), "cursor") {
+				t.Errorf("cursor with other arguments: %s", text(res))
+			}
+			if res := call(t, cs, "ocean.observations", map[string]any{"sensor_id": "41002", "sort": "asc", "cursor": cursor, "page": 2}, nil, nil); !res.IsError || !strings.Contains(text(res), "page") {
+				t.Errorf("cursor with page: %s", text(res))
+			}
+		}
+		if out.NextCursor == "" {
+			break
+		}
+		cursor = out.NextCursor
+	}
+	if pages != 2 || len(seen) != 25 {
+		t.Errorf("%d pages after the first, %d distinct readings; want 2 and 25", pages, len(seen))
+	}
+	var first, second tools.StationList
+	call(t, cs, "ocean.list_stations", map[string]any{"limit": 2}, nil, &first)
+	call(t, cs, "ocean.list_stations", map[string]any{"cursor": first.NextCursor}, nil, &second)
+	if len(second.Stations) != 1 || second.Stations[0].ExternalID != "TPLM2" || second.NextCursor != "" || second.Pagination.Page != 2 {
+		t.Errorf("list_stations page 2 by cursor: %+v", second)
+	}
+}
+
 func TestListStations(t *testing.T) {
 	t.Parallel()
 	cs := sdkSession(t, serve(t, "ocean", oceanFixture(t)...))
@@ -243,6 +315,12 @@ func TestListStations(t *testing.T) {
 			if c.wantErr != "" {
 				if !res.IsError || !strings.Contains(text(res), c.wantErr) {
 					t.Fatalf("isError=%v %q, want an error containing %q", res.IsError, text(res), c.wantErr)
+				}
+				// The one error shape of every MCP scope: {"error","code"} as structuredContent.
+				var env struct{ Error, Code string }
+				b, _ := json.Marshal(res.StructuredContent)
+				if json.Unmarshal(b, &env) != nil || env.Error == "" || env.Code == "" || !strings.Contains(text(res), "("+env.Code+")") {
+					t.Errorf("error structuredContent %s, text %q: want the {error, code} envelope", b, text(res))
 				}
 				return
 			}

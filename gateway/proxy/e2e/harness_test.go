@@ -45,6 +45,14 @@ func TestMain(m *testing.M) {
 			break
 		}
 	}
+	if bins.err == nil && raceEnabled {
+		// The concurrency test runs a gateway built with the race detector, so that a data
+		// race inside the server process fails the test too.
+		out, err := exec.Command("go", "build", "-race", "-o", filepath.Join(dir, "gateway-race"), "github.com/sensorgate/sensorgate/gateway/cmd/gateway").CombinedOutput()
+		if err != nil {
+			bins.err = fmt.Errorf("go build -race gateway: %v\n%s", err, out)
+		}
+	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
@@ -203,6 +211,8 @@ func (g gatewayEnv) list() []string {
 		"LOG_LEVEL=warn",
 		"LOG_FORMAT=text",
 		"OTEL_SDK_DISABLED=true",
+		// Production refuses to start without one; the test services demand none.
+		"INTERNAL_TOKEN=e2e-internal-token",
 	}
 	if g.devKey != "" {
 		e = append(e, "DEV_API_KEY="+g.devKey)

@@ -34,8 +34,9 @@ type source interface {
 }
 
 // simSource replays a deterministic simulator: the configured days of history first, then
-// every cadence the window since the previous tick (overlapping by one cadence, which the
-// store's idempotency absorbs).
+// every simPollEvery (or cadence, if shorter) the window since the previous poll
+// (overlapping by one cadence, which the store's idempotency absorbs), so readings land
+// at their real cadence.
 type simSource struct {
 	sim     observation.Simulator
 	cfg     observation.SimConfig
@@ -45,7 +46,12 @@ type simSource struct {
 	last    time.Time
 }
 
-func (s *simSource) interval() time.Duration { return s.cadence }
+// simPollEvery is the longest wait between two polls of a simulator: readings are stored
+// (and reach live streams) within this long of their time, as a real station's would,
+// instead of a whole cadence late in one batch.
+const simPollEvery = 15 * time.Second
+
+func (s *simSource) interval() time.Duration { return min(s.cadence, simPollEvery) }
 
 func (s *simSource) poll(context.Context) ([]item, error) {
 	now := s.now().UTC()

@@ -44,6 +44,8 @@ type txn interface {
 	// unstored returns the rows whose (station, ts) is not stored yet, so that only new
 	// readings are compressed and packed into blocks.
 	unstored(ctx context.Context, rows []row) ([]row, error)
+	// addRollupRows merges partial hourly summaries into the stored rollups.
+	addRollupRows(ctx context.Context, rows []rollupRow) error
 	// addCounts moves each station's last_reading_ms and reading_count.
 	addCounts(ctx context.Context, counts []stationCount) error
 	// blockIDs gives blocks their ids.
@@ -117,6 +119,8 @@ type sqlStore struct {
 	// horizon is the retention cutoff of the last Prune (epoch ms): older readings are
 	// not stored again.
 	horizon atomic.Int64
+	// committed is Options.Committed.
+	committed func(ctx context.Context, readings []Committed)
 }
 
 func (s *sqlStore) q(query string) string { return s.d.rebind(query) }
@@ -179,7 +183,7 @@ func scanStation(sc scanner) (stationRec, error) {
 }
 
 func (s *sqlStore) station(ctx context.Context, externalID string) (stationRec, error) {
-	r, err := scanStation(s.d.queryRow(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper = ?`), strings.ToUpper(externalID)))
+	r, err := scanStation(s.d.queryRow(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_key = ?`), stationKey(externalID)))
 	if isNoRows(err) {
 		return r, fmt.Errorf("%w: %q", ErrStationNotFound, externalID)
 	}
@@ -219,7 +223,7 @@ func (s *sqlStore) Stations(ctx context.Context, f StationFilter) ([]contract.St
 	if err := s.db.QueryRowContext(ctx, s.q(`SELECT count(*) FROM stations`+cond), args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count stations: %w", err)
 	}
-	query := `SELECT ` + stationCols + ` FROM stations` + cond + ` ORDER BY external_upper`
+	query := `SELECT ` + stationCols + ` FROM stations` + cond + ` ORDER BY external_key`
 	if f.Limit > 0 {
 		page := max(f.Page, 1)
 		query += fmt.Sprintf(" LIMIT %d OFFSET %d", f.Limit, (page-1)*f.Limit)

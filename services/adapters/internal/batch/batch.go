@@ -86,6 +86,7 @@ func (m *Measurements) Add(field, parameter string, value float64, unit string) 
 		m.b.Reject(m.station, m.line, field, canon.Reason(err), err.Error())
 		return
 	}
+	got.SourceField = field
 	m.list = append(m.list, got)
 }
 
