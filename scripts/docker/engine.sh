@@ -23,6 +23,12 @@ if [ "$(id -u)" != 0 ]; then
   echo "docker-engine: dockerd is installed but not running, and starting it needs root" >&2
   exit 1
 fi
+# A pid file left by a dockerd that was killed (CI ends what a session left running) stops
+# a new one from starting when its pid now belongs to another process.
+pidfile=/var/run/docker.pid
+if [ -f "$pidfile" ] && [ "$(cat "/proc/$(cat "$pidfile")/comm" 2>/dev/null)" != dockerd ]; then
+  rm -f "$pidfile"
+fi
 echo "docker-engine: starting dockerd (log: $CACHE/dockerd.log)"
 # setsid: the daemon outlives this make run and its process group (CI ends what it started
 # anyway when the run is over).
