@@ -35,7 +35,9 @@ func main() {
 		target = args[0]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	err := check(ctx, http.DefaultTransport, target, out)
+	// The container's own internal token, for the routes behind it (/metrics of a service);
+	// the health probes do not need it.
+	err := check(ctx, tokenTransport{http.DefaultTransport, os.Getenv("INTERNAL_TOKEN")}, target, out)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "probe:", err)
@@ -69,4 +71,18 @@ func check(ctx context.Context, rt http.RoundTripper, target string, body io.Wri
 		return fmt.Errorf("GET %s: status %d", u, resp.StatusCode)
 	}
 	return nil
+}
+
+// tokenTransport sends X-Internal-Token when the environment holds one.
+type tokenTransport struct {
+	rt    http.RoundTripper
+	token string
+}
+
+func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("X-Internal-Token", t.token)
+	}
+	return t.rt.RoundTrip(r)
 }
