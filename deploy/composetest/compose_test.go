@@ -61,7 +61,7 @@ func newStack(t *testing.T) *stack {
 	gwPort, promPort := freePort(t), freePort(t)
 	s := &stack{t: t, compose: c, root: root,
 		env: append(os.Environ(), "COMPOSE_PROJECT_NAME="+project, fmt.Sprintf("GATEWAY_PORT=%d", gwPort), fmt.Sprintf("PROMETHEUS_PORT=%d", promPort)),
-		gw: fmt.Sprintf("http://127.0.0.1:%d", gwPort), prom: fmt.Sprintf("http://127.0.0.1:%d", promPort),
+		gw:  fmt.Sprintf("http://127.0.0.1:%d", gwPort), prom: fmt.Sprintf("http://127.0.0.1:%d", promPort),
 		client: &http.Client{Timeout: 30 * time.Second}}
 	return s
 }
