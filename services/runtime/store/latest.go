@@ -37,10 +37,10 @@ func (s *sqlStore) LatestReadings(ctx context.Context, externalIDs []string) ([]
 	keys := make([]string, 0, len(externalIDs))
 	seen := make(map[string]bool, len(externalIDs))
 	for _, id := range externalIDs {
-		k := stationKey(id)
-		if !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
+		u := stationKey(id)
+		if !seen[u] {
+			seen[u] = true
+			keys = append(keys, u)
 		}
 	}
 	const cols = `SELECT ` + stationCols + `, r.ts, r.fetched_ms, r.lat, r.lon, r.measurements
