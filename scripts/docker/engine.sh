@@ -25,7 +25,12 @@ if [ "$(id -u)" != 0 ]; then
 fi
 # A pid file left by a dockerd that was killed (CI ends what a session left running) stops
 # a new one from starting when its pid now belongs to another process.
+# A dockerd still shutting down is waited for (up to 30 s).
 pidfile=/var/run/docker.pid
+for _ in $(seq 1 30); do
+  [ -f "$pidfile" ] && [ "$(cat "/proc/$(cat "$pidfile")/comm" 2>/dev/null)" = dockerd ] || break
+  sleep 1
+done
 if [ -f "$pidfile" ] && [ "$(cat "/proc/$(cat "$pidfile")/comm" 2>/dev/null)" != dockerd ]; then
   rm -f "$pidfile"
 fi
