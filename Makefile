@@ -111,6 +111,7 @@ base-images: docker-engine
 	@scripts/docker/base-images.sh
 
 compose-images: base-images images-prebuilt
+	@$(DOCKER) image prune -f --filter label=org.sensorgate.build=prebuilt >/dev/null
 
 compose-test: compose-images
 	COMPOSE="$$(scripts/docker/compose-cli.sh)" $(GO) test -count=1 -timeout 30m -tags compose -v ./deploy/composetest/
