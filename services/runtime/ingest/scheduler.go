@@ -43,9 +43,31 @@ type Options struct {
 	HTTPClient *retryablehttp.Client
 	// WriteTimeout bounds one batch's transaction, also while draining at shutdown.
 	WriteTimeout time.Duration
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// Lease, when set, lets only its holder ingest each provider: replicas sharing one
+	// PostgreSQL readings database would otherwise all poll the providers and write the
+	// same readings. Nil (SQLite, one process): every provider is ingested here.
+	Lease Lease
+	// LeaseRetry is how often a standby replica tries to take a provider's lease (default
+	// 10 s, at most half the provider's poll interval), so a dead holder's providers are
+	// taken over well within 30 s and within one poll interval.
+	LeaseRetry time.Duration
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
+
+// Lease is a per-provider lock shared by the replicas of a service (package lease).
+type Lease interface {
+	// Hold takes or keeps the provider's lease and reports whether this process holds it.
+	Hold(ctx context.Context, provider string) (bool, error)
+	// Release gives the provider's lease up (at shutdown, for a quick takeover).
+	Release(ctx context.Context, provider string) error
+}
+
+// Lease states reported in a provider's health.
+const (
+	LeaseHeld    = "held"
+	LeaseStandby = "standby"
+)
 
 // Scheduler runs one ingest loop per provider.
 type Scheduler struct {
@@ -70,6 +92,7 @@ type providerState struct {
 	duplicates    int64
 	rejected      map[string]int64
 	cycles        int
+	lease         string // LeaseHeld, LeaseStandby, or empty without a lease
 }
 
 // New validates the options and builds the sources.
@@ -85,6 +108,9 @@ func New(o Options) (*Scheduler, error) {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 2 * time.Minute
+	}
+	if o.LeaseRetry <= 0 {
+		o.LeaseRetry = 10 * time.Second
 	}
 	if o.FilesRescan <= 0 {
 		o.FilesRescan = time.Minute
@@ -214,7 +240,27 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) loop(ctx context.Context, p Provider, src source) {
 	slug := p.Slug()
 	first := true
+	if s.o.Lease != nil {
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := s.o.Lease.Release(rctx, slug); err != nil {
+				s.log.Warn("ingest: lease release", "provider", slug, "err", err)
+			}
+		}()
+	}
 	for {
+		if !s.holdLease(ctx, slug) {
+			// A standby is ready at once: it serves reads from the shared store.
+			if first {
+				first = false
+				s.primed.Done()
+			}
+			if !sleep(ctx, min(s.o.LeaseRetry, src.interval()/2)) {
+				return
+			}
+			continue
+		}
 		items, err := src.poll(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.fail(slug, err)
@@ -248,13 +294,45 @@ func (s *Scheduler) loop(ctx context.Context, p Provider, src source) {
 			first = false
 			s.primed.Done()
 		}
-		t := time.NewTimer(src.interval())
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, src.interval()) {
 			return
-		case <-t.C:
 		}
+	}
+}
+
+// holdLease reports whether this process ingests slug now, logging every change of hands.
+func (s *Scheduler) holdLease(ctx context.Context, slug string) bool {
+	if s.o.Lease == nil {
+		return true
+	}
+	held, err := s.o.Lease.Hold(ctx, slug)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("ingest: lease", "provider", slug, "err", err)
+	}
+	state := LeaseStandby
+	if held {
+		state = LeaseHeld
+	}
+	s.mu.Lock()
+	st := s.state[slug]
+	was := st.lease
+	st.lease = state
+	s.mu.Unlock()
+	if was != state {
+		s.log.Info("ingest: lease "+state, "provider", slug)
+	}
+	return held
+}
+
+// sleep waits d or until ctx ends, and reports whether to go on.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -397,7 +475,7 @@ func (s *Scheduler) Health() []contract.ProviderHealth {
 	out := make([]contract.ProviderHealth, 0, len(s.order))
 	for _, slug := range s.order {
 		st := s.state[slug]
-		h := contract.ProviderHealth{Slug: slug, Mode: st.mode, LastError: st.lastErrorText, RowsIngested: st.ingested, RowsRejected: map[string]int64{}}
+		h := contract.ProviderHealth{Slug: slug, Mode: st.mode, Lease: st.lease, LastError: st.lastErrorText, RowsIngested: st.ingested, RowsRejected: map[string]int64{}}
 		for k, v := range st.rejected {
 			h.RowsRejected[k] = v
 		}
@@ -418,10 +496,14 @@ func (s *Scheduler) Health() []contract.ProviderHealth {
 
 // Healthy reports whether a provider's last attempt succeeded (false also when it has no
 // in the mode it runs in or has not succeeded yet after its first cycle); a provider
-// switched off for want of a source in this mode counts as healthy.
+// switched off for want of a source in this mode, or ingested by another replica (lease
+// standby), counts as healthy.
 func Healthy(h contract.ProviderHealth) bool {
 	if h.Mode == ModeOff {
 		return true
+	}
+	if h.Lease == LeaseStandby {
+		return true // another replica ingests this provider; this one serves reads
 	}
 	if h.LastSuccessAt == nil {
 		return false
