@@ -16,6 +16,7 @@ import (
 // chain is the one middleware chain every request of the gateway goes through, outermost
 // first:
 //
+//  0. securityHeaders: X-Content-Type-Options: nosniff on every answer (headers.go);
 //  1. obs.Middleware: request id (the caller's X-Request-Id when valid, else a new one),
 //     in-flight gauge, server span, then latency metric and access-log line (and a last
 //     line of defence against a panic outside Gin);
@@ -36,7 +37,7 @@ func chain(d Deps, r *gin.Engine) http.Handler {
 	limits := bodyLimits{}
 	r.Use(routeContext(), renderErrors(d.Logger), recoverPanics(d.Logger), limits.middleware())
 	addRoutes(r, d, limits)
-	return obs.Middleware(compress(trimTrailingSlash(r)), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
+	return securityHeaders(obs.Middleware(compress(trimTrailingSlash(r)), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()}))
 }
 
 // addRoutes lists the whole HTTP surface of the gateway, grouped by auth tier. Add a route
@@ -100,6 +101,17 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	}
 	if d.Proxy.Aggregate != nil {
 		v1.GET("/sensors/:id/readings/aggregate", d.Proxy.Aggregate)
+	}
+
+	// Live data (docs/live.md): the newest reading of every sensor of an area with the one
+	// staleness rule, and Server-Sent Event streams of new readings (text/event-stream;
+	// opening one counts one request, and each key may hold a few open at once).
+	if d.Live.AreaLatest != nil {
+		v1.GET("/readings/latest", d.Live.AreaLatest)
+	}
+	if d.Live.SensorStream != nil {
+		v1.GET("/sensors/:id/readings/stream", d.Live.SensorStream)
+		v1.GET("/readings/stream", d.Live.AreaStream)
 	}
 
 	// Services (docs/spec.md 4.13).

@@ -77,6 +77,20 @@ type Config struct {
 	// Proxy holds the readings/health proxy settings (UPSTREAM_*, READINGS_CACHE_TTL,
 	// PROBE_INTERVAL).
 	Proxy Proxy
+
+	// Stream holds the Server-Sent Event stream settings (STREAM_*, docs/live.md).
+	Stream Stream
+}
+
+// Stream is the configuration of the live streams (package stream).
+type Stream struct {
+	// MaxPerKey caps the streams one key holds open on a replica (STREAM_MAX_PER_KEY).
+	MaxPerKey int
+	// Buffer is how many events a stream may fall behind before it is disconnected as a
+	// slow consumer (STREAM_BUFFER).
+	Buffer int
+	// Heartbeat is the interval of the keep-alive comment (STREAM_HEARTBEAT, at most 15s).
+	Heartbeat time.Duration
 }
 
 // Proxy is the configuration of the path to the backing services (package proxy).
@@ -285,6 +299,33 @@ func settings() []setting {
 				return fmt.Errorf("want at least 1s, got %s", v)
 			}
 			c.Proxy.ProbeInterval = d
+			return nil
+		}},
+		{env: "STREAM_MAX_PER_KEY", flag: "stream-max-per-key", def: "5", usage: "streams one API key may hold open at once on a replica (429 beyond)", set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 10000 {
+				return fmt.Errorf("want an integer from 1 to 10000, got %q", v)
+			}
+			c.Stream.MaxPerKey = n
+			return nil
+		}},
+		{env: "STREAM_BUFFER", flag: "stream-buffer", def: "1024", usage: "events a stream may fall behind before it is disconnected as a slow consumer", set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1<<20 {
+				return fmt.Errorf("want an integer from 1 to 1048576, got %q", v)
+			}
+			c.Stream.Buffer = n
+			return nil
+		}},
+		{env: "STREAM_HEARTBEAT", flag: "stream-heartbeat", def: "15s", usage: "interval of the keep-alive comment of every stream (1s to 15s)", set: func(c *Config, v string) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			if d < time.Second || d > 15*time.Second {
+				return fmt.Errorf("want a duration from 1s to 15s, got %s", v)
+			}
+			c.Stream.Heartbeat = d
 			return nil
 		}},
 		{env: "SHUTDOWN_DELAY", flag: "shutdown-delay", def: "0s", usage: "after SIGTERM, how long to keep serving with /readyz at 503 before no longer accepting connections (set it to the load balancer's probe period)", set: func(c *Config, v string) error {

@@ -123,12 +123,11 @@ func (s *Store) Sensor(ctx context.Context, id uuid.UUID) (catalog.Sensor, error
 	return sn, err
 }
 
-// SensorByExternalID resolves a provider's station id. Identity is byte for byte (as
-// ids.Sensor computes it: "21 de Mayo" and "21 de mayo" are two sensors), and an exact
-// match always wins; when several services know the id, the first service by id wins.
-// Without an exact match, a spelling that differs only in ASCII case resolves when exactly
-// one sensor has it (people write NDBC's "TPLM2" as "tplm2", as NDBC's own pages do); two
-// or more candidates are ambiguous and resolve to none.
+// SensorByExternalID resolves a provider's station id byte for byte (as ids.Sensor does:
+// "21 de Mayo" and "21 de mayo" are two sensors); when several services know it, the first
+// service by id wins. An id spelled in another case ("tplm2") finds the sensor whose id
+// equals it ignoring ASCII case when exactly one does; a spelling that matches two
+// sensors finds neither.
 func (s *Store) SensorByExternalID(ctx context.Context, externalID string) (catalog.Sensor, error) {
 	if err := checkText("id", externalID); err != nil {
 		return catalog.Sensor{}, err
@@ -136,30 +135,45 @@ func (s *Store) SensorByExternalID(ctx context.Context, externalID string) (cata
 	row := s.db.WithContext(ctx).Raw("SELECT "+s.d.sensorColumns("")+
 		" FROM sensors WHERE ext_key = ? ORDER BY service_id LIMIT 1", externalID).Row()
 	sn, err := scanSensor(row)
-	if !errors.Is(err, sql.ErrNoRows) {
-		return sn, err
+	if errors.Is(err, sql.ErrNoRows) {
+		sn, err = s.sensorFolded(ctx, externalID)
 	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return sn, fmt.Errorf("sensor with external id %q: %w", externalID, catalog.ErrNotFound)
+	}
+	return sn, err
+}
+
+// sensorFolded is SensorByExternalID's case-insensitive fallback: sql.ErrNoRows unless the
+// matches share one external id (the same station at several services counts once).
+func (s *Store) sensorFolded(ctx context.Context, externalID string) (catalog.Sensor, error) {
 	rows, err := s.db.WithContext(ctx).Raw("SELECT "+s.d.sensorColumns("")+
-		" FROM sensors WHERE UPPER(ext_key) = UPPER(?) ORDER BY service_id LIMIT 2", externalID).Rows()
+		" FROM sensors WHERE lower(ext_key) = lower(?) ORDER BY service_id LIMIT 20", externalID).Rows()
 	if err != nil {
 		return catalog.Sensor{}, err
 	}
 	defer rows.Close()
-	var found []catalog.Sensor
+	var first catalog.Sensor
+	n := 0
 	for rows.Next() {
-		c, err := scanSensor(rows)
+		sn, err := scanSensor(rows)
 		if err != nil {
 			return catalog.Sensor{}, err
 		}
-		found = append(found, c)
+		if n == 0 {
+			first = sn
+		} else if sn.ExternalID != first.ExternalID {
+			return catalog.Sensor{}, sql.ErrNoRows // ambiguous: two spellings
+		}
+		n++
 	}
 	if err := rows.Err(); err != nil {
 		return catalog.Sensor{}, err
 	}
-	if len(found) == 1 {
-		return found[0], nil
+	if n == 0 {
+		return catalog.Sensor{}, sql.ErrNoRows
 	}
-	return catalog.Sensor{}, fmt.Errorf("sensor with external id %q: %w", externalID, catalog.ErrNotFound)
+	return first, nil
 }
 
 // SensorTypes lists the distinct sensor types, from the facets of the generation.

@@ -142,7 +142,7 @@ func TestAggregateRollupsEqualRaw(t *testing.T) {
 				want := expected(all.Observations, c.key)
 				var results []store.AggregateResult
 				for _, src := range c.sources {
-					res, err := s.Aggregate(ctx, "agg1", store.AggregateQuery{Bounds: bounds, Source: src})
+					res, err := s.Aggregate(ctx, "AGG1", store.AggregateQuery{Bounds: bounds, Source: src})
 					if err != nil {
 						t.Fatalf("%s from %q: %v", c.name, src, err)
 					}

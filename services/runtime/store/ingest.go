@@ -109,6 +109,7 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		return res, err
 	}
 	ph.done(phasePrepare)
+	var revised map[int32][]int64
 	err = s.d.inTx(ctx, func(tx txn) error {
 		changed, err := s.writeStations(ctx, tx, stations, rows, extKeys, len(b.Observations) == 0)
 		if err != nil {
@@ -136,6 +137,15 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		if err := tx.addRollupRows(ctx, sortedRollups(cells)); err != nil {
 			return err
 		}
+		if err := s.recordFetch(ctx, tx, b.FetchedAt.UnixMilli(), b.Source); err != nil {
+			return err
+		}
+		if revised, err = s.reviseDuplicates(ctx, tx, rows, fresh, b.Source); err != nil {
+			return err
+		}
+		for _, hs := range revised {
+			res.Revised += len(hs)
+		}
 		ph.done(phaseCounters)
 		return nil
 	})
@@ -143,6 +153,13 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		return IngestResult{}, err
 	}
 	ph.done(phaseCommit)
+	// A revised reading's hours are summed again from the stored readings (a minimum or
+	// maximum cannot be taken back).
+	for key, hours := range revised {
+		if err := s.recomputeHours(ctx, stationRec{key: key}, hours); err != nil {
+			return res, fmt.Errorf("ingest: rollups of revised readings: %w", err)
+		}
+	}
 	if s.committed != nil && len(stored) > 0 {
 		s.committed(ctx, s.committedReadings(stations, rows, extKeys, stored))
 	}

@@ -36,5 +36,13 @@ CREATE INDEX revisions_reading ON revisions (station, ts);
 
 -- One-time jobs the store runs at open: the rollups of readings stored before this
 -- migration are computed from them (their values are compressed, out of SQL's reach).
+-- The source (file or URL) each ingest batch read, by its fetch time, so that a value
+-- superseded later can say where it came from.
+CREATE TABLE fetches (
+  fetched_ms bigint NOT NULL,
+  source     text NOT NULL,
+  PRIMARY KEY (fetched_ms, source)
+);
+
 CREATE TABLE store_jobs (name text PRIMARY KEY);
 INSERT INTO store_jobs (name) SELECT 'rebuild_rollups' WHERE EXISTS (SELECT 1 FROM readings);

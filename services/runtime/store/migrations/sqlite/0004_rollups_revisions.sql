@@ -26,5 +26,13 @@ CREATE TABLE revisions (
 );
 CREATE INDEX revisions_reading ON revisions (station, ts);
 
+-- The source (file or URL) each ingest batch read, by its fetch time, so that a value
+-- superseded later can say where it came from.
+CREATE TABLE fetches (
+  fetched_ms INTEGER NOT NULL,
+  source     TEXT NOT NULL,
+  PRIMARY KEY (fetched_ms, source)
+);
+
 CREATE TABLE store_jobs (name TEXT PRIMARY KEY);
 INSERT INTO store_jobs (name) SELECT 'rebuild_rollups' WHERE EXISTS (SELECT 1 FROM readings);
