@@ -299,6 +299,15 @@ test("explorer in chromium", { timeout: 240000 }, async (t) => {
     await page.waitForFunction((n) => document.getElementById("map").dataset.points === String(n), expected.length);
   });
 
+  await step("EPA AQI colors for air quality, kept in the URL", async () => {
+    await page.check('input[name="color"][value="aqi"]');
+    await page.waitForFunction(() => /EPA AQI/.test(document.getElementById("legend").textContent));
+    assert.match(await page.textContent("#legend"), /0-50 good/);
+    assert.match(page.url(), /color=aqi/);
+    await page.check('input[name="color"][value="freshness"]');
+    await page.waitForFunction(() => /Freshness/.test(document.getElementById("legend").textContent));
+  });
+
   await step("clicking a sensor shows the API's latest value", async () => {
     // The view in the URL: zoomed in on the station, so its marker stands alone.
     await page.goto(`${base}/explorer?view=${sensor.longitude},${sensor.latitude},48`);
