@@ -531,7 +531,7 @@ type getReadingsArgs struct {
 	Days       *float64 `json:"days,omitempty" jsonschema:"Last N days up to now; not with since or until"`
 	Parameters []string `json:"parameters,omitempty" jsonschema:"Keep only these canonical parameters in each reading"`
 	Sort       string   `json:"sort,omitempty" jsonschema:"desc (newest first, default) or asc, as REST's sort"`
-	Order      string   `json:"order,omitempty" jsonschema:"Deprecated (removed in the next release): use sort"`
+	Order      string   `json:"order,omitempty" jsonschema:"Deprecated name of sort"`
 	DataFormat string   `json:"data_format,omitempty" jsonschema:"cleaned (default): canonical measurements; raw: the source payload of each reading"`
 	Limit      *int     `json:"limit,omitempty" jsonschema:"Readings per page (default 100, at most 500; larger is clamped)"`
 	Cursor     string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
