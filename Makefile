@@ -5,7 +5,7 @@ MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/... ./deploy/docker
 BINARIES  := gateway ocean weather airquality
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build run test test-short bench vet fmt lint images clean
+.PHONY: all build run test test-short bench vet fmt lint images clean web test-web
 
 all: build
 
@@ -23,10 +23,21 @@ run: build
 # gateway then runs a gateway process built with -race too.
 RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./pkg/obs/
 
+# web: rebuilds the explorer bundle (gateway/web/dist, committed and embedded in the gateway)
+# from its TypeScript sources; needs Node.js and npm (the gateway itself does not).
+web:
+	cd gateway/web && npm ci --no-audit --no-fund && npx tsc --noEmit && node build.mjs && node tools/palette-check.mjs
+
 test: lint
 	@scripts/testenv.sh $(GO) test $(TESTFLAGS) $(MODULES)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) $(RACE_TESTS)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) -run 'TestConcurrentClients' ./gateway/proxy/e2e/
+	@$(MAKE) --no-print-directory test-web
+
+# test-web: the explorer's browser tests (gateway/web/test): Debian's chromium driven by
+# playwright-core against the gateway and services built from this checkout.
+test-web:
+	cd gateway/web && npm ci --no-audit --no-fund && node --test test/
 
 vet:
 	$(GO) vet $(MODULES)

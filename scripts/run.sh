@@ -83,6 +83,9 @@ cat <<MSG
 
   curl -H 'x-api-key: $DEV_API_KEY' '$url/api/v1/sensors?limit=5'
 
+  Explorer (the key rides in the URL fragment, which the browser never sends):
+    $url/explorer#key=$DEV_API_KEY
+
   API reference: $url/docs      Ctrl-C stops everything.
 
 MSG

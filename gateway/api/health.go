@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -18,22 +19,26 @@ const probeTimeout = 2 * time.Second
 type Check struct {
 	Name     string
 	Critical bool
-	// Probe returns optional detail to show (a status struct) and an error when the
-	// dependency is unhealthy.
+	// Probe returns optional detail (a status struct) and an error when the dependency is
+	// unhealthy. Both go to the log only: error texts of drivers name users, hosts and
+	// ports, which /readyz, served without a key, must not show.
 	Probe func(ctx context.Context) (detail any, err error)
 }
 
-type checkResult struct {
-	OK        bool    `json:"ok"`
-	Critical  bool    `json:"critical"`
-	LatencyMS float64 `json:"latency_ms"`
-	Error     string  `json:"error,omitempty"`
-	Detail    any     `json:"detail,omitempty"`
-}
+// Component states shown by /readyz.
+const (
+	StateOK = "ok"
+	// StateDown: a critical dependency fails; the gateway is not ready.
+	StateDown = "down"
+	// StateDegraded: a non-critical dependency fails; the gateway serves without it.
+	StateDegraded = "degraded"
+)
 
+// readiness is the /readyz body: the overall status and each component's state, nothing
+// else.
 type readiness struct {
-	Status string                 `json:"status"` // ready | not_ready
-	Checks map[string]checkResult `json:"checks"`
+	Status string            `json:"status"` // ready | not_ready
+	Checks map[string]string `json:"checks"`
 }
 
 func healthz(c *gin.Context) {
@@ -42,11 +47,38 @@ func healthz(c *gin.Context) {
 }
 
 // readyz runs every check at once, each under probeTimeout, and answers 200 when every
-// critical check passes, 503 otherwise; the body has one field per dependency.
-func readyz(checks []Check) gin.HandlerFunc {
+// critical check passes, 503 otherwise; the body names each component and its state. A
+// check's failure is logged when its state changes: at INFO until it has once succeeded
+// (dependencies still starting), at WARN after that (a real failure).
+func readyz(log *slog.Logger, checks []Check) gin.HandlerFunc {
+	var mu sync.Mutex
+	last := map[string]string{}
+	everOK := map[string]bool{}
+	report := func(ctx context.Context, ch Check, state string, detail any, err error) {
+		mu.Lock()
+		prev, seen := last[ch.Name]
+		last[ch.Name] = state
+		wasOK := everOK[ch.Name]
+		if state == StateOK {
+			everOK[ch.Name] = true
+		}
+		mu.Unlock()
+		if seen && prev == state {
+			return
+		}
+		switch {
+		case state == StateOK && seen:
+			log.InfoContext(ctx, "readiness: component recovered", "component", ch.Name, "detail", detail)
+		case state == StateOK:
+		case !wasOK:
+			log.InfoContext(ctx, "readiness: component not ready yet", "component", ch.Name, "state", state, "err", err, "detail", detail)
+		default:
+			log.WarnContext(ctx, "readiness: component failing", "component", ch.Name, "state", state, "err", err, "detail", detail)
+		}
+	}
 	return func(c *gin.Context) {
-		res := readiness{Status: "ready", Checks: make(map[string]checkResult, len(checks))}
-		var mu sync.Mutex
+		res := readiness{Status: "ready", Checks: make(map[string]string, len(checks))}
+		var rmu sync.Mutex
 		var wg sync.WaitGroup
 		for _, ch := range checks {
 			wg.Add(1)
@@ -54,19 +86,21 @@ func readyz(checks []Check) gin.HandlerFunc {
 				defer wg.Done()
 				ctx, cancel := context.WithTimeout(c.Request.Context(), probeTimeout)
 				defer cancel()
-				start := time.Now()
 				detail, err := ch.Probe(ctx)
-				r := checkResult{OK: err == nil, Critical: ch.Critical, Detail: detail,
-					LatencyMS: float64(time.Since(start).Microseconds()) / 1000}
-				if err != nil {
-					r.Error = err.Error()
+				state := StateOK
+				switch {
+				case err != nil && ch.Critical:
+					state = StateDown
+				case err != nil:
+					state = StateDegraded
 				}
-				mu.Lock()
-				res.Checks[ch.Name] = r
-				if err != nil && ch.Critical {
+				report(c.Request.Context(), ch, state, detail, err)
+				rmu.Lock()
+				res.Checks[ch.Name] = state
+				if state == StateDown {
 					res.Status = "not_ready"
 				}
-				mu.Unlock()
+				rmu.Unlock()
 			}()
 		}
 		wg.Wait()

@@ -17,6 +17,9 @@ import (
 // are the caller's to fill.
 func ParseProjectQuery(v url.Values) (catalog.ProjectFilter, error) {
 	var f catalog.ProjectFilter
+	if err := CheckValues(v); err != nil {
+		return f, err
+	}
 	var err error
 	for _, p := range []struct {
 		name string

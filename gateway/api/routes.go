@@ -2,27 +2,33 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/openapi"
+	"github.com/sensorgate/sensorgate/gateway/web"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // chain is the one middleware chain every request of the gateway goes through, outermost
 // first:
 //
+//  0. securityHeaders: X-Content-Type-Options: nosniff on every answer (headers.go);
 //  1. obs.Middleware: request id (the caller's X-Request-Id when valid, else a new one),
 //     in-flight gauge, server span, then latency metric and access-log line (and a last
 //     line of defence against a panic outside Gin);
-//  2. trimTrailingSlash: /a/b/ is served as /a/b, without a redirect;
+//  2. compress: gzip for answers of 1 KiB or more when the client accepts it (never event
+//     streams; compress.go), then trimTrailingSlash: /a/b/ is served as /a/b, without a
+//     redirect;
 //  3. Gin: routeContext (the route template for 1), renderErrors (the one error writer),
 //     recoverPanics (a panic becomes a 500 in the error shape), the route's body limit
 //     (413 for a larger Content-Length before a byte of the body is read, and before the
 //     key check, so no client-sized buffer exists for a caller without a key);
-//  4. per tier, in addRoutes: auth.Middleware (x-api-key), then the rate limit;
+//  4. per tier, in addRoutes: auth.Middleware (x-api-key), the rate limit, then the
+//     input check of every parameter (checkInput);
 //  5. the handler.
 //
 // Streaming handlers get the server's http.Flusher through every layer (each wrapper has
@@ -31,7 +37,7 @@ func chain(d Deps, r *gin.Engine) http.Handler {
 	limits := bodyLimits{}
 	r.Use(routeContext(), renderErrors(d.Logger), recoverPanics(d.Logger), limits.middleware())
 	addRoutes(r, d, limits)
-	return obs.Middleware(trimTrailingSlash(r), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
+	return securityHeaders(obs.Middleware(compress(trimTrailingSlash(r)), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()}))
 }
 
 // addRoutes lists the whole HTTP surface of the gateway, grouped by auth tier. Add a route
@@ -44,10 +50,10 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	if d.MetricsHandler != nil {
 		r.GET(obs.PathMetrics, gin.WrapH(d.MetricsHandler))
 	}
-	r.GET("/readyz", readyz(append([]Check{{
+	r.GET("/readyz", readyz(d.Logger, append([]Check{{
 		Name: "store", Critical: true,
 		Probe: func(ctx context.Context) (any, error) { return nil, d.Store.Ping(ctx) },
-	}}, d.Checks...)))
+	}, stoppingCheck(d.Stopping)}, d.Checks...)))
 
 	// --- Public: the OpenAPI document and its reference page (package openapi). ---
 	if docs, err := openapi.NewHandler(); err != nil {
@@ -59,12 +65,26 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		r.GET(openapi.PathAssets+"*file", gin.WrapH(docs))
 	}
 
+	// --- Public: the landing page and the explorer with its assets (package web); the
+	// explorer asks the person for a key and sends it to /api/v1 itself. ---
+	if page, err := web.New(); err != nil {
+		d.Logger.Error("explorer unavailable", "err", err)
+	} else {
+		for _, p := range []string{web.PathRoot, web.PathExplorer, web.PathAssets + "*file"} {
+			r.GET(p, gin.WrapH(page))
+			r.HEAD(p, gin.WrapH(page))
+		}
+	}
+
 	// --- Authenticated: every /api/v1 route needs x-api-key (docs/spec.md 5), then counts
 	// against the key's rate limit. ---
 	v1 := r.Group("/api/v1", auth.Middleware(d.Auth))
 	if d.RateLimit != nil {
 		v1.Use(d.RateLimit)
 	}
+	// Then every query and path parameter is checked (input.go): a NUL, invalid UTF-8, a
+	// raw ';' or a repeated parameter is a 400 before any store or upstream call.
+	v1.Use(checkInput())
 
 	// Sensors catalog (docs/spec.md 4.2-4.6). The literal paths types, statuses and registry
 	// are static routes, which Gin matches before the :id parameter.
@@ -78,6 +98,20 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	if d.Proxy.Latest != nil {
 		v1.GET("/sensors/:id/readings/latest", d.Proxy.Latest)
 		v1.GET("/sensors/:id/readings", d.Proxy.Readings)
+	}
+	if d.Proxy.Aggregate != nil {
+		v1.GET("/sensors/:id/readings/aggregate", d.Proxy.Aggregate)
+	}
+
+	// Live data (docs/live.md): the newest reading of every sensor of an area with the one
+	// staleness rule, and Server-Sent Event streams of new readings (text/event-stream;
+	// opening one counts one request, and each key may hold a few open at once).
+	if d.Live.AreaLatest != nil {
+		v1.GET("/readings/latest", d.Live.AreaLatest)
+	}
+	if d.Live.SensorStream != nil {
+		v1.GET("/sensors/:id/readings/stream", d.Live.SensorStream)
+		v1.GET("/readings/stream", d.Live.AreaStream)
 	}
 
 	// Services (docs/spec.md 4.13).
@@ -111,3 +145,18 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		limits.set(v1, "/catalog/mcp", MaxMCPBody)
 	}
 }
+
+// stoppingCheck fails once stopping is closed, so that /readyz answers 503 while the
+// gateway drains and load balancers send new traffic elsewhere.
+func stoppingCheck(stopping <-chan struct{}) Check {
+	return Check{Name: "shutdown", Critical: true, Probe: func(context.Context) (any, error) {
+		select {
+		case <-stopping:
+			return nil, errShuttingDown
+		default:
+			return nil, nil
+		}
+	}}
+}
+
+var errShuttingDown = errors.New("the gateway is shutting down")

@@ -38,10 +38,14 @@ type SensorQuery struct {
 
 // ParseSensorQuery parses the query of GET /sensors and /sensors/registry (docs/spec.md 4.2).
 // It is pure: every input gives a query or an *apierr.Error naming the parameter and the
-// form it takes. An empty value counts as absent.
+// form it takes. An empty value counts as absent; a repeated parameter, a control character
+// or invalid UTF-8 is refused (CheckValues), never passed to the store or ignored.
 func ParseSensorQuery(v url.Values) (SensorQuery, error) {
 	q := SensorQuery{Filter: catalog.SensorFilter{Page: 1, Limit: DefaultListLimit}}
 	f := &q.Filter
+	if err := CheckValues(v); err != nil {
+		return q, err
+	}
 	var err error
 	if f.Search, err = textParam(v, "search"); err != nil {
 		return q, err

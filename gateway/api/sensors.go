@@ -4,7 +4,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/render"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/formats"
 )
 
 // handlers holds the catalog handlers' dependencies.
@@ -19,6 +21,13 @@ func (h *handlers) listSensors(registry bool) gin.HandlerFunc {
 			fail(c, err)
 			return
 		}
+		// The answer format (docs/api-decisions.md "Wave 2"): the format parameter wins
+		// over Accept.
+		f, err := formats.Negotiate(c.Request.URL.Query(), c.GetHeader("Accept"), render.ListFormats...)
+		if err != nil {
+			fail(c, err)
+			return
+		}
 		ctx, cancel := h.queryCtx(c)
 		defer cancel()
 		page, err := h.d.Store.ListSensors(ctx, q.Filter)
@@ -26,10 +35,15 @@ func (h *handlers) listSensors(registry bool) gin.HandlerFunc {
 			fail(c, storeErr("list sensors", err))
 			return
 		}
-		writeJSON(c, sensorList{
-			Sensors:    shapeItems(page.Sensors, q, registry),
-			Pagination: contract.NewPagination(q.Filter.Page, q.Filter.Limit, page.Total),
-		})
+		items, pg := shapeItems(page.Sensors, q, registry), contract.NewPagination(q.Filter.Page, q.Filter.Limit, page.Total)
+		if f != formats.JSON {
+			if err := render.List(c.Writer, c.Writer.Header(), c.Request, f, items, pg); err != nil {
+				_ = c.Error(err)
+			}
+			return
+		}
+		c.Header("Vary", "Accept")
+		writeJSON(c, sensorList{Sensors: items, Pagination: pg})
 	}
 }
 

@@ -55,6 +55,14 @@ type Deps struct {
 
 	// MCP, when set, answers the MCP endpoints (package mcp).
 	MCP MCPHandlers
+
+	// Stopping is closed when the gateway begins to shut down: /readyz answers 503 from
+	// then on, and long-lived answers (event streams, exports) watch it to end with a final
+	// message instead of being cut off when the grace period ends. nil: never.
+	Stopping <-chan struct{}
+
+	// Live, when set, answers area latest and the streams (packages latest and stream).
+	Live LiveHandlers
 }
 
 // NewServer returns the gateway's HTTP handler.
@@ -133,7 +141,13 @@ func trimTrailingSlash(next http.Handler) http.Handler {
 
 // ProxyHandlers are the routes answered by the backing services through the gateway.
 type ProxyHandlers struct {
-	Latest, Readings, ServiceHealth gin.HandlerFunc
+	Latest, Readings, Aggregate, ServiceHealth gin.HandlerFunc
+}
+
+// LiveHandlers are the live-data routes (docs/live.md): area latest and the two
+// Server-Sent Event streams.
+type LiveHandlers struct {
+	AreaLatest, SensorStream, AreaStream gin.HandlerFunc
 }
 
 // MCPHandlers are the MCP endpoints (docs/spec.md 4.9-4.12): one JSON-RPC message per POST.
@@ -174,14 +188,21 @@ func renderErrors(log *slog.Logger) gin.HandlerFunc {
 		}
 		err := c.Errors.Last().Err
 		e := apierr.From(err)
-		if e.Code == apierr.Internal {
+		switch e.Code {
+		case apierr.Internal:
 			log.ErrorContext(c.Request.Context(), "internal error", "request_id", RequestID(c.Request.Context()),
+				"route", c.FullPath(), "err", err)
+		case apierr.StoreUnavailable:
+			log.WarnContext(c.Request.Context(), "catalog database unavailable", "request_id", RequestID(c.Request.Context()),
 				"route", c.FullPath(), "err", err)
 		}
 		if c.Writer.Written() {
 			return // a handler already started its answer; the log line is all we can do
 		}
 		c.Header("Cache-Control", "no-store")
+		if ra := e.RetryAfter(); ra != "" {
+			c.Header("Retry-After", ra)
+		}
 		c.JSON(e.Status(), e)
 	}
 }
@@ -250,12 +271,16 @@ func (h *handlers) queryCtx(c *gin.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(c.Request.Context(), h.d.QueryTimeout)
 }
 
-// storeErr maps what the store returned: client errors pass through, anything else is
-// internal (logged whole by renderErrors).
+// storeErr maps what the store returned: client errors pass through, a database that
+// cannot answer is 503 store_unavailable (catalog.UnavailableError), anything else is internal (logged
+// whole by renderErrors).
 func storeErr(what string, err error) error {
 	var e *apierr.Error
 	if errors.As(err, &e) {
 		return e
+	}
+	if catalog.Unavailable(err) {
+		return catalog.UnavailableError(what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

@@ -126,8 +126,11 @@ func TestStoreDownIsNotReadyAndInternal(t *testing.T) {
 	}
 	var ready readiness
 	_ = json.Unmarshal(w.Body.Bytes(), &ready)
-	if ready.Status != "not_ready" || ready.Checks["store"].OK || ready.Checks["store"].Error == "" {
-		t.Errorf("/readyz body %s", w.Body)
+	if ready.Status != "not_ready" || ready.Checks["store"] != StateDown || strings.Contains(w.Body.String(), "closed") {
+		t.Errorf("/readyz body %s: want the store down and no error text", w.Body)
+	}
+	if !strings.Contains(logs.String(), "readiness") || !strings.Contains(logs.String(), "closed") {
+		t.Errorf("the store's failure is not logged:\n%s", logs.String())
 	}
 	// /healthz is liveness: the process is fine.
 	if w := serve(h, http.MethodGet, "/healthz", ""); w.Code != http.StatusOK {

@@ -14,6 +14,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/config"
 	"github.com/sensorgate/sensorgate/gateway/prober"
 	"github.com/sensorgate/sensorgate/gateway/proxy"
+	"github.com/sensorgate/sensorgate/gateway/render"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
@@ -47,19 +48,20 @@ func newProxying(cfg config.Config, st catalog.Store, reg prometheus.Registerer,
 	if err != nil {
 		return proxying{}, err
 	}
+	fail := func(c *gin.Context, err error) {
+		if errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil {
+			c.AbortWithStatus(499) // the client is gone: nothing to render, nothing to log as an error
+			return
+		}
+		api.Fail(c, err)
+	}
 	h, err := proxy.NewHandlers(proxy.HandlerOptions{
 		Upstreams: up,
 		Cache:     cache,
 		Resolve: func(ctx context.Context, ref string) (catalog.Sensor, error) {
 			return catalog.ResolveSensor(ctx, st, ref)
 		},
-		Error: func(c *gin.Context, err error) {
-			if errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil {
-				c.AbortWithStatus(499) // the client is gone: nothing to render, nothing to log as an error
-				return
-			}
-			api.Fail(c, err)
-		},
+		Error:  fail,
 		Logger: log,
 	})
 	if err != nil {
@@ -74,7 +76,7 @@ func newProxying(cfg config.Config, st catalog.Store, reg prometheus.Registerer,
 		return proxying{}, err
 	}
 	return proxying{
-		handlers: api.ProxyHandlers{Latest: h.Latest(), Readings: h.Readings(), ServiceHealth: h.ServiceHealth()},
+		handlers: api.ProxyHandlers{Latest: h.Latest(), Readings: render.Readings(h, fail), Aggregate: render.Aggregate(h, fail), ServiceHealth: h.ServiceHealth()},
 		prober:   pr,
 		close:    up.CloseIdleConnections,
 	}, nil

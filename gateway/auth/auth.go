@@ -23,6 +23,16 @@ const Header = "x-api-key"
 // without limit.
 const DefaultCacheSize = 10_000
 
+// DefaultNegativeCacheSize bounds the cache of recently missed key hashes. It is separate
+// from the cache of found keys, so that a flood of random keys fills only itself and never
+// evicts the keys of real callers.
+const DefaultNegativeCacheSize = 10_000
+
+// MinNegativeTTL is the shortest time a missed key hash is remembered, even with the
+// positive cache off: a client retrying one wrong key costs one lookup per window. A key
+// created after someone presented it is seen within this time.
+const MinNegativeTTL = 5 * time.Second
+
 // Identity is an authenticated caller. It carries the key's id, never the key.
 type Identity struct {
 	KeyID       uuid.UUID
@@ -53,6 +63,14 @@ type Authenticator struct {
 
 	mu    sync.Mutex
 	cache map[[32]byte]cacheEntry
+
+	// neg remembers hashes the store did not know until their time (bounded by negSize).
+	negMu   sync.Mutex
+	neg     map[[32]byte]time.Time
+	negSize int
+	negTTL  time.Duration
+	// throttle, when set, limits wrong keys per client address (429 over the limit).
+	throttle Throttle
 }
 
 // cacheEntry remembers one lookup, found or not, until expires.
@@ -78,6 +96,13 @@ type Options struct {
 	Now func() time.Time
 	// Metrics, when set, counts cache hits and misses.
 	Metrics *obs.Metrics
+	// NegativeCacheSize bounds the remembered missed key hashes (default
+	// DefaultNegativeCacheSize); they are remembered for max(CacheTTL, MinNegativeTTL).
+	NegativeCacheSize int
+	// Throttle, when set, counts wrong keys per client address and answers 429 with
+	// Retry-After over its limit, before any database lookup (MemoryThrottle,
+	// RedisThrottle).
+	Throttle Throttle
 }
 
 // New returns an Authenticator over the store.
@@ -94,9 +119,14 @@ func New(store KeyStore, opt Options) (*Authenticator, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.NegativeCacheSize <= 0 {
+		opt.NegativeCacheSize = DefaultNegativeCacheSize
+	}
 	a := &Authenticator{
 		store: store, env: opt.Environment, ttl: opt.CacheTTL, now: opt.Now, size: opt.CacheSize, met: opt.Metrics,
 		cache: map[[32]byte]cacheEntry{},
+		neg:   map[[32]byte]time.Time{}, negSize: opt.NegativeCacheSize, negTTL: max(opt.CacheTTL, MinNegativeTTL),
+		throttle: opt.Throttle,
 	}
 	if opt.Metrics != nil {
 		a.hits, a.misses = opt.Metrics.KeyCache.WithLabelValues(obs.CacheHit), opt.Metrics.KeyCache.WithLabelValues(obs.CacheMiss)
@@ -112,32 +142,114 @@ func (a *Authenticator) Environment() string { return a.env }
 // other-environment key. A store failure is returned wrapped (an internal error), never
 // mistaken for an invalid key, and is not cached.
 func (a *Authenticator) Authenticate(ctx context.Context, secret string) (Identity, error) {
-	id, err := a.authenticate(ctx, secret)
+	return a.AuthenticateFrom(ctx, secret, "")
+}
+
+// AuthenticateFrom is Authenticate for a caller at a client address (an IP), which the
+// throttle counts wrong keys by: past its limit the error is 429 rate_limited, a
+// *ThrottledError saying when to retry.
+func (a *Authenticator) AuthenticateFrom(ctx context.Context, secret, addr string) (Identity, error) {
+	id, err := a.authenticate(ctx, secret, addr)
 	if err != nil {
 		return Identity{}, err
 	}
 	return *id, nil
 }
 
-// authenticate is Authenticate returning the cached, shared identity (the middleware puts
-// it in the request context without copying it).
-func (a *Authenticator) authenticate(ctx context.Context, secret string) (*Identity, error) {
+// authenticate is AuthenticateFrom returning the cached, shared identity (the middleware
+// puts it in the request context without copying it).
+//
+// The order bounds what a wrong key costs: a key in the positive cache answers at once; a
+// hash missed recently (negative cache) is refused without a lookup; an address over the
+// throttle's limit is refused without a lookup; only then is the store asked. The stored
+// hash is compared with the computed one in constant time; maps and the store are keyed by
+// the hash, never by the secret.
+func (a *Authenticator) authenticate(ctx context.Context, secret, addr string) (*Identity, error) {
 	if secret == "" {
 		return nil, apierr.New(apierr.MissingAPIKey, "missing API key: send it in the %s header", Header)
 	}
 	if len(secret) > MaxKeyLen {
+		a.miss(ctx, addr)
 		return nil, invalidKey()
 	}
-	hash := Hash(secret)
-	e, err := a.lookup(ctx, hash)
-	if err != nil {
-		return nil, err
+	var h [32]byte
+	copy(h[:], Hash(secret))
+	e, ok := a.cached(h)
+	if !ok {
+		if a.missedRecently(h) {
+			a.miss(ctx, addr)
+			return nil, invalidKey()
+		}
+		if a.throttle != nil {
+			if d, blocked := a.throttle.Blocked(ctx, addr); blocked {
+				return nil, &ThrottledError{RetryAfter: d}
+			}
+		}
+		var err error
+		if e, err = a.lookup(ctx, h); err != nil {
+			return nil, err
+		}
 	}
 	k := e.key
-	if !e.found || subtle.ConstantTimeCompare(k.Hash, hash) != 1 || k.RevokedAt != nil || k.Environment != a.env {
+	if !e.found || subtle.ConstantTimeCompare(k.Hash, h[:]) != 1 || k.RevokedAt != nil || k.Environment != a.env {
+		a.miss(ctx, addr)
 		return nil, invalidKey()
 	}
 	return e.id, nil
+}
+
+// ThrottledError is the answer to an address past the throttle's limit of wrong keys: 429
+// rate_limited (errors.As finds the *apierr.Error) with RetryAfter for the header.
+type ThrottledError struct{ RetryAfter time.Duration }
+
+func (e *ThrottledError) Error() string { return e.api().Error() }
+
+func (e *ThrottledError) api() *apierr.Error {
+	return apierr.New(apierr.RateLimited, "too many invalid API keys from this address; retry in %d s", e.Seconds())
+}
+
+// Seconds is RetryAfter rounded up to whole seconds (at least 1), the unit of Retry-After.
+func (e *ThrottledError) Seconds() int {
+	return max(1, int((e.RetryAfter+time.Second-1)/time.Second))
+}
+
+// Unwrap gives errors.As the client-facing error.
+func (e *ThrottledError) Unwrap() error { return e.api() }
+
+func (a *Authenticator) miss(ctx context.Context, addr string) {
+	if a.throttle != nil {
+		a.throttle.Miss(ctx, addr)
+	}
+}
+
+// missedRecently reports whether the store did not know h within the negative TTL.
+func (a *Authenticator) missedRecently(h [32]byte) bool {
+	a.negMu.Lock()
+	until, ok := a.neg[h]
+	a.negMu.Unlock()
+	return ok && a.now().Before(until)
+}
+
+// rememberMiss records h as unknown, dropping expired entries and then arbitrary ones when
+// the table is full: memory stays bounded under any flood.
+func (a *Authenticator) rememberMiss(h [32]byte) {
+	now := a.now()
+	a.negMu.Lock()
+	defer a.negMu.Unlock()
+	if len(a.neg) >= a.negSize {
+		for k, until := range a.neg {
+			if !now.Before(until) {
+				delete(a.neg, k)
+			}
+		}
+		for k := range a.neg {
+			if len(a.neg) < a.negSize {
+				break
+			}
+			delete(a.neg, k)
+		}
+	}
+	a.neg[h] = now.Add(a.negTTL)
 }
 
 // invalidKey does not say whether the key is unknown, revoked or of the other environment:
@@ -146,25 +258,35 @@ func invalidKey() *apierr.Error {
 	return apierr.New(apierr.InvalidAPIKey, "invalid API key: it is unknown, revoked, or of another environment than this gateway's")
 }
 
-func (a *Authenticator) lookup(ctx context.Context, hash []byte) (cacheEntry, error) {
-	var h [32]byte
-	copy(h[:], hash)
-	now := a.now()
-	if a.ttl > 0 {
-		a.mu.Lock()
-		e, ok := a.cache[h]
-		a.mu.Unlock()
-		if ok && now.Before(e.expires) {
-			a.count(a.hits)
-			return e, nil
-		}
-		a.count(a.misses)
+// cached returns the positive cache's entry of h while it is fresh.
+func (a *Authenticator) cached(h [32]byte) (cacheEntry, bool) {
+	if a.ttl <= 0 {
+		return cacheEntry{}, false
 	}
-	k, err := a.store.KeyByHash(ctx, hash)
+	a.mu.Lock()
+	e, ok := a.cache[h]
+	a.mu.Unlock()
+	if ok && a.now().Before(e.expires) {
+		a.count(a.hits)
+		return e, true
+	}
+	a.count(a.misses)
+	return cacheEntry{}, false
+}
+
+// lookup asks the store for h; a found key (valid or not) goes to the positive cache, an
+// unknown one to the negative cache.
+func (a *Authenticator) lookup(ctx context.Context, h [32]byte) (cacheEntry, error) {
+	now := a.now()
+	k, err := a.store.KeyByHash(ctx, h[:])
 	e := cacheEntry{key: k, found: true, expires: now.Add(a.ttl)}
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
-		e.found = false
+		a.rememberMiss(h)
+		return cacheEntry{}, nil
+	case catalog.Unavailable(err):
+		// 503 store_unavailable with Retry-After, never mistaken for a wrong key.
+		return cacheEntry{}, catalog.UnavailableError("auth: look up key", err)
 	case err != nil:
 		return cacheEntry{}, fmt.Errorf("auth: look up key: %w", err)
 	default:
@@ -207,4 +329,7 @@ func (a *Authenticator) Forget() {
 	a.mu.Lock()
 	clear(a.cache)
 	a.mu.Unlock()
+	a.negMu.Lock()
+	clear(a.neg)
+	a.negMu.Unlock()
 }

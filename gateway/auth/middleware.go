@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"errors"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -29,8 +31,12 @@ func FromGin(c *gin.Context) (Identity, bool) { return FromContext(c.Request.Con
 // admitted one continues with its Identity in the request context.
 func Middleware(a *Authenticator) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		id, err := a.authenticate(c.Request.Context(), c.GetHeader(Header))
+		id, err := a.authenticate(c.Request.Context(), c.GetHeader(Header), c.ClientIP())
 		if err != nil {
+			var te *ThrottledError
+			if errors.As(err, &te) {
+				c.Header("Retry-After", strconv.Itoa(te.Seconds()))
+			}
 			_ = c.Error(err)
 			c.Abort()
 			return

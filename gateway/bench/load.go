@@ -205,7 +205,7 @@ func (g *generator) row(i int) []any {
 	providerID, feedID := ids.Provider(sh.provider), ids.Feed(sh.feed)
 	search := strings.ToLower(name + "\x1f" + desc + "\x1f" + ext + "\x1f" + sh.providerName)
 	deployed := g.now.AddDate(0, 0, -g.r.IntN(365*30))
-	return []any{ids.Sensor(sh.id, ext), sh.id, ext, strings.ToUpper(ext), name, desc, sh.sensorType, status,
+	return []any{ids.Sensor(sh.id, ext), sh.id, ext, ext, name, desc, sh.sensorType, status,
 		sh.dataTypes[g.r.IntN(len(sh.dataTypes))], deployed, lat, lon, providerID, sh.providerName, sh.provider,
 		feedID, sh.feedName, sh.feed, 600, g.now, search, uuid.NewString()}
 }

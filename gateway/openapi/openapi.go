@@ -168,9 +168,11 @@ var pageTemplate = template.Must(template.New("docs").Parse(`<!DOCTYPE html>
 <title>{{.Title}} {{.Version}}: API reference</title>
 <style>body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 noscript table{border-collapse:collapse;margin:1em}noscript td,noscript th{border:1px solid #ccc;padding:.3em .6em;text-align:left}
-noscript code{font-family:ui-monospace,monospace}</style>
+noscript code{font-family:ui-monospace,monospace}
+nav.site{padding:.4em 1em;border-bottom:1px solid #ddd;font-size:.95em}</style>
 </head>
 <body>
+<nav class="site"><a href="/explorer">Explorer: the sensors on a map</a></nav>
 <redoc spec-url="{{.SpecURL}}" hide-download-button="false" path-in-middle-panel="true"></redoc>
 <noscript>
 <h1>{{.Title}} {{.Version}}</h1>

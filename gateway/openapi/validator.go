@@ -396,3 +396,23 @@ func (c *checkingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	return resp, nil
 }
+
+// The answer formats of docs/api-decisions.md "Wave 2" that kin-openapi does not decode by
+// itself: GeoJSON is JSON, and NDJSON is checked as the array of its lines.
+func init() {
+	openapi3filter.RegisterBodyDecoder("application/geo+json", openapi3filter.JSONBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		var out []any
+		dec := json.NewDecoder(body)
+		dec.UseNumber()
+		for {
+			var v any
+			if err := dec.Decode(&v); err == io.EOF {
+				return out, nil
+			} else if err != nil {
+				return nil, fmt.Errorf("ndjson line %d: %w", len(out)+1, err)
+			}
+			out = append(out, v)
+		}
+	})
+}

@@ -101,7 +101,9 @@ func NewHandlers(o HandlerOptions) (*Handlers, error) {
 // Query parameters passed to the service, all others dropped.
 var (
 	latestParams   = []string{"data_format", "parameter"}
-	readingsParams = []string{"data_format", "days", "limit", "page", "parameter", "since", "sort", "until"}
+	readingsParams = []string{"data_format", "days", "limit", "page", "parameter", "revisions", "since", "sort", "until"}
+	// aggregateParams leaves out the service's internal source switch.
+	aggregateParams = []string{"days", "interval", "parameter", "since", "stats", "tz", "until"}
 )
 
 // readingsRoute is what differs between the two readings routes.
@@ -119,6 +121,9 @@ var readingsRoutes = [...]readingsRoute{
 	RouteReadings: {prefix: RouteReadings.String() + "\x00", params: readingsParams,
 		validate: func(v url.Values, now time.Time) error { _, err := contract.ParseReadingsQuery(v, now); return err },
 		path:     contract.ReadingsPath},
+	RouteAggregate: {prefix: RouteAggregate.String() + "\x00", params: aggregateParams,
+		validate: func(v url.Values, now time.Time) error { _, err := contract.ParseAggregateQuery(v, now); return err },
+		path:     contract.AggregatePath},
 }
 
 // Latest answers GET /sensors/:id/readings/latest (docs/spec.md 4.7).
@@ -126,6 +131,11 @@ func (h *Handlers) Latest() gin.HandlerFunc { return h.readings(RouteLatest) }
 
 // Readings answers GET /sensors/:id/readings (docs/spec.md 4.8).
 func (h *Handlers) Readings() gin.HandlerFunc { return h.readings(RouteReadings) }
+
+// Aggregate answers GET /sensors/:id/readings/aggregate (docs/api-decisions.md "Wave 2"):
+// validated here with the services' own parser (bucket limit included), computed by the
+// sensor's service, cached like readings.
+func (h *Handlers) Aggregate() gin.HandlerFunc { return h.readings(RouteAggregate) }
 
 func (h *Handlers) readings(route Route) gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -148,7 +158,7 @@ func (h *Handlers) readings(route Route) gin.HandlerFunc {
 // sharing one call. Errors are *apierr.Error (400 for a bad id or query, 404, 502, 504), or
 // ctx's own when the caller went away.
 func (h *Handlers) Answer(ctx context.Context, route Route, ref, rawQuery string) (*Response, error) {
-	if route != RouteLatest && route != RouteReadings {
+	if route != RouteLatest && route != RouteReadings && route != RouteAggregate {
 		return nil, fmt.Errorf("proxy: Answer of route %s, not a readings route", route)
 	}
 	rr := &readingsRoutes[route]

@@ -39,6 +39,9 @@ func scanProject(r rowScanner) (catalog.Project, error) {
 // ListProjects returns one page of the projects the viewer may see (public ones and its
 // own private ones) that match f, ordered by name then id, and their total.
 func (s *Store) ListProjects(ctx context.Context, f catalog.ProjectFilter) ([]catalog.Project, int, error) {
+	if err := checkText("provider", f.Provider, "domain", f.Domain, "temporal_pattern", f.TemporalPattern, "search", f.Search, "feed_type", f.FeedType); err != nil {
+		return nil, 0, err
+	}
 	if f.Page < 1 {
 		f.Page = 1
 	}
@@ -102,6 +105,9 @@ func (s *Store) ListProjects(ctx context.Context, f catalog.ProjectFilter) ([]ca
 
 // Project resolves a project by UUID or slug. Visibility is the caller's to judge.
 func (s *Store) Project(ctx context.Context, idOrSlug string) (catalog.Project, error) {
+	if err := checkText("id", idOrSlug); err != nil {
+		return catalog.Project{}, err
+	}
 	db := s.db.WithContext(ctx)
 	var row *sql.Row
 	if id, err := uuid.Parse(idOrSlug); err == nil {

@@ -65,6 +65,9 @@ func (s *Store) Services(ctx context.Context) ([]catalog.Service, error) {
 
 // Service returns one service by id.
 func (s *Store) Service(ctx context.Context, id string) (catalog.Service, error) {
+	if err := checkText("id", id); err != nil {
+		return catalog.Service{}, err
+	}
 	sv, err := scanService(s.db.WithContext(ctx).Raw("SELECT "+serviceColumns+" FROM services WHERE id = ?", id).Row())
 	if errors.Is(err, sql.ErrNoRows) {
 		return sv, fmt.Errorf("service %q: %w", id, catalog.ErrNotFound)

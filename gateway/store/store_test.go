@@ -182,7 +182,7 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Each embedded migration is recorded once.
-			want := map[string]int64{"postgres": 3, "sqlite": 2}[b.name]
+			want := map[string]int64{"postgres": 4, "sqlite": 3}[b.name]
 			if n != want {
 				t.Fatalf("schema_migrations rows = %d, want %d (each migration applied once)", n, want)
 			}
@@ -742,13 +742,14 @@ func TestSensorLookups(t *testing.T) {
 		}
 		tests := []struct {
 			ext, wantSvc string
-		}{{"tplm2", "ocean"}, {"TPLM2", "ocean"}, {"8118", "airquality"}, {"kfll", "weather"}}
+		}{{"TPLM2", "ocean"}, {"tplm2", "ocean"}, {"8118", "airquality"}, {"kfll", "weather"}}
 		for _, tc := range tests {
 			got, err := s.SensorByExternalID(ctx, tc.ext)
 			if err != nil || got.ServiceID != tc.wantSvc {
 				t.Errorf("SensorByExternalID(%q) = %s, %v; want service %s", tc.ext, got.ServiceID, err, tc.wantSvc)
 			}
 		}
+
 		if _, err := s.SensorByExternalID(ctx, "NOPE"); !errors.Is(err, catalog.ErrNotFound) {
 			t.Errorf("unknown external id: %v", err)
 		}
@@ -1081,6 +1082,47 @@ func TestConcurrentSyncAndList(t *testing.T) {
 		sv, _ := s.Service(ctx, "weather")
 		if p.Total != 6 || sv.SensorCount != 6 {
 			t.Fatalf("after the last full sync: %d active, service count %d; want 6", p.Total, sv.SensorCount)
+		}
+	})
+}
+
+// TestCaseDistinctSensors syncs two OpenAQ locations whose ids differ only in case ("21 de
+// Mayo" and "21 de mayo" in the recorded v1 latest page) into PostgreSQL and SQLite: they
+// stay two sensors with two ids, each found by its own spelling.
+func TestCaseDistinctSensors(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		b := batch("airquality", true)
+		names := []string{"AR:21 de Mayo", "AR:21 de mayo"}
+		for _, ext := range names {
+			b.Sensors = append(b.Sensors, catalog.Sensor{ExternalID: ext, Name: ext, Status: catalog.StatusActive,
+				ProviderSlug: "openaq", FeedSlug: "openaq-latest", DataTypes: []string{"pm2_5_ug_per_m3"}})
+		}
+		if _, err := s.Sync(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]uuid.UUID{}
+		for _, ext := range names {
+			sn, err := s.SensorByExternalID(ctx, ext)
+			if err != nil || sn.ExternalID != ext {
+				t.Fatalf("SensorByExternalID(%q) = %+v, %v", ext, sn, err)
+			}
+			if sn.ID != ids.Sensor("airquality", ext) {
+				t.Errorf("%q has id %v, want ids.Sensor's %v", ext, sn.ID, ids.Sensor("airquality", ext))
+			}
+			got[ext] = sn.ID
+		}
+		if got[names[0]] == got[names[1]] {
+			t.Fatalf("one sensor for both spellings: %v", got)
+		}
+		// A third spelling matches both: it finds neither rather than guess.
+		if _, err := s.SensorByExternalID(ctx, "AR:21 DE MAYO"); !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("an ambiguous spelling found a sensor: %v", err)
+		}
+		page, err := s.ListSensors(ctx, catalog.SensorFilter{Search: "21 de", Page: 1, Limit: 10})
+		if err != nil || len(page.Sensors) != 2 {
+			t.Fatalf("search = %v, %v; want both sensors", extIDs(page), err)
 		}
 	})
 }

@@ -584,7 +584,7 @@ func (s *Store) upsertSensors(tx *gorm.DB, sns []catalog.Sensor, hashes []string
 		if dt == nil {
 			dt = []string{}
 		}
-		args = append(args, sn.ID, sn.ServiceID, sn.ExternalID, strings.ToUpper(sn.ExternalID), sn.Name,
+		args = append(args, sn.ID, sn.ServiceID, sn.ExternalID, sn.ExternalID, sn.Name,
 			sn.Description, sn.SensorType, sn.Status, s.d.arrayValue(dt), dateString(sn.DeploymentDate),
 			dateString(sn.DecommissionedDate), sn.Latitude, sn.Longitude, sn.ProviderID, sn.ProviderName,
 			sn.ProviderSlug, sn.FeedID, sn.FeedName, sn.FeedSlug, sn.ReportingIntervalS, utcPtr(sn.LastReadingAt),

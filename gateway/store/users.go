@@ -133,6 +133,9 @@ func (s *Store) Keys(ctx context.Context) ([]catalog.APIKey, error) {
 // RevokeKey revokes the key whose id or prefix is given. A prefix that names several keys
 // is catalog.ErrConflict; revoking a revoked key keeps its first revocation time.
 func (s *Store) RevokeKey(ctx context.Context, idOrPrefix string, at time.Time) (catalog.APIKey, error) {
+	if err := checkText("id", idOrPrefix); err != nil {
+		return catalog.APIKey{}, err
+	}
 	var k catalog.APIKey
 	if idOrPrefix == "" {
 		return k, errors.New("store: revoke key: empty id or prefix")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
 // Codes of docs/api-decisions.md.
@@ -29,7 +30,17 @@ const (
 	// RateLimitUnavailable: Redis is down and the gateway is configured to fail closed
 	// (RATE_LIMIT_FAIL_CLOSED); docs/api-decisions.md leaves this case open.
 	RateLimitUnavailable = "rate_limit_unavailable"
+	// StoreUnavailable: the catalog database does not answer (down, restarting, out of
+	// connections); the client retries after Retry-After.
+	StoreUnavailable = "store_unavailable"
+	// UpstreamBadResponse: a backing service answered with a status or media type the
+	// gateway does not pass on (HTML, a redirect, an unexpected 204 or 404 body).
+	UpstreamBadResponse = "upstream_bad_response"
 )
+
+// StoreRetryAfter is the Retry-After, in seconds, of a store_unavailable answer: long
+// enough for a database restart or failover to finish, short enough to recover quickly.
+const StoreRetryAfter = 5
 
 var statusByCode = map[string]int{
 	InvalidParameter:     http.StatusBadRequest,
@@ -48,6 +59,23 @@ var statusByCode = map[string]int{
 	UpstreamTimeout:      http.StatusGatewayTimeout,
 	Internal:             http.StatusInternalServerError,
 	RateLimitUnavailable: http.StatusServiceUnavailable,
+	StoreUnavailable:     http.StatusServiceUnavailable,
+	UpstreamBadResponse:  http.StatusBadGateway,
+}
+
+// Known reports whether code is one of the codes above.
+func Known(code string) bool {
+	_, ok := statusByCode[code]
+	return ok
+}
+
+// RetryAfter is the Retry-After value (seconds) an answer with this code carries, or ""
+// when the code sets none itself (rate limiting sets its own from the budget).
+func (e *Error) RetryAfter() string {
+	if e.Code == StoreUnavailable {
+		return strconv.Itoa(StoreRetryAfter)
+	}
+	return ""
 }
 
 // Error is an error meant for the client: Message is safe to show, Code is stable.
@@ -91,6 +119,10 @@ func Write(w http.ResponseWriter, err error) {
 	e := From(err)
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if ra := e.RetryAfter(); ra != "" {
+		w.Header().Set("Retry-After", ra)
+	}
 	w.WriteHeader(e.Status())
 	_ = json.NewEncoder(w).Encode(e)
 }

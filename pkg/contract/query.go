@@ -34,6 +34,8 @@ type ReadingsQuery struct {
 	Format     string
 	Parameters []string // empty: all
 	Ascending  bool
+	// Revisions adds each reading's earlier values (revisions=true).
+	Revisions bool
 }
 
 // Offset is the row offset of the page.
@@ -77,6 +79,13 @@ func ParseReadingsQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 			return q, apierr.Invalid("page", "want a positive integer, got %q", s)
 		}
 		q.Page = n
+	}
+	switch s := v.Get("revisions"); s {
+	case "", "false":
+	case "true":
+		q.Revisions = true
+	default:
+		return q, apierr.Invalid("revisions", "want true or false, got %q", s)
 	}
 	switch s := v.Get("sort"); s {
 	case "", "desc":

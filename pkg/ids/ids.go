@@ -4,7 +4,6 @@
 package ids
 
 import (
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,9 +13,11 @@ import (
 var Namespace = uuid.MustParse("6f1d2c3b-8a4e-5b7f-9c0d-1e2f3a4b5c6d")
 
 // Sensor returns the id of the sensor that service serviceID knows as externalID.
-// External ids are compared case-insensitively (NDBC lists "tplm2", files say "TPLM2").
+// External ids are byte-exact: OpenAQ's "21 de Mayo" and "21 de mayo" are two sensors.
+// Each adapter spells its provider's ids one way (NDBC upper-case, so activestations.xml's
+// "tplm2" and the file TPLM2.txt are one station) before an id gets here.
 func Sensor(serviceID, externalID string) uuid.UUID {
-	return uuid.NewSHA1(Namespace, []byte("sensor:"+serviceID+":"+strings.ToUpper(externalID)))
+	return uuid.NewSHA1(Namespace, []byte("sensor:"+serviceID+":"+externalID))
 }
 
 // Reading returns the id of the reading of sensor taken at ts (truncated to milliseconds).

@@ -141,8 +141,8 @@ func MethodLabel(m string) string {
 const MethodOther = "other"
 
 // Observe records one finished request: the latency histogram by route template, and one
-// access-log line (at error level for a 5xx, debug for a quiet route). Middleware calls it
-// for every request.
+// access-log line (at error level for a 5xx, debug for a quiet route, including a probe's
+// 503). Middleware calls it for every request.
 func (o HTTPOptions) Observe(ctx context.Context, method, route, path string, status int, d time.Duration, bytes int64) {
 	label := MethodLabel(method)
 	if o.Metrics != nil {
@@ -153,6 +153,11 @@ func (o HTTPOptions) Observe(ctx context.Context, method, route, path string, st
 	}
 	level := slog.LevelInfo
 	switch {
+	case status == http.StatusServiceUnavailable && (o.Quiet[route] || o.Quiet[path]):
+		// A probe answering "not ready" (dependencies still starting, or down) is the
+		// probe doing its job, not a server error: the readiness handlers log their
+		// components' state changes themselves (INFO while starting, WARN after).
+		level = slog.LevelDebug
 	case status >= 500:
 		level = slog.LevelError
 	case o.Quiet[route] || o.Quiet[path]:

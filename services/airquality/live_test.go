@@ -25,7 +25,7 @@ func TestLiveOpenAQv3(t *testing.T) {
 	t.Parallel()
 	dir := providerdata.Dir()
 	if dir == "" {
-		t.Skipf("recorded provider payloads not found; set %s", providerdata.EnvDir)
+		t.Fatalf("recorded provider payloads not found (testdata/providers at the repository root); set %s", providerdata.EnvDir)
 	}
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join(dir, "openaq", name))

@@ -93,13 +93,14 @@ var pollutants = map[string]struct{ param, unit string }{
 
 // SiteID is the canonical external id of an AirNow site: the 12-digit international AQS
 // code (country 840 = US, 124 = Canada, 484 = Mexico, then the 9-digit AQS code). A bare
-// 9-digit code, as current observations give for US sites, gets the US prefix.
+// 9-digit code, as current observations give for US sites, gets the US prefix. Otherwise the
+// code is kept byte for byte (identity is exact: no case folding).
 func SiteID(code string) string {
 	c := strings.TrimSpace(code)
 	if len(c) == 9 && isDigits(c) {
 		return "840" + c
 	}
-	return strings.ToUpper(c)
+	return c
 }
 
 func isDigits(s string) bool {

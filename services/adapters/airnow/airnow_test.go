@@ -32,37 +32,50 @@ func TestParseDataGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	adaptertest.CheckBatch(t, b)
-	if len(b.Observations) != 12 || len(b.Rejections) != 0 || len(b.Stations) != 12 {
-		t.Fatalf("observations %d, stations %d, rejections %v; want 12, 12, none", len(b.Observations), len(b.Stations), adaptertest.Reasons(b))
+	// Harmac's RawConcentration is -999: one missing_sentinel, and its reading keeps the
+	// reported AQI only.
+	if len(b.Observations) != 12 || len(b.Rejections) != 1 || b.Rejections[0].Reason != batch.ReasonMissingSentinel ||
+		b.Rejections[0].Field != "RawConcentration" || len(b.Stations) != 12 {
+		t.Fatalf("observations %d, stations %d, rejections %v; want 12, 12, one missing_sentinel", len(b.Observations), len(b.Stations), adaptertest.Reasons(b))
 	}
 	at := time.Date(2026, 9, 12, 20, 0, 0, 0, time.UTC)
 	tests := []struct {
 		id       string
-		pm25     float64
+		pm25     float64 // RawConcentration; -1: none
 		aqi      float64
 		lat, lon float64
 	}{
-		{"840530090015", 3.2, 18, 48.366058, -124.610046}, // Neah Bay: Value 3.2, AQI 18
-		{"124000102103", 9.1, 51, 49.114165, -123.850165}, // Harmac: Value 9.1, RawConcentration -999, AQI 51
-		{"124000100304", 8.3, 46, 48.441942, -123.363165}, // Victoria Topaz
+		{"840530090015", 3.6, 18, 48.366058, -124.610046}, // Neah Bay: Value (NowCast) 3.2, RawConcentration 3.6, AQI 18
+		{"124000102103", -1, 51, 49.114165, -123.850165},  // Harmac: Value 9.1, RawConcentration -999, AQI 51
+		{"124000100304", 8.0, 46, 48.441942, -123.363165}, // Victoria Topaz: Value 8.3, RawConcentration 8.0
+		{"840410570002", 2.2, 14, 45.454722, -123.82},     // Tillamook: Value 2.6, RawConcentration 2.2
 	}
 	for _, tt := range tests {
 		o := obsOf(t, b, tt.id)
-		pm, _ := adaptertest.Value(o, canon.PM25)
+		pm, ok := adaptertest.Value(o, canon.PM25)
+		if !ok {
+			pm = -1
+		}
 		a, _ := adaptertest.Value(o, canon.AQI)
-		if !o.Time.Equal(at) || pm != tt.pm25 || a != tt.aqi || *o.Lat != tt.lat || *o.Lon != tt.lon {
+		if !o.Time.Equal(at) || pm != tt.pm25 || a != tt.aqi || (tt.lat != 0 && (*o.Lat != tt.lat || *o.Lon != tt.lon)) {
 			t.Errorf("%s: %s pm25 %v aqi %v at %v,%v; want %v %v", tt.id, o.Time, pm, a, *o.Lat, *o.Lon, tt.pm25, tt.aqi)
 		}
-		if o.Measurements[0].UnitOriginal != "UG/M3" {
-			t.Errorf("%s unit_original %q", tt.id, o.Measurements[0].UnitOriginal)
+		if ok && (o.Measurements[0].UnitOriginal != "UG/M3" || o.Measurements[0].SourceField != "RawConcentration") {
+			t.Errorf("%s unit_original %q field %q", tt.id, o.Measurements[0].UnitOriginal, o.Measurements[0].SourceField)
 		}
 	}
-	// AirNow's own AQI of every record agrees with package aqi's 2024 PM2.5 breakpoints.
+	// AirNow's own AQI of every record is the NowCast AQI: it agrees with package aqi's
+	// 2024 PM2.5 breakpoints applied to Value (the NowCast), not to RawConcentration.
 	for _, o := range b.Observations {
-		pm, _ := adaptertest.Value(o, canon.PM25)
+		var raw struct {
+			Results []struct{ Value float64 } `json:"results"`
+		}
+		if err := json.Unmarshal(o.Raw, &raw); err != nil || len(raw.Results) != 1 {
+			t.Fatalf("raw %s: %v", o.Raw, err)
+		}
 		a, _ := adaptertest.Value(o, canon.AQI)
-		if got, err := aqi.FromPM25(pm); err != nil || float64(got) != a {
-			t.Errorf("%s: aqi.FromPM25(%v) = %d, AirNow says %v", o.StationID, pm, got, a)
+		if got, err := aqi.FromPM25(raw.Results[0].Value); err != nil || float64(got) != a {
+			t.Errorf("%s: aqi.FromPM25(%v) = %d, AirNow says %v", o.StationID, raw.Results[0].Value, got, a)
 		}
 	}
 	var raw struct {
@@ -136,14 +149,14 @@ func TestParseBadInput(t *testing.T) {
 		{name: "api error", format: FormatData, body: `{"WebServiceError":[{"Message":"Invalid request: API key is invalid"}]}`, err: true},
 		{name: "object", format: FormatObservation, body: `{"a":1}`, err: true},
 		{name: "data records", format: FormatData, body: `[
-			{"UTC":"2026-09-12T20:00","Parameter":"PM2.5","Unit":"UG/M3","Value":-999.0,"AQI":-999,"IntlAQSCode":"840530090015"},
-			{"UTC":"2026-09-12T20:00","Parameter":"OZONE","Unit":"PPB","Value":41,"AQI":38,"IntlAQSCode":"840530090016"},
-			{"UTC":"2026-09-12T20:00","Parameter":"CO","Unit":"PPM","Value":0.3,"AQI":3,"IntlAQSCode":"840530090016"},
-			{"UTC":"2026-09-12T20:00","Parameter":"PM10","Unit":"UG/M3","Value":-3,"IntlAQSCode":"840530090016"},
-			{"UTC":"noon","Parameter":"PM2.5","Value":3,"IntlAQSCode":"840530090017"},
-			{"UTC":"2026-09-12T20:00","Parameter":"PM2.5","Value":3,"IntlAQSCode":""},
-			{"UTC":"2026-09-12T20:00","Parameter":"PM2.5","Value":"x","IntlAQSCode":"840530090018"},
-			{"UTC":"2026-09-12T21:00","Parameter":"PM2.5","Unit":"UG/M3","Value":40.0,"FullAQSCode":"530090019","Latitude":95,"Longitude":0}]`,
+			{"UTC":"2026-09-12T20:00","Parameter":"PM2.5","Unit":"UG/M3","Value":3.1,"RawConcentration":-999.0,"AQI":-999,"IntlAQSCode":"840530090015"},
+			{"UTC":"2026-09-12T20:00","Parameter":"OZONE","Unit":"PPB","Value":40,"RawConcentration":41,"AQI":38,"IntlAQSCode":"840530090016"},
+			{"UTC":"2026-09-12T20:00","Parameter":"CO","Unit":"PPM","Value":0.3,"RawConcentration":0.3,"AQI":3,"IntlAQSCode":"840530090016"},
+			{"UTC":"2026-09-12T20:00","Parameter":"PM10","Unit":"UG/M3","Value":2,"RawConcentration":-3,"IntlAQSCode":"840530090016"},
+			{"UTC":"noon","Parameter":"PM2.5","RawConcentration":3,"IntlAQSCode":"840530090017"},
+			{"UTC":"2026-09-12T20:00","Parameter":"PM2.5","RawConcentration":3,"IntlAQSCode":""},
+			{"UTC":"2026-09-12T20:00","Parameter":"PM2.5","RawConcentration":"x","IntlAQSCode":"840530090018"},
+			{"UTC":"2026-09-12T21:00","Parameter":"PM2.5","Unit":"UG/M3","RawConcentration":40.0,"FullAQSCode":"530090019","Latitude":95,"Longitude":0}]`,
 			obs: 2, reasons: map[string]int{batch.ReasonMissingSentinel: 2, batch.ReasonUnsupportedParam: 1, batch.ReasonNegative: 1, batch.ReasonBadTimestamp: 1, batch.ReasonMissingStation: 1, batch.ReasonMalformedRow: 1, batch.ReasonBadCoordinates: 1}},
 		{name: "observation records", format: FormatObservation, body: `[
 			{"DateObserved":"2026-09-12 ","HourObserved":14,"LocalTimeZone":"EST","ReportingArea":"Boston","StateCode":"MA","ParameterName":"O3","AQI":40,"Category":{"Number":1,"Name":"Good"}},
@@ -189,7 +202,7 @@ func TestObservationAreaAndAQI(t *testing.T) {
 
 func TestComputedAQIWhenAbsent(t *testing.T) {
 	t.Parallel()
-	b, err := ParseData([]byte(`[{"UTC":"2026-09-12T20:00","Parameter":"PM2.5","Unit":"UG/M3","Value":35.5,"IntlAQSCode":"840530090015"}]`))
+	b, err := ParseData([]byte(`[{"UTC":"2026-09-12T20:00","Parameter":"PM2.5","Unit":"UG/M3","Value":30.1,"RawConcentration":35.5,"IntlAQSCode":"840530090015"}]`))
 	if err != nil {
 		t.Fatal(err)
 	}

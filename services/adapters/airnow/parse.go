@@ -158,9 +158,11 @@ type dataRecord struct {
 }
 
 // ParseData reads a monitoring-site data response (/aq/data/). Records of one site and hour
-// become one observation: Value (AirNow's reported concentration) of PM2.5, PM10 and ozone,
-// and the highest pollutant AQI. RawConcentration stays in the raw fragment only; -999 is
-// missing and counted; other pollutants (CO, NO2, SO2) are unsupported_parameter.
+// become one observation: RawConcentration (the hour's measured concentration) of PM2.5,
+// PM10 and ozone, and the highest pollutant AQI. Value (the NowCast) stays in the raw
+// fragment only; -999 is missing and counted; other pollutants (CO, NO2, SO2) are
+// unsupported_parameter. The site is IntlAQSCode, byte for byte (FullAQSCode only when a
+// record has no international code).
 func ParseData(data []byte) (observation.Batch, error) {
 	recs, err := decodeArray(data)
 	if err != nil {
@@ -213,15 +215,19 @@ func ParseData(data []byte) (observation.Batch, error) {
 			p.aqiValue(g, n, "AQI", r.AQI)
 			continue
 		}
-		if r.Value != nil && !p.sentinel(id, n, "Value", *r.Value) {
+		// RawConcentration is the hour's measured concentration; Value is AirNow's
+		// NowCast (a weighted average of up to 12 hours), which is not a measurement of
+		// this hour and stays in the raw fragment. A missing raw concentration (-999)
+		// leaves the record's AQI only.
+		if r.RawConcentration != nil && !p.sentinel(id, n, "RawConcentration", *r.RawConcentration) {
 			unit := r.Unit
 			if strings.TrimSpace(unit) == "" {
 				unit = pol.unit
 			}
 			before := g.ms.Len()
-			g.ms.Add("Value", pol.param, *r.Value, unit)
+			g.ms.Add("RawConcentration", pol.param, *r.RawConcentration, unit)
 			if pol.param == canon.PM25 && g.ms.Len() > before {
-				v := *r.Value
+				v := *r.RawConcentration
 				g.pm25 = &v
 			}
 		}

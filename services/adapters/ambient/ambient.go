@@ -104,6 +104,8 @@ type record struct {
 	WindSpeedMPH *float64 `json:"windspeedmph"`
 	WindDir      *float64 `json:"winddir"`
 	BaromRelIn   *float64 `json:"baromrelin"`
+	WindGustMPH  *float64 `json:"windgustmph"`
+	DewPointF    *float64 `json:"dewPoint"`
 }
 
 // fields maps Ambient fields to canonical parameters and their units. baromrelin (relative,
@@ -118,6 +120,8 @@ var fields = []struct {
 	{"windspeedmph", canon.WindSpeedMS, "mph", func(r *record) *float64 { return r.WindSpeedMPH }},
 	{"winddir", canon.WindDirectionDeg, "deg", func(r *record) *float64 { return r.WindDir }},
 	{"baromrelin", canon.AirPressureHPa, "inHg", func(r *record) *float64 { return r.BaromRelIn }},
+	{"windgustmph", canon.WindGustMS, "mph", func(r *record) *float64 { return r.WindGustMPH }},
+	{"dewPoint", canon.DewPointC, "degF", func(r *record) *float64 { return r.DewPointF }},
 }
 
 type stationInfo struct {

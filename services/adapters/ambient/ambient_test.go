@@ -22,8 +22,11 @@ func TestParseDeviceDataGolden(t *testing.T) {
 		t.Fatalf("observations %d, rejections %v", len(b.Observations), adaptertest.Reasons(b))
 	}
 	o := b.Observations[0]
-	// dateutc 1547094300000, tempf 34, humidity 49, windspeedmph 1.6, winddir 344, baromrelin 30.38
+	// dateutc 1547094300000, tempf 34, humidity 49, windspeedmph 1.6, winddir 344, baromrelin
+	// 30.38, windgustmph 2.2, dewPoint 16.87 (read off the file by hand)
 	want := map[string]float64{
+		canon.WindGustMS:              0.9835,    // 2.2 * 0.44704
+		canon.DewPointC:               -8.4056,   // (16.87-32)*5/9
 		canon.AirTemperatureC:         1.1111,    // (34-32)*5/9
 		canon.RelativeHumidityPercent: 49,        //
 		canon.WindSpeedMS:             0.7153,    // 1.6 * 0.44704
@@ -48,7 +51,7 @@ func TestParseDeviceDataGolden(t *testing.T) {
 	if !strings.HasPrefix(string(o.Raw), `{"dateutc":1547094300000,"winddir":344,"windspeedmph":1.6`) {
 		t.Errorf("raw = %s", o.Raw)
 	}
-	if s := b.Stations[0]; s.ExternalID != "AA:BB:CC:DD:EE:FF" || s.ReportingIntervalS != 300 || len(s.DataTypes) != 5 {
+	if s := b.Stations[0]; s.ExternalID != "AA:BB:CC:DD:EE:FF" || s.ReportingIntervalS != 300 || len(s.DataTypes) != 7 {
 		t.Errorf("station = %+v", s)
 	}
 }
@@ -161,8 +164,9 @@ func TestSimulate(t *testing.T) {
 			if len(o.Measurements) < 5 {
 				partial++
 			}
-			if o.Time.Minute()%5 != 0 {
-				t.Fatalf("record at %s is off the 5-minute grid", o.Time)
+			// Each device keeps its own upload minute of the five, on whole minutes.
+			if o.Time.Second() != 0 || o.Time.Minute()%5 != b.Observations[0].Time.Minute()%5 {
+				t.Fatalf("record at %s is off the device's 5-minute grid (first at %s)", o.Time, b.Observations[0].Time)
 			}
 		}
 		if last.Before(cfg.QuietAfter) {

@@ -110,6 +110,8 @@ var (
 	chWind = synth.Channel("ambient-wind")
 	chDir  = synth.Channel("ambient-dir")
 	chBaro = synth.Channel("ambient-baro")
+	// chPhase picks a device's upload minute.
+	chPhase = synth.Channel("ambient-phase")
 )
 
 // Simulate implements observation.Simulator: per synthetic device that reports in
@@ -125,7 +127,9 @@ func (Adapter) Simulate(cfg observation.SimConfig, from, to time.Time) ([]observ
 	}
 	var out []observation.Payload
 	for _, s := range simStations(w) {
-		ticks := synth.Ticks(from, to, 5*time.Minute, 0)
+		// Each device uploads on its own minute of the five (real devices are not in step),
+		// so a live stream of the simulated world shows readings every minute.
+		ticks := synth.Ticks(from, to, 5*time.Minute, time.Duration(w.Hash(uint64(s.i), chPhase)%5)*time.Minute)
 		recs := make([]simRecord, 0, len(ticks))
 		for k := len(ticks) - 1; k >= 0; k-- {
 			t := ticks[k]

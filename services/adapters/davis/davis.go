@@ -1,6 +1,6 @@
 // Package davis reads Davis Instruments WeatherLink v2 /current responses, a second
 // imperial-unit weather station source (°F, mph, inHg, epoch seconds), whose readings are
-// spread over sensors (an ISS for temperature, humidity and wind; a barometer).
+// spread over sensors (one or more ISS for temperature, humidity and wind; a barometer).
 package davis
 
 import (
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"time"
 
@@ -94,18 +95,43 @@ type conditions struct {
 	TxID        *int     `json:"tx_id"`
 	Temp        *float64 `json:"temp"`
 	Hum         *float64 `json:"hum"`
-	WindAvg2    *float64 `json:"wind_speed_avg_last_2_min"`
-	WindDirAvg2 *float64 `json:"wind_dir_scalar_avg_last_2_min"`
+	DewPoint    *float64 `json:"dew_point"`
 	WindLast    *float64 `json:"wind_speed_last"`
 	WindDirLast *float64 `json:"wind_dir_last"`
+	WindAvg2    *float64 `json:"wind_speed_avg_last_2_min"`
+	WindDirAvg2 *float64 `json:"wind_dir_scalar_avg_last_2_min"`
+	WindHi10    *float64 `json:"wind_speed_hi_last_10_min"`
 	BarSeaLevel *float64 `json:"bar_sea_level"`
 }
 
-// ParseCurrent reads a /current response into one observation: temperature, humidity and
-// wind from the integrated sensor suite with the lowest transmitter id (the primary ISS;
-// wind as the 2-minute average, as METARs report it, else the last sample), and
-// air_pressure_hpa from the barometer's bar_sea_level (inHg). The time is the ISS record's
-// ts. The raw fragment is the whole response.
+func (c conditions) isISS() bool {
+	return c.Temp != nil || c.Hum != nil || c.WindLast != nil || c.WindAvg2 != nil
+}
+
+// suite is one integrated sensor suite (ISS) record and the id of the sensor it becomes.
+type suite struct {
+	c  conditions
+	tx int
+	id string
+}
+
+// SuiteID is the external id of the readings of transmitter tx of station: the primary suite
+// (the lowest tx_id) is the station itself, every further suite "<station>-tx<tx_id>".
+func SuiteID(station string, tx int, primary bool) string {
+	if primary {
+		return station
+	}
+	return fmt.Sprintf("%s-tx%d", station, tx)
+}
+
+// ParseCurrent reads a /current response. Every integrated sensor suite (an ISS record, with
+// temperature, humidity or wind) is kept: the primary suite (lowest tx_id) is the station's
+// sensor, with the barometer's bar_sea_level as pressure; each further suite is its own
+// sensor "<station_id>-tx<tx_id>" (SuiteID), so a second transmitter is never discarded.
+// Wind is the current value (wind_speed_last, wind_dir_last); the 2-minute averages are
+// kept as wind_speed_avg_2min_ms and wind_direction_avg_2min_deg, the highest speed of the
+// last 10 minutes as wind_gust_ms (the METAR gust window). Each suite's time is its
+// record's ts. The raw fragment is the whole response.
 func ParseCurrent(data []byte) (observation.Batch, error) {
 	var c current
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -118,25 +144,26 @@ func ParseCurrent(data []byte) (observation.Batch, error) {
 	if err := contract.ValidExternalID(id); err != nil {
 		return observation.Batch{}, fmt.Errorf("%w: station_id %q: %w", ErrNotWeatherLink, id, err)
 	}
+	raw, err := batch.CompactRaw(data)
+	if err != nil {
+		return observation.Batch{}, fmt.Errorf("%w: %w", ErrNotWeatherLink, err)
+	}
 	b := batch.New(ProviderSlug)
-	var iss, bar *conditions
-	issTx := math.MaxInt
+	var suites []suite
+	var bar *conditions
 	for i, s := range c.Sensors {
-		for _, raw := range s.Data {
+		for _, rec := range s.Data {
 			var r conditions
-			if err := json.Unmarshal(raw, &r); err != nil {
+			if err := json.Unmarshal(rec, &r); err != nil {
 				b.Reject(id, i+1, "lsid "+s.LSID.String(), batch.ReasonMalformedRow, err.Error())
 				continue
 			}
-			if r.Temp != nil || r.Hum != nil || r.WindAvg2 != nil || r.WindLast != nil {
-				tx := math.MaxInt - 1
+			if r.isISS() {
+				tx := math.MaxInt - len(suites)
 				if r.TxID != nil {
 					tx = *r.TxID
 				}
-				if tx < issTx {
-					rr := r
-					iss, issTx = &rr, tx
-				}
+				suites = append(suites, suite{c: r, tx: tx})
 			}
 			if r.BarSeaLevel != nil && bar == nil {
 				rr := r
@@ -144,49 +171,55 @@ func ParseCurrent(data []byte) (observation.Batch, error) {
 			}
 		}
 	}
+	sort.SliceStable(suites, func(i, j int) bool { return suites[i].tx < suites[j].tx })
 	b.Note(id, nil, nil)
-	var ts *float64
-	switch {
-	case iss != nil && iss.TS != nil:
-		ts = iss.TS
-	case bar != nil && bar.TS != nil:
-		ts = bar.TS
+	if len(suites) == 0 && bar != nil {
+		suites = append(suites, suite{})
 	}
-	if ts == nil || math.IsNaN(*ts) || *ts < 0 || *ts > 1e11 {
-		b.Reject(id, 0, "ts", batch.ReasonBadTimestamp, "no usable ts (epoch seconds) in the ISS or barometer record")
-		return b.Finish(base), nil
-	}
-	ms := b.Start(id, 0)
-	if iss != nil {
-		if iss.Temp != nil {
-			ms.Add("temp", canon.AirTemperatureC, *iss.Temp, "degF")
+	seen := map[string]bool{}
+	for k := range suites {
+		s := &suites[k]
+		s.id = SuiteID(id, s.tx, k == 0)
+		if seen[s.id] {
+			b.Reject(id, 0, "tx_id", batch.ReasonDuplicate, fmt.Sprintf("a second ISS record with tx_id %d", s.tx))
+			continue
 		}
-		if iss.Hum != nil {
-			ms.Add("hum", canon.RelativeHumidityPercent, *iss.Hum, "percent")
+		seen[s.id] = true
+		ts := s.c.TS
+		if k == 0 && ts == nil && bar != nil {
+			ts = bar.TS
 		}
-		if w, f := first(iss.WindAvg2, iss.WindLast, "wind_speed_avg_last_2_min", "wind_speed_last"); w != nil {
-			ms.Add(f, canon.WindSpeedMS, *w, "mph")
+		if ts == nil || math.IsNaN(*ts) || *ts < 0 || *ts > 1e11 {
+			b.Reject(s.id, 0, "ts", batch.ReasonBadTimestamp, "no usable ts (epoch seconds) in the ISS or barometer record")
+			continue
 		}
-		if d, f := first(iss.WindDirAvg2, iss.WindDirLast, "wind_dir_scalar_avg_last_2_min", "wind_dir_last"); d != nil {
-			ms.Add(f, canon.WindDirectionDeg, *d, "deg")
+		ms := b.Start(s.id, 0)
+		add := func(field, param string, v *float64, unit string) {
+			if v != nil {
+				ms.Add(field, param, *v, unit)
+			}
 		}
+		add("temp", canon.AirTemperatureC, s.c.Temp, "degF")
+		add("hum", canon.RelativeHumidityPercent, s.c.Hum, "percent")
+		add("dew_point", canon.DewPointC, s.c.DewPoint, "degF")
+		add("wind_speed_last", canon.WindSpeedMS, s.c.WindLast, "mph")
+		add("wind_dir_last", canon.WindDirectionDeg, s.c.WindDirLast, "deg")
+		add("wind_speed_avg_last_2_min", canon.WindSpeedAvg2MinMS, s.c.WindAvg2, "mph")
+		add("wind_dir_scalar_avg_last_2_min", canon.WindDirectionAvg2MinDeg, s.c.WindDirAvg2, "deg")
+		add("wind_speed_hi_last_10_min", canon.WindGustMS, s.c.WindHi10, "mph")
+		if k == 0 && bar != nil {
+			add("bar_sea_level", canon.AirPressureHPa, bar.BarSeaLevel, "inHg")
+		}
+		ms.Emit(time.Unix(int64(*ts), 0), nil, nil, raw, RawFormat)
 	}
-	if bar != nil {
-		ms.Add("bar_sea_level", canon.AirPressureHPa, *bar.BarSeaLevel, "inHg")
-	}
-	raw, err := batch.CompactRaw(data)
-	if err != nil {
-		return observation.Batch{}, fmt.Errorf("%w: %w", ErrNotWeatherLink, err)
-	}
-	ms.Emit(time.Unix(int64(*ts), 0), nil, nil, raw, RawFormat)
-	return b.Finish(base), nil
-}
-
-func first(a, b *float64, an, bn string) (*float64, string) {
-	if a != nil {
-		return a, an
-	}
-	return b, bn
+	return b.Finish(func(sid string) contract.Station {
+		st := base(sid)
+		if sid != id {
+			st.Name = "WeatherLink station " + id + " " + strings.TrimPrefix(sid, id+"-")
+			st.Description = "Davis WeatherLink station " + id + ", integrated sensor suite on transmitter " + strings.TrimPrefix(sid, id+"-tx")
+		}
+		return st
+	}), nil
 }
 
 func base(id string) contract.Station {

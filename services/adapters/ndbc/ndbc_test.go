@@ -263,10 +263,36 @@ func TestParseStdmetSentinelRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every other column holds its fill value; GST 7.6 m/s is real.
 	ms := b.Observations[0].Measurements
-	if len(ms) != 1 || ms[0].Parameter != canon.WaterTemperatureC || ms[0].Value != 25.1 {
-		t.Errorf("measurements = %+v, want only water temperature 25.1", ms)
+	if len(ms) != 2 || ms[0].Parameter != canon.WindGustMS || ms[0].Value != 7.6 || ms[1].Parameter != canon.WaterTemperatureC || ms[1].Value != 25.1 {
+		t.Errorf("measurements = %+v, want only gust 7.6 and water temperature 25.1", ms)
 	}
+}
+
+// TestTPLM2LowPressureIsKept: in the annual file tplm2h2020.txt the row 2020 02 02 21:00
+// reads PRES 999.0, a real low (the rows around it read 999.9 at 20:00 and fall smoothly);
+// PRES's fill value is 9999.0, so 999.0 hPa is a reading, while ATMP/WTMP/DEWP 999.0 are fill.
+func TestTPLM2LowPressureIsKept(t *testing.T) {
+	t.Parallel()
+	b, err := ParseStdmet("TPLM2", adaptertest.ProviderFile(t, "ndbc/tplm2h2020.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2020, 2, 2, 21, 0, 0, 0, time.UTC)
+	for _, o := range b.Observations {
+		if !o.Time.Equal(at) {
+			continue
+		}
+		if v, ok := adaptertest.Value(o, canon.AirPressureHPa); !ok || v != 999.0 {
+			t.Fatalf("PRES at %s = %v (%v), want 999.0 hPa kept", at, v, ok)
+		}
+		if v, _ := adaptertest.Value(o, canon.WindGustMS); v != 12.8 {
+			t.Errorf("GST = %v, want 12.8", v)
+		}
+		return
+	}
+	t.Fatalf("no observation at %s", at)
 }
 
 func TestParseActiveStations(t *testing.T) {

@@ -27,15 +27,26 @@ type column struct {
 	sentinel    float64
 }
 
-// columns are the stdmet columns with a canonical parameter; the others (GST, DPD, APD,
-// MWD, DEWP, VIS, PTDY, TIDE) stay in the raw line only.
+// columns are the stdmet columns and their canonical parameters; every column of the
+// standard meteorological format has one. The sentinel is the column's fill value in the
+// historical files (NDBC's "Missing data" table: 99.00 for WVHT/DPD/APD/TIDE, 999 for
+// WDIR/MWD, 99.0 for WSPD/GST/VIS, 9999.0 for PRES, 999.0 for ATMP/WTMP/DEWP). PRES 999.0 is
+// not a sentinel: a real low (TPLM2 2020-02-02 21:00 reported 999.0 hPa).
 var columns = map[string]column{
 	"WDIR": {canon.WindDirectionDeg, "degT", 999},
 	"WSPD": {canon.WindSpeedMS, "m/s", 99},
+	"GST":  {canon.WindGustMS, "m/s", 99},
 	"WVHT": {canon.WaveHeightM, "m", 99},
+	"DPD":  {canon.WavePeriodDominantS, "sec", 99},
+	"APD":  {canon.WavePeriodAverageS, "sec", 99},
+	"MWD":  {canon.WaveDirectionDeg, "degT", 999},
 	"PRES": {canon.AirPressureHPa, "hPa", 9999},
 	"ATMP": {canon.AirTemperatureC, "degC", 999},
 	"WTMP": {canon.WaterTemperatureC, "degC", 999},
+	"DEWP": {canon.DewPointC, "degC", 999},
+	"VIS":  {canon.VisibilityM, "nmi", 99},
+	"PTDY": {canon.PressureTendencyHPa, "hPa", 99},
+	"TIDE": {canon.WaterLevelM, "ft", 99},
 }
 
 // aliases are the column names of pre-2007 historical files.
@@ -186,6 +197,11 @@ func ParseStdmet(stationID string, data []byte) (observation.Batch, error) {
 	rawPrefix = append(rawPrefix[:len(rawPrefix)-1], []byte(`,"line":`)...)
 
 	b := batch.New(ProviderSlug)
+	if h.rawFormat == RawHistorical {
+		// The monthly and annual historical files are NDBC's quality-controlled archive:
+		// their readings supersede the realtime2 file's for the same hour.
+		b.SetRank(observation.RankQualityControlled)
+	}
 	times := map[string][]time.Time{}
 	for n := start; n < len(lines); n++ {
 		line := lines[n]

@@ -42,6 +42,9 @@ type obsFeature struct {
 		BarometricPressure *quantity `json:"barometricPressure"`
 		SeaLevelPressure   *quantity `json:"seaLevelPressure"`
 		RelativeHumidity   *quantity `json:"relativeHumidity"`
+		Dewpoint           *quantity `json:"dewpoint"`
+		WindGust           *quantity `json:"windGust"`
+		Visibility         *quantity `json:"visibility"`
 	} `json:"properties"`
 }
 
@@ -142,6 +145,9 @@ func parseFeature(b *batch.Builder, n int, raw json.RawMessage) {
 		add("barometricPressure", canon.AirPressureHPa, p.BarometricPressure)
 	}
 	add("relativeHumidity", canon.RelativeHumidityPercent, p.RelativeHumidity)
+	add("dewpoint", canon.DewPointC, p.Dewpoint)
+	add("windGust", canon.WindGustMS, p.WindGust)
+	add("visibility", canon.VisibilityM, p.Visibility)
 	compact, err := batch.CompactRaw(raw)
 	if err != nil {
 		b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())

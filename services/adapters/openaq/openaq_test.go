@@ -61,7 +61,7 @@ func TestParseGolden(t *testing.T) {
 			checks: []check{
 				// pm25 76, pm10 110 at 06:00; AQI of 76 µg/m³ = 49/69.9*(76-55.5)+151 = 165.4
 				{"CN:淮河道", "2019-03-19T06:00:00Z", map[string]float64{canon.PM25: 76, canon.PM10: 110, canon.AQI: 165}, nil},
-				// o3 191 µg/m³ at 07:00 = 191/1.9957 ppb
+				// o3 191 µg/m³ at 07:00 = 191/1.9957 ppb (20 °C factor)
 				{"CN:淮河道", "2019-03-19T07:00:00Z", map[string]float64{canon.OzonePPB: 95.7058}, map[string]string{canon.OzonePPB: "µg/m³"}},
 				// o3 0.016 ppm -> 16 ppb
 				{"US:16th and Whitmore", "2017-11-01T11:00:00Z", map[string]float64{canon.OzonePPB: 16}, map[string]string{canon.OzonePPB: "ppm"}},

@@ -20,6 +20,7 @@ import (
 	"github.com/sensorgate/sensorgate/services/runtime/config"
 	"github.com/sensorgate/sensorgate/services/runtime/httpapi"
 	"github.com/sensorgate/sensorgate/services/runtime/ingest"
+	"github.com/sensorgate/sensorgate/services/runtime/live"
 	"github.com/sensorgate/sensorgate/services/runtime/mcpserver"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
@@ -88,7 +89,19 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 		}
 	}()
 
-	rawStore, err := store.Open(ctx, store.Options{DatabaseURL: cfg.ReadingsDatabaseURL, SQLitePath: cfg.SQLitePath, ServiceID: def.ID, Logger: log})
+	// The log of stored readings that live streams follow (docs/live.md).
+	events, err := openEventLog(ctx, cfg, def.ID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", def.ID, err)
+	}
+	defer events.Close()
+	pub := &live.Publisher{ServiceID: def.ID, Log: events, Encode: httpapi.ReadingJSON,
+		Failed: func(err error, n int) {
+			log.Warn("live: readings not published (stored, but missing from streams)", "n", n, "err", err)
+		}}
+
+	rawStore, err := store.Open(ctx, store.Options{DatabaseURL: cfg.ReadingsDatabaseURL, SQLitePath: cfg.SQLitePath, ServiceID: def.ID, Logger: log,
+		Committed: pub.Committed})
 	if err != nil {
 		return fmt.Errorf("%s: %w", def.ID, err)
 	}
@@ -144,7 +157,7 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 				return false
 			}
 		},
-		LastIngest: sched.LastIngest, MCP: mcpSrv, InternalToken: cfg.InternalToken, Logger: log,
+		LastIngest: sched.LastIngest, Events: events, MCP: mcpSrv, InternalToken: cfg.InternalToken, Logger: log,
 		Metrics: metrics, Registry: reg, Tracing: tracing,
 	})
 
@@ -178,7 +191,7 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.SourceMode, "store", storeKind(cfg), "tools", len(meta.Tools))
+	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.SourceMode, "store", storeKind(cfg), "tools", len(meta.Tools), "event_log", events.Backend())
 
 	select {
 	case <-ctx.Done():
@@ -200,6 +213,15 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 		return nil
 	}
 	return err
+}
+
+// openEventLog is the Redis Stream of the service when REDIS_URL is set, else the
+// in-process log.
+func openEventLog(ctx context.Context, c config.Config, serviceID string) (live.Log, error) {
+	if c.RedisURL == "" {
+		return live.NewMemory(0, 0, nil), nil
+	}
+	return live.NewRedis(ctx, c.RedisURL, c.LiveRedisPrefix, serviceID)
 }
 
 func storeKind(c config.Config) string {

@@ -382,15 +382,48 @@ func TestInternalToken(t *testing.T) {
 		{contract.PathSensors, "", 403},
 		{contract.PathHealthz, "", 200},
 		{contract.PathReadyz, "", 200},
+		{"/metrics", "", 403},
+		{"/metrics", "wrong", 403},
 	}
 	for _, c := range cases {
 		h := map[string]string{}
 		if c.token != "" {
 			h[contract.HeaderInternalToken] = c.token
 		}
-		if code, b := get(t, base+c.path, h, nil); code != c.code {
+		code, b := get(t, base+c.path, h, nil)
+		if code != c.code {
 			t.Errorf("%s with token %q: %d %s, want %d", c.path, c.token, code, b, c.code)
 		}
+		// A refusal names no internal header.
+		if code == 403 && (strings.Contains(strings.ToLower(string(b)), "internal-token") || strings.Contains(strings.ToLower(string(b)), "x-internal")) {
+			t.Errorf("%s: the 403 names the internal header: %s", c.path, b)
+		}
+	}
+	// /metrics (text, not JSON) opens with the token, or with it as a bearer credential
+	// (Prometheus' authorization setting).
+	status := func(h map[string]string) int {
+		req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	for h, want := range map[[2]string]int{
+		{contract.HeaderInternalToken, "s3cret"}: 200, {"Authorization", "Bearer s3cret"}: 200,
+		{"Authorization", "Bearer wrong"}: 403, {"Authorization", "s3cret"}: 403,
+	} {
+		if got := status(map[string]string{h[0]: h[1]}); got != want {
+			t.Errorf("/metrics with %s: %q: %d, want %d", h[0], h[1], got, want)
+		}
+	}
+	if code, _ := get(t, base+contract.PathMeta, map[string]string{"Authorization": "Bearer s3cret"}, nil); code != 403 {
+		t.Errorf("a bearer token opens only /metrics; /meta answered %d", code)
 	}
 }
 
@@ -400,7 +433,7 @@ func TestFilesReplayRealNDBCOnPostgres(t *testing.T) {
 	t.Parallel()
 	data := providerdata.Dir()
 	if data == "" {
-		t.Skipf("recorded provider payloads not found (no testdata/providers in the repository); set %s", providerdata.EnvDir)
+		t.Fatalf("recorded provider payloads not found (testdata/providers at the repository root); set %s", providerdata.EnvDir)
 	}
 	body, err := os.ReadFile(filepath.Join(data, "ndbc", "TPLM2.txt"))
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/services/runtime/live"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
 
@@ -38,6 +39,9 @@ type Deps struct {
 	Ready func() bool
 	// LastIngest is the time of the newest batch written.
 	LastIngest func() *time.Time
+	// Events is the log of stored readings served at /v1/events (package live); nil
+	// answers 404.
+	Events live.Log
 	// MCP serves POST /mcp; nil answers 404.
 	MCP http.Handler
 	// InternalToken, when set, must be sent by every caller in contract.HeaderInternalToken
@@ -110,14 +114,23 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 		return next
 	}
 	want := []byte(s.d.InternalToken)
+	bearer := []byte("Bearer " + s.d.InternalToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == contract.PathHealthz || r.URL.Path == contract.PathReadyz || r.URL.Path == obs.PathMetrics {
+		// Probes stay open: they say only ready or not. /metrics needs the token like every
+		// other route (it shows routes, volumes and ingest state); a Prometheus scrape sends
+		// it as "Authorization: Bearer <token>" (its authorization setting), docs/security.md.
+		if r.URL.Path == contract.PathHealthz || r.URL.Path == contract.PathReadyz {
 			next.ServeHTTP(w, r)
 			return
 		}
-		got := []byte(r.Header.Get(contract.HeaderInternalToken))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			apierr.Write(w, apierr.New(apierr.Forbidden, "this is an internal service: send the shared token in %s", contract.HeaderInternalToken))
+		ok := subtle.ConstantTimeCompare([]byte(r.Header.Get(contract.HeaderInternalToken)), want) == 1
+		if !ok && r.URL.Path == obs.PathMetrics {
+			ok = subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), bearer) == 1
+		}
+		if !ok {
+			// The answer names no header: a caller that does not know how to
+			// authenticate here learns nothing from it (the gateway logs the cause).
+			apierr.Write(w, apierr.New(apierr.Forbidden, "forbidden: this is an internal service"))
 			return
 		}
 		next.ServeHTTP(w, r)

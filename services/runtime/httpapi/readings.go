@@ -230,8 +230,42 @@ func appendReading(buf *bytes.Buffer, st contract.Station, r store.Reading, q co
 	}
 	buf.WriteString(`,"location":`)
 	appendLocation(buf, st, r)
+	if q.Revisions {
+		if err := appendTail(buf, `,"revisions":`, revisionsJSON(r.Revisions)); err != nil {
+			return err
+		}
+	}
 	buf.WriteByte('}')
 	return nil
+}
+
+// revisionJSON is one earlier value of a reading as revisions=true shows it.
+type revisionJSON struct {
+	Measurements json.RawMessage `json:"measurements"`
+	SourceFormat string          `json:"source_format"`
+	Source       *string         `json:"source"`
+	FetchedAt    contract.Time   `json:"fetched_at"`
+	SupersededAt contract.Time   `json:"superseded_at"`
+	SupersededBy struct {
+		SourceFormat string  `json:"source_format"`
+		Source       *string `json:"source"`
+	} `json:"superseded_by"`
+}
+
+func revisionsJSON(rs []store.Revision) []revisionJSON {
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	out := make([]revisionJSON, len(rs))
+	for i, r := range rs {
+		out[i] = revisionJSON{Measurements: r.Measurements, SourceFormat: r.SourceFormat, Source: opt(r.Source),
+			FetchedAt: contract.Time{Time: r.FetchedAt}, SupersededAt: contract.Time{Time: r.RevisedAt}}
+		out[i].SupersededBy.SourceFormat, out[i].SupersededBy.Source = r.NewFormat, opt(r.NewSource)
+	}
+	return out
 }
 
 // appendLocation writes the reading's GeoJSON point, falling back to the station's.

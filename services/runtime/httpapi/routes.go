@@ -18,6 +18,10 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}", s.sensor())
 	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}/readings/latest", s.latest())
 	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}/readings", s.readings())
+	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}/readings/aggregate", s.aggregate())
+	// Live data (docs/live.md): the batched latest of area latest, the event log of streams.
+	s.handle(mux, http.MethodPost, contract.PathLatestBatch, s.latestBatch())
+	s.handle(mux, http.MethodGet, contract.PathEvents, s.events())
 	s.handle(mux, http.MethodPost, contract.PathMCP, s.mcp)
 	if s.d.Registry != nil {
 		s.handle(mux, http.MethodGet, obs.PathMetrics, obs.MetricsHandler(s.d.Registry).ServeHTTP)

@@ -291,7 +291,7 @@ func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) (ack, lande
 		s.reject(slug, reasons)
 		return true, true
 	}
-	batch := store.Batch{Provider: slug, Feed: p.Feed(), FetchedAt: now, Stations: b.Stations, Observations: obs}
+	batch := store.Batch{Provider: slug, Feed: p.Feed(), FetchedAt: now, Source: it.origin, Stations: b.Stations, Observations: obs}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.WriteTimeout)
 	defer cancel()
 	var res store.IngestResult

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/ids"
 )
 
 // loadDicts reads every dictionary into the codec.
@@ -96,11 +96,12 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	defer s.writeMu.Unlock()
 
 	ph := s.phases.start()
+	var stored []row // the readings new to the store, once the transaction is done
 	stations, err := s.mergeStations(ctx, b)
 	if err != nil {
 		return res, err
 	}
-	rows, uppers, err := s.prepareRows(ctx, b)
+	rows, extKeys, err := s.prepareRows(ctx, b)
 	if err != nil {
 		return res, err
 	}
@@ -108,8 +109,9 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		return res, err
 	}
 	ph.done(phasePrepare)
+	var revised map[int32][]int64
 	err = s.d.inTx(ctx, func(tx txn) error {
-		changed, err := s.writeStations(ctx, tx, stations, rows, uppers, len(b.Observations) == 0)
+		changed, err := s.writeStations(ctx, tx, stations, rows, extKeys, len(b.Observations) == 0)
 		if err != nil {
 			return err
 		}
@@ -118,6 +120,7 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		if err != nil {
 			return err
 		}
+		stored = fresh
 		res = IngestResult{Stations: changed}
 		for _, n := range added {
 			res.Inserted += int(n)
@@ -126,6 +129,23 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		if err := s.countReadings(ctx, tx, fresh, added); err != nil {
 			return err
 		}
+		// The new readings' values, summed into their hours (docs/services.md "Aggregates").
+		cells := map[rollupKey]*Cell{}
+		for i := range fresh {
+			addRollups(cells, fresh[i].station, fresh[i].ts, fresh[i].meas)
+		}
+		if err := tx.addRollupRows(ctx, sortedRollups(cells)); err != nil {
+			return err
+		}
+		if err := s.recordFetch(ctx, tx, b.FetchedAt.UnixMilli(), b.Source); err != nil {
+			return err
+		}
+		if revised, err = s.reviseDuplicates(ctx, tx, rows, fresh, b.Source); err != nil {
+			return err
+		}
+		for _, hs := range revised {
+			res.Revised += len(hs)
+		}
 		ph.done(phaseCounters)
 		return nil
 	})
@@ -133,12 +153,67 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		return IngestResult{}, err
 	}
 	ph.done(phaseCommit)
+	// A revised reading's hours are summed again from the stored readings (a minimum or
+	// maximum cannot be taken back).
+	for key, hours := range revised {
+		if err := s.recomputeHours(ctx, stationRec{key: key}, hours); err != nil {
+			return res, fmt.Errorf("ingest: rollups of revised readings: %w", err)
+		}
+	}
+	if s.committed != nil && len(stored) > 0 {
+		s.committed(ctx, s.committedReadings(stations, rows, extKeys, stored))
+	}
 	return res, nil
+}
+
+// Committed is a reading stored for the first time, with its station, as Options.Committed
+// receives it. Reading.Measurements are the bytes a readings page serves.
+type Committed struct {
+	Station contract.Station
+	Reading Reading
+}
+
+// committedReadings describes the rows a batch stored, in time order per station.
+func (s *sqlStore) committedReadings(stations []contract.Station, rows []row, extKeys []string, stored []row) []Committed {
+	byExt := make(map[string]*contract.Station, len(stations))
+	for i := range stations {
+		byExt[stationKey(stations[i].ExternalID)] = &stations[i]
+	}
+	byKey := make(map[int32]*contract.Station, len(stations))
+	for i := range rows {
+		if _, ok := byKey[rows[i].station]; !ok {
+			byKey[rows[i].station] = byExt[extKeys[i]]
+		}
+	}
+	enc := newMeasEncoder()
+	out := make([]Committed, 0, len(stored))
+	for _, r := range stored {
+		st := byKey[r.station]
+		if st == nil {
+			continue
+		}
+		m, err := enc.encode(nil, r.meas)
+		if err != nil {
+			continue // cannot happen: the same encoder stored these values
+		}
+		t := time.UnixMilli(r.ts).UTC()
+		out = append(out, Committed{Station: *st, Reading: Reading{
+			ID: ids.Reading(ids.Sensor(s.serviceID, st.ExternalID), t), StationID: st.ExternalID, Time: t,
+			FetchedAt: time.UnixMilli(r.fetched).UTC(), Lat: r.lat, Lon: r.lon, Measurements: m, Provider: st.ProviderSlug,
+		}})
+	}
+	slices.SortStableFunc(out, func(a, b Committed) int {
+		if c := cmp.Compare(a.Station.ExternalID, b.Station.ExternalID); c != 0 {
+			return c
+		}
+		return a.Reading.Time.Compare(b.Reading.Time)
+	})
+	return out
 }
 
 // writeStations locks and upserts the batch's stations, gives every row its station
 // key, and returns how many stations changed.
-func (s *sqlStore) writeStations(ctx context.Context, tx txn, stations []contract.Station, rows []row, uppers []string, authoritative bool) (int, error) {
+func (s *sqlStore) writeStations(ctx context.Context, tx txn, stations []contract.Station, rows []row, extKeys []string, authoritative bool) (int, error) {
 	stored, err := s.lockStations(ctx, tx, stations)
 	if err != nil {
 		return 0, err
@@ -146,21 +221,21 @@ func (s *sqlStore) writeStations(ctx context.Context, tx txn, stations []contrac
 	keys := make(map[string]int32, len(stations))
 	changed := 0
 	for _, st := range stations {
-		upper := strings.ToUpper(st.ExternalID)
-		cur, exists := stored[upper]
+		extKey := stationKey(st.ExternalID)
+		cur, exists := stored[extKey]
 		key, ch, err := s.upsertStation(ctx, tx, st, cur, exists, authoritative)
 		if err != nil {
 			return 0, err
 		}
-		keys[upper] = key
+		keys[extKey] = key
 		if ch {
 			changed++
 		}
 	}
 	for i := range rows {
-		k, ok := keys[uppers[i]]
+		k, ok := keys[extKeys[i]]
 		if !ok {
-			return 0, fmt.Errorf("ingest: observation of unknown station %q", uppers[i])
+			return 0, fmt.Errorf("ingest: observation of unknown station %q", extKeys[i])
 		}
 		rows[i].station = k
 	}
@@ -290,18 +365,18 @@ func (s *sqlStore) prepareRows(ctx context.Context, b Batch) ([]row, []string, e
 	stationIdx := map[string]int32{}
 	index := make(map[rowKey]int, n)
 	out := make([]row, 0, n)
-	uppers := make([]string, 0, n)
+	extKeys := make([]string, 0, n)
 	for i := range b.Observations {
 		o := &b.Observations[i]
 		ts := o.Time.UTC().Truncate(time.Millisecond).UnixMilli()
 		if horizon != 0 && ts < horizon {
 			continue
 		}
-		upper := strings.ToUpper(o.StationID)
-		si, ok := stationIdx[upper]
+		extKey := stationKey(o.StationID)
+		si, ok := stationIdx[extKey]
 		if !ok {
 			si = int32(len(stationIdx))
-			stationIdx[upper] = si
+			stationIdx[extKey] = si
 		}
 		r := row{ts: ts, fetched: fetched, lat: o.Lat, lon: o.Lon, format: o.RawFormat, meas: o.Measurements, rawPlain: o.Raw}
 		if r.format == "" {
@@ -314,18 +389,18 @@ func (s *sqlStore) prepareRows(ctx context.Context, b Batch) ([]row, []string, e
 		}
 		index[k] = len(out)
 		out = append(out, r)
-		uppers = append(uppers, upper)
+		extKeys = append(extKeys, extKey)
 	}
-	if err := s.setDicts(ctx, out, uppers); err != nil {
+	if err := s.setDicts(ctx, out, extKeys); err != nil {
 		return nil, nil, err
 	}
-	return out, uppers, nil
+	return out, extKeys, nil
 }
 
 // setDicts gives every row its dictionaries, creating those of formats not seen before
 // from up to 8 samples of different stations (what varies between stations is what the
 // dictionary must cover).
-func (s *sqlStore) setDicts(ctx context.Context, rows []row, uppers []string) error {
+func (s *sqlStore) setDicts(ctx context.Context, rows []row, extKeys []string) error {
 	mDict, rawDict := map[string]uint32{}, map[string]uint32{}
 	mSamples, rawSamples := map[string][][]canon.Measurement{}, map[string][][]byte{}
 	mJSON := map[string][][]byte{}
@@ -349,11 +424,11 @@ func (s *sqlStore) setDicts(ctx context.Context, rows []row, uppers []string) er
 		if _, known := rawDict[f]; known {
 			continue
 		}
-		if k := (seenKey{f, uppers[i]}); !mSeen[k] && len(mSamples[f]) < 8 {
+		if k := (seenKey{f, extKeys[i]}); !mSeen[k] && len(mSamples[f]) < 8 {
 			mSeen[k] = true
 			mSamples[f] = append(mSamples[f], rows[i].meas)
 		}
-		if k := (seenKey{f, uppers[i]}); len(rows[i].rawPlain) > 0 && !rawSeen[k] && len(rawSamples[f]) < 8 {
+		if k := (seenKey{f, extKeys[i]}); len(rows[i].rawPlain) > 0 && !rawSeen[k] && len(rawSamples[f]) < 8 {
 			rawSeen[k] = true
 			rawSamples[f] = append(rawSamples[f], rows[i].rawPlain)
 		}
@@ -384,7 +459,7 @@ func (s *sqlStore) setDicts(ctx context.Context, rows []row, uppers []string) er
 		r.mDict = mDict[r.format]
 		if len(r.rawPlain) > 0 {
 			if r.rawDict = rawDict[r.format]; r.rawDict == 0 {
-				return fmt.Errorf("ingest: raw format %s of %s has no dictionary entry", r.format, uppers[i])
+				return fmt.Errorf("ingest: raw format %s of %s has no dictionary entry", r.format, extKeys[i])
 			}
 		}
 	}

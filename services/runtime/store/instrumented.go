@@ -56,11 +56,25 @@ func (i *instrumented) LatestReading(ctx context.Context, externalID string) (Re
 	return r, err
 }
 
+func (i *instrumented) LatestReadings(ctx context.Context, externalIDs []string) ([]StationLatest, error) {
+	ctx, done := i.m.StoreQuery(ctx, "readings", "latest_readings")
+	out, err := i.s.LatestReadings(ctx, externalIDs)
+	done(err)
+	return out, err
+}
+
 func (i *instrumented) Readings(ctx context.Context, externalID string, q contract.ReadingsQuery) ([]Reading, int, error) {
 	ctx, done := i.m.StoreQuery(ctx, "readings", "readings")
 	out, n, err := i.s.Readings(ctx, externalID, q)
 	done(failure(err))
 	return out, n, err
+}
+
+func (i *instrumented) Aggregate(ctx context.Context, externalID string, q AggregateQuery) (AggregateResult, error) {
+	ctx, done := i.m.StoreQuery(ctx, "aggregate", "rollups")
+	out, err := i.s.Aggregate(ctx, externalID, q)
+	done(failure(err))
+	return out, err
 }
 
 func (i *instrumented) Ingest(ctx context.Context, b Batch) (IngestResult, error) {

@@ -42,6 +42,11 @@ type Options struct {
 	Logger   *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// Committed, when set, receives the readings each ingest batch stored for the first
+	// time, right after the batch's transaction committed (never for a rolled-back batch,
+	// never twice for one reading: a replay stores nothing new). The live streams publish
+	// them (docs/live.md); it runs on the ingest goroutine, so it must not block long.
+	Committed func(ctx context.Context, readings []Committed)
 }
 
 // Open connects to the configured database, applies pending migrations and returns the
@@ -60,7 +65,7 @@ func Open(ctx context.Context, o Options) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sqlStore{serviceID: o.ServiceID, log: o.Logger, codec: c, now: o.Now, dicts: map[string]uint32{}}
+	s := &sqlStore{serviceID: o.ServiceID, log: o.Logger, codec: c, now: o.Now, dicts: map[string]uint32{}, committed: o.Committed}
 	switch {
 	case o.DatabaseURL == "":
 		if o.SQLitePath == "" {
@@ -78,6 +83,10 @@ func Open(ctx context.Context, o Options) (Store, error) {
 		return nil, err
 	}
 	if err := s.loadDicts(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if err := s.rebuildRollups(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
 	}

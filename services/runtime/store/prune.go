@@ -42,6 +42,11 @@ func (s *sqlStore) Prune(ctx context.Context, before time.Time) (int64, error) {
 		if _, err := tx.exec(ctx, s.q(`DELETE FROM blocks WHERE ts < ? AND ts_last < ?`), cut, cut); err != nil {
 			return fmt.Errorf("prune: blocks: %w", err)
 		}
+		// Rollups of the hours wholly before the cutoff go with their readings (the hour
+		// holding the cutoff keeps its summary until it is wholly gone).
+		if _, err := tx.exec(ctx, s.q(`DELETE FROM rollups WHERE hour < ?`), hourOf(cut)); err != nil {
+			return fmt.Errorf("prune: rollups: %w", err)
+		}
 		// A station whose newest reading was removed has none left.
 		if _, err := tx.exec(ctx, s.q(`UPDATE stations SET last_reading_ms = (SELECT max(ts) FROM readings r WHERE r.station = stations.skey)
 			WHERE last_reading_ms < ?`), cut); err != nil {

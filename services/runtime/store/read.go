@@ -58,6 +58,11 @@ func (s *sqlStore) Readings(ctx context.Context, externalID string, q contract.R
 	if flipped {
 		slices.Reverse(rs)
 	}
+	if q.Revisions {
+		if err := s.fillRevisions(ctx, st, rs); err != nil {
+			return nil, 0, err
+		}
+	}
 	return rs, total, nil
 }
 

@@ -44,6 +44,8 @@ type txn interface {
 	// unstored returns the rows whose (station, ts) is not stored yet, so that only new
 	// readings are compressed and packed into blocks.
 	unstored(ctx context.Context, rows []row) ([]row, error)
+	// addRollupRows merges partial hourly summaries into the stored rollups.
+	addRollupRows(ctx context.Context, rows []rollupRow) error
 	// addCounts moves each station's last_reading_ms and reading_count.
 	addCounts(ctx context.Context, counts []stationCount) error
 	// blockIDs gives blocks their ids.
@@ -117,6 +119,8 @@ type sqlStore struct {
 	// horizon is the retention cutoff of the last Prune (epoch ms): older readings are
 	// not stored again.
 	horizon atomic.Int64
+	// committed is Options.Committed.
+	committed func(ctx context.Context, readings []Committed)
 }
 
 func (s *sqlStore) q(query string) string { return s.d.rebind(query) }
@@ -178,8 +182,15 @@ func scanStation(sc scanner) (stationRec, error) {
 	return r, nil
 }
 
+// station finds a station by its external id: byte for byte, or else, for a request that
+// spells an id in another case ("tplm2"), the one station whose id equals it ignoring ASCII
+// case. Two stations that differ only in case ("21 de Mayo", "21 de mayo") are each found
+// by their own spelling only: a third spelling matches both and finds neither.
 func (s *sqlStore) station(ctx context.Context, externalID string) (stationRec, error) {
-	r, err := scanStation(s.d.queryRow(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper = ?`), strings.ToUpper(externalID)))
+	r, err := scanStation(s.d.queryRow(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_key = ?`), stationKey(externalID)))
+	if isNoRows(err) {
+		r, err = s.stationFolded(ctx, externalID)
+	}
 	if isNoRows(err) {
 		return r, fmt.Errorf("%w: %q", ErrStationNotFound, externalID)
 	}
@@ -187,6 +198,31 @@ func (s *sqlStore) station(ctx context.Context, externalID string) (stationRec, 
 		return r, fmt.Errorf("station %q: %w", externalID, err)
 	}
 	return r, nil
+}
+
+// stationFolded is station's case-insensitive fallback: sql.ErrNoRows unless exactly one
+// station matches.
+func (s *sqlStore) stationFolded(ctx context.Context, externalID string) (stationRec, error) {
+	rows, err := s.d.query(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE lower(external_key) = lower(?) LIMIT 2`), externalID)
+	if err != nil {
+		return stationRec{}, err
+	}
+	defer rows.Close()
+	var found []stationRec
+	for rows.Next() {
+		r, err := scanStation(rows)
+		if err != nil {
+			return stationRec{}, err
+		}
+		found = append(found, r)
+	}
+	if err := rows.Err(); err != nil {
+		return stationRec{}, err
+	}
+	if len(found) != 1 {
+		return stationRec{}, sql.ErrNoRows
+	}
+	return found[0], nil
 }
 
 // Station implements Reader.
@@ -219,7 +255,7 @@ func (s *sqlStore) Stations(ctx context.Context, f StationFilter) ([]contract.St
 	if err := s.db.QueryRowContext(ctx, s.q(`SELECT count(*) FROM stations`+cond), args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count stations: %w", err)
 	}
-	query := `SELECT ` + stationCols + ` FROM stations` + cond + ` ORDER BY external_upper`
+	query := `SELECT ` + stationCols + ` FROM stations` + cond + ` ORDER BY external_key`
 	if f.Limit > 0 {
 		page := max(f.Page, 1)
 		query += fmt.Sprintf(" LIMIT %d OFFSET %d", f.Limit, (page-1)*f.Limit)

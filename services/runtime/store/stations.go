@@ -10,18 +10,24 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
+// stationKey is the identity of a station within its service: the provider's external id,
+// byte for byte. Ids are never case-folded: OpenAQ has two locations "21 de Mayo" and
+// "21 de mayo", which are two stations; each adapter spells its provider's ids canonically
+// (NDBC upper-case) before they get here. The column is stations.external_key.
+func stationKey(externalID string) string { return externalID }
+
 // mergeStations combines the batch's station metadata with what its observations show
 // (parameters, location) into the stations to upsert.
 func (s *sqlStore) mergeStations(ctx context.Context, b Batch) ([]contract.Station, error) {
-	byUpper := map[string]*contract.Station{}
+	byKey := map[string]*contract.Station{}
 	var order []string
 	add := func(st contract.Station) *contract.Station {
-		u := strings.ToUpper(st.ExternalID)
-		if cur, ok := byUpper[u]; ok {
+		u := stationKey(st.ExternalID)
+		if cur, ok := byKey[u]; ok {
 			return cur
 		}
 		c := st
-		byUpper[u] = &c
+		byKey[u] = &c
 		order = append(order, u)
 		return &c
 	}
@@ -31,7 +37,7 @@ func (s *sqlStore) mergeStations(ctx context.Context, b Batch) ([]contract.Stati
 		}
 		add(st)
 	}
-	stored, err := s.storedStations(ctx, b, byUpper)
+	stored, err := s.storedStations(ctx, b, byKey)
 	if err != nil {
 		return nil, err
 	}
@@ -42,8 +48,8 @@ func (s *sqlStore) mergeStations(ctx context.Context, b Batch) ([]contract.Stati
 		if o.Time.IsZero() {
 			return nil, fmt.Errorf("ingest: observation of %q has no time", o.StationID)
 		}
-		u := strings.ToUpper(o.StationID)
-		st, ok := byUpper[u]
+		u := stationKey(o.StationID)
+		st, ok := byKey[u]
 		if !ok {
 			if cur, found := stored[u]; found {
 				st = add(cur.Station)
@@ -63,7 +69,7 @@ func (s *sqlStore) mergeStations(ctx context.Context, b Batch) ([]contract.Stati
 	sort.Strings(order) // the lock order of upsertStation
 	out := make([]contract.Station, 0, len(order))
 	for _, u := range order {
-		st := *byUpper[u]
+		st := *byKey[u]
 		if st.ProviderSlug == "" {
 			st.ProviderSlug = b.Provider
 		}
@@ -87,27 +93,27 @@ func (s *sqlStore) mergeStations(ctx context.Context, b Batch) ([]contract.Stati
 // storedStations reads, in one query per 500, the stored rows of the stations that the
 // batch's observations name and its station list does not.
 func (s *sqlStore) storedStations(ctx context.Context, b Batch, listed map[string]*contract.Station) (map[string]stationRec, error) {
-	var uppers []any
+	var extKeys []any
 	seen := map[string]bool{}
 	for _, o := range b.Observations {
-		u := strings.ToUpper(o.StationID)
+		u := stationKey(o.StationID)
 		if listed[u] == nil && !seen[u] {
 			seen[u] = true
-			uppers = append(uppers, u)
+			extKeys = append(extKeys, u)
 		}
 	}
-	return s.stationsByUpper(ctx, s.d.query, uppers, "")
+	return s.stationsByKey(ctx, s.d.query, extKeys, "")
 }
 
-// stationsByUpper reads the stored stations whose upper-case external ids are uppers with
+// stationsByKey reads the stored stations whose external ids are extKeys with
 // query, 500 ids a statement (PostgreSQL and SQLite bound the parameters of one), suffix
 // ending each statement (an ORDER BY and a lock).
-func (s *sqlStore) stationsByUpper(ctx context.Context, query func(context.Context, string, ...any) (rowsIter, error), uppers []any, suffix string) (map[string]stationRec, error) {
-	out := make(map[string]stationRec, len(uppers))
+func (s *sqlStore) stationsByKey(ctx context.Context, query func(context.Context, string, ...any) (rowsIter, error), extKeys []any, suffix string) (map[string]stationRec, error) {
+	out := make(map[string]stationRec, len(extKeys))
 	const chunk = 500
-	for start := 0; start < len(uppers); start += chunk {
-		part := uppers[start:min(start+chunk, len(uppers))]
-		rows, err := query(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_upper IN (?`+
+	for start := 0; start < len(extKeys); start += chunk {
+		part := extKeys[start:min(start+chunk, len(extKeys))]
+		rows, err := query(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_key IN (?`+
 			strings.Repeat(", ?", len(part)-1)+`)`+suffix), part...)
 		if err != nil {
 			return nil, fmt.Errorf("ingest: read stations: %w", err)
@@ -118,7 +124,7 @@ func (s *sqlStore) stationsByUpper(ctx context.Context, query func(context.Conte
 				rows.Close()
 				return nil, fmt.Errorf("ingest: read stations: %w", err)
 			}
-			out[strings.ToUpper(r.ExternalID)] = r
+			out[stationKey(r.ExternalID)] = r
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -142,11 +148,11 @@ func contains(xs []string, x string) bool {
 // as are the inserts of new ones that follow), so replicas writing the same stations
 // queue up instead of deadlocking on each other's readings.
 func (s *sqlStore) lockStations(ctx context.Context, tx txn, stations []contract.Station) (map[string]stationRec, error) {
-	uppers := make([]any, len(stations))
+	extKeys := make([]any, len(stations))
 	for i, st := range stations {
-		uppers[i] = strings.ToUpper(st.ExternalID)
+		extKeys[i] = stationKey(st.ExternalID)
 	}
-	return s.stationsByUpper(ctx, tx.query, uppers, ` ORDER BY external_upper`+s.d.forUpdate)
+	return s.stationsByKey(ctx, tx.query, extKeys, ` ORDER BY external_key`+s.d.forUpdate)
 }
 
 // upsertStation writes st unless the stored row already says the same, keeping the stored
@@ -154,7 +160,7 @@ func (s *sqlStore) lockStations(ctx context.Context, tx txn, stations []contract
 // the station key and whether anything changed (which moves updated_at, the cursor of the
 // gateway's incremental sync).
 func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Station, cur stationRec, exists, authoritative bool) (int32, bool, error) {
-	upper := strings.ToUpper(st.ExternalID)
+	extKey := stationKey(st.ExternalID)
 	if exists && !authoritative {
 		in := st
 		st = cur.Station
@@ -227,13 +233,13 @@ func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Statio
 	if st.DecommissionedDate != nil {
 		decom = *st.DecommissionedDate
 	}
-	args := []any{st.ExternalID, upper, st.ProviderSlug, st.FeedSlug, st.Name, st.Description, st.SensorType, st.Status,
+	args := []any{st.ExternalID, extKey, st.ProviderSlug, st.FeedSlug, st.Name, st.Description, st.SensorType, st.Status,
 		string(dt), st.DeploymentDate, decom, lat, lon, st.ReportingIntervalS, s.now().UnixMilli()}
 	var key int32
-	err := tx.queryRow(ctx, s.q(`INSERT INTO stations (external_id, external_upper, provider, feed, name, description, sensor_type,
+	err := tx.queryRow(ctx, s.q(`INSERT INTO stations (external_id, external_key, provider, feed, name, description, sensor_type,
 		status, data_types, deployment_date, decommissioned_date, latitude, longitude, reporting_interval_s, updated_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (external_upper) DO UPDATE SET external_id = excluded.external_id, provider = excluded.provider,
+		ON CONFLICT (external_key) DO UPDATE SET external_id = excluded.external_id, provider = excluded.provider,
 		feed = excluded.feed, name = excluded.name, description = excluded.description, sensor_type = excluded.sensor_type,
 		status = excluded.status, data_types = excluded.data_types, deployment_date = excluded.deployment_date,
 		decommissioned_date = excluded.decommissioned_date, latitude = excluded.latitude, longitude = excluded.longitude,

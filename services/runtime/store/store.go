@@ -41,6 +41,9 @@ type Reading struct {
 	Raw       json.RawMessage
 	RawFormat string
 	Provider  string
+	// Revisions are the reading's earlier values, oldest first; filled only when asked
+	// for (revisions=true), empty when it has none.
+	Revisions []Revision
 }
 
 // StationFilter selects stations. Zero fields do not filter.
@@ -60,6 +63,8 @@ type Batch struct {
 	// Feed is the feed slug given to stations that do not name one.
 	Feed      string
 	FetchedAt time.Time
+	// Source names the file or URL the batch was read from (revision history).
+	Source string
 	// Stations carry the payload's station metadata. Only a metadata document (a batch
 	// with no observations, such as NDBC activestations.xml) overrides stored fields;
 	// stations described beside observations (often a guess from the id alone) only fill
@@ -75,6 +80,8 @@ type IngestResult struct {
 	Inserted   int // new readings
 	Duplicates int // readings already stored (same station and timestamp)
 	Stations   int // stations created or changed
+	// Revised counts stored readings superseded by this batch's better source.
+	Revised int
 }
 
 // Reader is the read side, used by the internal API and the MCP tools.
@@ -86,10 +93,18 @@ type Reader interface {
 	// LatestReading returns the newest reading of a station, raw included, or
 	// ErrStationNotFound / ErrNoReadings.
 	LatestReading(ctx context.Context, externalID string) (Reading, error)
+	// LatestReadings returns each named station (exact ids; unknown ids are left
+	// out) with its newest reading, Raw not filled, in one query: the batched latest of
+	// the gateway's area latest. At most MaxLatestBatch ids.
+	LatestReadings(ctx context.Context, externalIDs []string) ([]StationLatest, error)
 	// Readings returns one page of a station's readings in [q.Since, q.Until), newest first
 	// unless q.Ascending, and the total in the range. Raw is filled when q.Format is raw.
 	// q.Parameters is not applied here (the JSON is served as stored).
 	Readings(ctx context.Context, externalID string, q contract.ReadingsQuery) ([]Reading, int, error)
+	// Aggregate sums a station's values per parameter into the buckets of q.Bounds, from
+	// the hourly rollups (PostgreSQL sums them in SQL) or from the raw readings, or
+	// ErrStationNotFound.
+	Aggregate(ctx context.Context, externalID string, q AggregateQuery) (AggregateResult, error)
 }
 
 // Writer is the ingest side.

@@ -88,9 +88,9 @@ func TestIngestIdempotentAndRead(t *testing.T) {
 				t.Fatalf("footprint = %+v, %v; want 72 readings", fp, err)
 			}
 
-			st, err := s.Station(ctx, "tplm2")
+			st, err := s.Station(ctx, "TPLM2")
 			if err != nil {
-				t.Fatalf("station by lower-case id: %v", err)
+				t.Fatalf("station: %v", err)
 			}
 			if st.Name != "Thomas Point, MD" || st.ProviderSlug != "ndbc" || st.FeedSlug != "ndbc-realtime" ||
 				len(st.DataTypes) != 2 || st.Latitude == nil || st.LastReadingAt == nil || st.ReportingIntervalS != 3600 {
@@ -138,7 +138,7 @@ func TestIngestIdempotentAndRead(t *testing.T) {
 				{"raw", contract.ReadingsQuery{Limit: 5, Page: 1, Format: contract.FormatRaw}, 72, 5, start.Add(71 * time.Hour), true},
 			}
 			for _, c := range cases {
-				rs, total, err := s.Readings(ctx, "tplm2", c.q)
+				rs, total, err := s.Readings(ctx, "TPLM2", c.q)
 				if err != nil {
 					t.Fatalf("%s: %v", c.name, err)
 				}
@@ -291,7 +291,7 @@ func TestTinyRawFragments(t *testing.T) {
 			if _, err := s.Ingest(ctx, b); err != nil {
 				t.Fatal(err)
 			}
-			r, err := s.LatestReading(ctx, "t1")
+			r, err := s.LatestReading(ctx, "T1")
 			if err != nil || string(r.Raw) != `{}` || r.RawFormat != "tiny.v1" {
 				t.Fatalf("latest = %+v raw %s, %v", r, r.Raw, err)
 			}

@@ -1,5 +1,5 @@
 // Package adaptertest holds what every adapter's tests need: finding the shared recorded
-// provider payloads (skipping clearly when they are absent) and checking the invariants
+// provider payloads (failing when they are absent: they are part of the repository) and checking the invariants
 // every batch must keep.
 package adaptertest
 
@@ -23,17 +23,17 @@ const EnvProviderData = providerdata.EnvDir
 // ProviderDir returns the shared providers folder, "" when absent (see providerdata.Dir).
 func ProviderDir() string { return providerdata.Dir() }
 
-// ProviderFile reads rel (e.g. "ndbc/41002.txt") from the shared providers folder, or
-// skips the test saying where it looked.
+// ProviderFile reads rel (e.g. "ndbc/41002.txt") from the recorded providers folder. The
+// payloads are part of the repository, so a missing one fails the test (it never skips).
 func ProviderFile(tb testing.TB, rel string) []byte {
 	tb.Helper()
 	dir := ProviderDir()
 	if dir == "" {
-		tb.Skipf("recorded provider payloads not found (no testdata/providers in the repository; set %s); skipping golden test of %s", EnvProviderData, rel)
+		tb.Fatalf("recorded provider payloads not found (testdata/providers at the repository root, or %s); needed for %s", EnvProviderData, rel)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, rel))
 	if err != nil {
-		tb.Skipf("recorded provider payload %s unavailable: %v", rel, err)
+		tb.Fatalf("recorded provider payload %s: %v", rel, err)
 	}
 	return b
 }

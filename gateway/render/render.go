@@ -1,0 +1,400 @@
+// Package render answers the gateway's readings pages, aggregates and sensor lists in the
+// formats of docs/api-decisions.md "Wave 2" (json, csv, ndjson, geojson; package
+// pkg/formats holds the encoders and the negotiation rule). The backing services answer
+// JSON, which the gateway caches once per query whatever the format; a CSV, NDJSON or
+// GeoJSON answer is written from that JSON item by item, straight to the client.
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/sensorgate/sensorgate/gateway/proxy"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/formats"
+)
+
+// Formats each answer offers; the first is the default.
+var (
+	ReadingsFormats  = []string{formats.JSON, formats.CSV, formats.NDJSON, formats.GeoJSON}
+	AggregateFormats = []string{formats.JSON, formats.CSV, formats.NDJSON}
+	ListFormats      = []string{formats.JSON, formats.CSV, formats.NDJSON, formats.GeoJSON}
+)
+
+// Readings answers GET /sensors/:id/readings in the negotiated format.
+func Readings(h *proxy.Handlers, fail proxy.ErrorFunc) gin.HandlerFunc {
+	return answer(h, fail, proxy.RouteReadings, ReadingsFormats, readingsPage)
+}
+
+// Aggregate answers GET /sensors/:id/readings/aggregate in the negotiated format.
+func Aggregate(h *proxy.Handlers, fail proxy.ErrorFunc) gin.HandlerFunc {
+	return answer(h, fail, proxy.RouteAggregate, AggregateFormats, aggregatePage)
+}
+
+// converter writes the JSON answer body in format f to w, setting its headers on hd first.
+type converter func(w io.Writer, hd http.Header, req *http.Request, body []byte, f string) error
+
+func answer(h *proxy.Handlers, fail proxy.ErrorFunc, route proxy.Route, allowed []string, conv converter) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		f, err := formats.Negotiate(c.Request.URL.Query(), c.GetHeader("Accept"), allowed...)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		if f != formats.JSON && route == proxy.RouteReadings && c.Query("data_format") == contract.FormatRaw && f != formats.NDJSON {
+			fail(c, apierr.Invalid(formats.Param, "%s needs data_format=cleaned (raw readings have no measurements to put in rows); use json or ndjson", f))
+			return
+		}
+		resp, err := h.Answer(c.Request.Context(), route, c.Param("id"), c.Request.URL.RawQuery)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		hd := c.Writer.Header()
+		hd.Add("Vary", "Accept")
+		if f == formats.JSON || resp.Status != http.StatusOK {
+			status, body := h.Reply(headerOf(hd), resp, c.GetHeader("If-None-Match"))
+			c.Writer.WriteHeader(status)
+			if body != nil {
+				_, _ = c.Writer.Write(body)
+			}
+			return
+		}
+		// The cache headers of the JSON answer, a validator of its own for this format.
+		h.Reply(skipping{hd, "Content-Type", "Etag"}, resp, "")
+		etag := strings.TrimSuffix(resp.ETag, `"`) + "-" + f + `"`
+		hd.Set("ETag", etag)
+		if matches(c.GetHeader("If-None-Match"), etag) {
+			c.Writer.WriteHeader(http.StatusNotModified)
+			return
+		}
+		if err := conv(c.Writer, hd, c.Request, resp.Body, f); err != nil {
+			// Headers may be out: the answer ends short, and the log says why.
+			_ = c.Error(fmt.Errorf("render %s: %w", f, err))
+		}
+	}
+}
+
+type headerOf http.Header
+
+func (h headerOf) SetHeader(name string, value []string) { h[name] = value }
+
+// skipping sets every header but the listed ones.
+type skipping struct {
+	h    http.Header
+	a, b string
+}
+
+func (s skipping) SetHeader(name string, value []string) {
+	if name != s.a && name != s.b {
+		s.h[name] = value
+	}
+}
+
+// matches applies If-None-Match's weak comparison.
+func matches(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// page is the part of a readings page the formats need; each reading is kept as the
+// service wrote it (NDJSON lines are those bytes).
+type page struct {
+	SensorID   string              `json:"sensor_id"`
+	ExternalID string              `json:"external_id"`
+	Readings   []json.RawMessage   `json:"readings"`
+	Pagination contract.Pagination `json:"pagination"`
+}
+
+func readingsPage(w io.Writer, hd http.Header, req *http.Request, body []byte, f string) error {
+	var p page
+	if err := json.Unmarshal(body, &p); err != nil {
+		return fmt.Errorf("readings page: %w", err)
+	}
+	formats.SetHeaders(hd, f, "readings-"+p.ExternalID)
+	pg := p.Pagination
+	formats.SetPaging(hd, pg.Total, formats.NextPage(req.URL, pg.Page, pg.Limit, pg.Total))
+	switch f {
+	case formats.NDJSON:
+		n := formats.NewNDJSON(w)
+		for _, r := range p.Readings {
+			if err := n.Raw(r); err != nil {
+				return err
+			}
+		}
+		return n.Flush()
+	case formats.CSV:
+		c, err := formats.NewCSV(w, formats.ReadingHeader)
+		if err != nil {
+			return err
+		}
+		for _, raw := range p.Readings {
+			var r contract.Reading
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("reading: %w", err)
+			}
+			if err := c.ReadingRows(p.SensorID, p.ExternalID, contract.FormatTime(r.Timestamp.Time), r.Measurements); err != nil {
+				return err
+			}
+		}
+		return c.Flush()
+	case formats.GeoJSON:
+		g, err := formats.NewGeoJSON(w)
+		if err != nil {
+			return err
+		}
+		for _, raw := range p.Readings {
+			var r contract.Reading
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("reading: %w", err)
+			}
+			ft := formats.Feature{ID: r.ID, Properties: formats.ReadingProperties(contract.FormatTime(r.Timestamp.Time), r.Measurements,
+				map[string]any{"sensor_id": p.SensorID, "external_id": p.ExternalID})}
+			if r.Location != nil {
+				lon, lat := r.Location.Coordinates[0], r.Location.Coordinates[1]
+				ft.Lon, ft.Lat = &lon, &lat
+			}
+			if err := g.Feature(ft); err != nil {
+				return err
+			}
+		}
+		return g.Close(map[string]any{"pagination": pg})
+	}
+	return fmt.Errorf("format %s", f)
+}
+
+// aggregateAnswer is the part of an aggregate answer the formats need.
+type aggregateAnswer struct {
+	SensorID   string   `json:"sensor_id"`
+	ExternalID string   `json:"external_id"`
+	Interval   string   `json:"interval"`
+	Stats      []string `json:"stats"`
+	Parameters []string `json:"parameters"`
+	Buckets    []struct {
+		Start      string                                `json:"start"`
+		End        string                                `json:"end"`
+		StartLocal string                                `json:"start_local"`
+		Values     map[string]map[string]json.RawMessage `json:"values"`
+	} `json:"buckets"`
+}
+
+// AggregateHeader is the CSV header of an aggregate answer before its statistics: one row
+// per bucket and parameter, then one column per statistic asked for, then coverage.
+var AggregateHeader = []string{"sensor_id", "external_id", "start", "end", "start_local", "parameter"}
+
+func aggregatePage(w io.Writer, hd http.Header, _ *http.Request, body []byte, f string) error {
+	formats.SetHeaders(hd, f, "aggregate-"+externalIDOf(body))
+	switch f {
+	case formats.NDJSON:
+		var raw struct {
+			Buckets []json.RawMessage `json:"buckets"`
+		}
+		if err := json.Unmarshal(body, &raw); err != nil {
+			return fmt.Errorf("aggregate: %w", err)
+		}
+		n := formats.NewNDJSON(w)
+		for _, b := range raw.Buckets {
+			if err := n.Raw(b); err != nil {
+				return err
+			}
+		}
+		return n.Flush()
+	case formats.CSV:
+		var a aggregateAnswer
+		if err := json.Unmarshal(body, &a); err != nil {
+			return fmt.Errorf("aggregate: %w", err)
+		}
+		cols := append(append(append([]string(nil), AggregateHeader...), a.Stats...), "coverage")
+		c, err := formats.NewCSV(w, cols)
+		if err != nil {
+			return err
+		}
+		rec := make([]string, len(cols))
+		for _, b := range a.Buckets {
+			for _, p := range a.Parameters {
+				v := b.Values[p]
+				rec[0], rec[1], rec[2], rec[3], rec[4], rec[5] = a.SensorID, a.ExternalID, b.Start, b.End, b.StartLocal, p
+				for i, st := range append(a.Stats, "coverage") {
+					rec[len(AggregateHeader)+i] = cell(v[st])
+				}
+				if err := c.Row(rec); err != nil {
+					return err
+				}
+			}
+		}
+		return c.Flush()
+	}
+	return fmt.Errorf("format %s", f)
+}
+
+// cell is a JSON number (or null) as a CSV field: the number as written, empty for null.
+func cell(v json.RawMessage) string {
+	s := string(v)
+	if s == "" || s == "null" {
+		return ""
+	}
+	return s
+}
+
+func externalIDOf(body []byte) string {
+	var v struct {
+		ExternalID string `json:"external_id"`
+	}
+	_ = json.Unmarshal(body, &v)
+	return v.ExternalID
+}
+
+// List writes a sensor list (items as the JSON answer has them) in format f: CSV with one
+// column per field of the first item (lists joined with ";", objects as JSON), NDJSON of
+// the items, or a GeoJSON FeatureCollection of Points from latitude and longitude. Paging
+// goes into Link and X-Total-Count.
+func List(w io.Writer, hd http.Header, req *http.Request, f string, items any, pg contract.Pagination) error {
+	b, err := json.Marshal(items)
+	if err != nil {
+		return fmt.Errorf("sensor list: %w", err)
+	}
+	var rows []json.RawMessage
+	if err := json.Unmarshal(b, &rows); err != nil {
+		return fmt.Errorf("sensor list: %w", err)
+	}
+	formats.SetHeaders(hd, f, "sensors")
+	formats.SetPaging(hd, pg.Total, formats.NextPage(req.URL, pg.Page, pg.Limit, pg.Total))
+	switch f {
+	case formats.NDJSON:
+		n := formats.NewNDJSON(w)
+		for _, r := range rows {
+			if err := n.Raw(r); err != nil {
+				return err
+			}
+		}
+		return n.Flush()
+	case formats.CSV:
+		var c *formats.CSVWriter
+		var cols []string
+		for _, r := range rows {
+			keys, vals, err := orderedFields(r)
+			if err != nil {
+				return err
+			}
+			if c == nil {
+				cols = keys
+				if c, err = formats.NewCSV(w, cols); err != nil {
+					return err
+				}
+			}
+			byKey := make(map[string]json.RawMessage, len(keys))
+			for i, k := range keys {
+				byKey[k] = vals[i]
+			}
+			rec := make([]string, len(cols))
+			for i, k := range cols {
+				rec[i] = field(byKey[k])
+			}
+			if err := c.Row(rec); err != nil {
+				return err
+			}
+		}
+		if c == nil { // an empty page still has its header (the full view's fields)
+			if c, err = formats.NewCSV(w, []string{"id", "external_id", "name", "latitude", "longitude"}); err != nil {
+				return err
+			}
+		}
+		return c.Flush()
+	case formats.GeoJSON:
+		g, err := formats.NewGeoJSON(w)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			var props map[string]any
+			if err := json.Unmarshal(r, &props); err != nil {
+				return err
+			}
+			ft := formats.Feature{Properties: props}
+			if id, ok := props["id"].(string); ok {
+				ft.ID = id
+			}
+			lat, okLat := props["latitude"].(float64)
+			lon, okLon := props["longitude"].(float64)
+			if okLat && okLon {
+				ft.Lat, ft.Lon = &lat, &lon
+			}
+			if err := g.Feature(ft); err != nil {
+				return err
+			}
+		}
+		return g.Close(map[string]any{"pagination": pg})
+	}
+	return fmt.Errorf("format %s", f)
+}
+
+// orderedFields splits a JSON object into its keys and values in their written order.
+func orderedFields(obj json.RawMessage) ([]string, []json.RawMessage, error) {
+	dec := json.NewDecoder(strings.NewReader(string(obj)))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil, fmt.Errorf("sensor list item is not an object")
+	}
+	var keys []string
+	var vals []json.RawMessage
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, err
+		}
+		keys, vals = append(keys, k), append(vals, v)
+	}
+	return keys, vals, nil
+}
+
+// field is a JSON value as a CSV field: strings unquoted, null empty, lists of scalars
+// joined with ";", other values as JSON.
+func field(v json.RawMessage) string {
+	s := strings.TrimSpace(string(v))
+	switch {
+	case s == "" || s == "null":
+		return ""
+	case s[0] == '"':
+		var str string
+		if json.Unmarshal(v, &str) == nil {
+			return str
+		}
+	case s[0] == '[':
+		var list []any
+		if json.Unmarshal(v, &list) == nil {
+			parts := make([]string, 0, len(list))
+			for _, x := range list {
+				switch x := x.(type) {
+				case string:
+					parts = append(parts, x)
+				case float64:
+					parts = append(parts, strconv.FormatFloat(x, 'f', -1, 64))
+				default:
+					b, _ := json.Marshal(x)
+					parts = append(parts, string(b))
+				}
+			}
+			return strings.Join(parts, ";")
+		}
+	}
+	return s
+}

@@ -1,0 +1,55 @@
+// History charts from GET /api/v1/sensors/{id}/readings/aggregate (docs/api-decisions.md,
+// "Aggregates"): the mean as a line, the min-max range as a band, and a gap (no line across)
+// wherever a bucket has no readings (count or coverage 0).
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+import { series, type Bucket } from "./buckets";
+
+export { rangeQuery, type Bucket } from "./buckets";
+
+export class Chart {
+  private plot: uPlot | null = null;
+
+  constructor(private box: HTMLElement) {}
+
+  show(buckets: Bucket[], parameter: string, unit: string): void {
+    const { data, gaps } = series(buckets, parameter);
+    this.box.dataset.buckets = String(data[0].length);
+    this.box.dataset.gaps = String(gaps);
+    this.box.dataset.parameter = parameter;
+    const width = Math.max(240, this.box.clientWidth || 320);
+    const opts: uPlot.Options = {
+      width,
+      height: 200,
+      series: [
+        {},
+        { label: `mean (${unit})`, stroke: "#0072B2", width: 2, spanGaps: false },
+        { label: "min", stroke: "#56B4E9", width: 1, dash: [4, 3], spanGaps: false },
+        { label: "max", stroke: "#56B4E9", width: 1, dash: [4, 3], spanGaps: false },
+      ],
+      bands: [{ series: [3, 2], fill: "rgba(86,180,233,0.25)" }],
+      axes: [{}, { label: unit, size: 56 }],
+      // The y range follows the data (uPlot's default starts at 0 for positive values,
+      // which flattens 1,013 hPa into a line).
+      scales: { x: { time: true }, y: { range: (_u, min, max) => uPlot.rangeNum(min, max, 0.1, true) } },
+      legend: { live: true },
+    };
+    this.plot?.destroy();
+    this.plot = new uPlot(opts, data, this.box);
+    // Read by the browser tests: what the chart holds, not what the API sent.
+    const held = this.plot.data;
+    this.box.dataset.points = String(held[0].length);
+    this.box.dataset.nulls = String((held[1] as (number | null)[]).filter((v) => v === null || v === undefined).length);
+  }
+
+  resize(): void {
+    if (this.plot) this.plot.setSize({ width: Math.max(240, this.box.clientWidth), height: 200 });
+  }
+
+  clear(): void {
+    this.plot?.destroy();
+    this.plot = null;
+    delete this.box.dataset.buckets;
+    delete this.box.dataset.points;
+  }
+}

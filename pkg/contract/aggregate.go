@@ -1,0 +1,172 @@
+package contract
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/timebucket"
+)
+
+// Aggregate statistics.
+const (
+	StatMean  = "mean"
+	StatMin   = "min"
+	StatMax   = "max"
+	StatCount = "count"
+)
+
+// AllStats are the statistics in their answer order, and the default.
+var AllStats = []string{StatMean, StatMin, StatMax, StatCount}
+
+// defaultAggregateDays is the range of an aggregate without since, until or days, per
+// interval: a useful chart's worth of buckets.
+var defaultAggregateDays = map[string]int{"1h": 2, "3h": 7, "6h": 14, "1d": 31, "1mo": 365}
+
+// AggregateQuery is the parsed query of GET .../readings/aggregate (docs/api-decisions.md
+// "Wave 2", Aggregates).
+type AggregateQuery struct {
+	Interval timebucket.Interval
+	Stats    []string
+	// Parameters limits the answer (empty: every parameter the range holds).
+	Parameters []string
+	// Since and Until are the range asked for; Bounds the whole buckets covering it.
+	Since, Until time.Time
+	TZ           string
+	Zone         *time.Location
+	Bounds       []time.Time
+}
+
+// ParseAggregateQuery parses and validates the aggregate query; every error is an
+// *apierr.Error naming the parameter (the bucket limit names interval and the range).
+func ParseAggregateQuery(v url.Values, now time.Time) (AggregateQuery, error) {
+	var q AggregateQuery
+	name := v.Get("interval")
+	if name == "" {
+		name = "1h"
+	}
+	iv, ok := timebucket.ParseInterval(name)
+	if !ok {
+		return q, apierr.Invalid("interval", "want one of %s, got %q", timebucket.Names, name)
+	}
+	q.Interval = iv
+	q.Stats = AllStats
+	if s := v.Get("stats"); s != "" {
+		q.Stats = nil
+		seen := map[string]bool{}
+		for _, st := range strings.Split(s, ",") {
+			st = strings.TrimSpace(st)
+			if st == "" || seen[st] {
+				continue
+			}
+			switch st {
+			case StatMean, StatMin, StatMax, StatCount:
+			default:
+				return q, apierr.Invalid("stats", "want a comma-separated list of %s, got %q", strings.Join(AllStats, ", "), st)
+			}
+			seen[st] = true
+			q.Stats = append(q.Stats, st)
+		}
+		if len(q.Stats) == 0 {
+			return q, apierr.Invalid("stats", "want at least one of %s", strings.Join(AllStats, ", "))
+		}
+	}
+	var err error
+	if q.Parameters, err = parseParameters(v); err != nil {
+		return q, err
+	}
+	q.TZ = v.Get("tz")
+	q.Zone = time.UTC
+	if q.TZ == "" {
+		q.TZ = "UTC"
+	} else {
+		// "Local" would be the server's zone, and an empty name is UTC: neither is what a
+		// client who names a zone means.
+		loc, err := time.LoadLocation(q.TZ)
+		if err != nil || q.TZ == "Local" || strings.HasPrefix(q.TZ, "/") || strings.Contains(q.TZ, "..") {
+			return q, apierr.Invalid("tz", "want an IANA time zone name such as America/New_York or UTC, got %q", q.TZ)
+		}
+		q.Zone = loc
+	}
+	days, since, until := v.Get("days"), v.Get("since"), v.Get("until")
+	if days != "" && (since != "" || until != "") {
+		other := "since"
+		if since == "" {
+			other = "until"
+		}
+		return q, apierr.Invalid("days", "cannot be combined with %s", other)
+	}
+	q.Until = now.UTC()
+	switch {
+	case days != "":
+		d, err := strconv.ParseFloat(days, 64)
+		if err != nil || !(d > 0) || d > MaxDays {
+			return q, apierr.Invalid("days", "want a number of days greater than 0 and at most %d, got %q", MaxDays, days)
+		}
+		q.Since = q.Until.Add(-time.Duration(d * float64(24*time.Hour)))
+	default:
+		if until != "" {
+			if q.Until, err = ParseTime(until); err != nil {
+				return q, apierr.Invalid("until", "want an RFC 3339 time or a date YYYY-MM-DD, got %q", until)
+			}
+		}
+		if since != "" {
+			if q.Since, err = ParseTime(since); err != nil {
+				return q, apierr.Invalid("since", "want an RFC 3339 time or a date YYYY-MM-DD, got %q", since)
+			}
+		} else {
+			q.Since = q.Until.AddDate(0, 0, -defaultAggregateDays[iv.Name])
+		}
+		if !q.Until.After(q.Since) {
+			return q, apierr.Invalid("until", "must be after since")
+		}
+	}
+	if q.Bounds, err = timebucket.Bounds(q.Since, q.Until, iv, q.Zone); err != nil {
+		return q, apierr.Invalid("interval", "%v", err)
+	}
+	return q, nil
+}
+
+// AggregatePath is the service path of a station's aggregates, with the id escaped.
+func AggregatePath(externalID string) string {
+	return PathSensors + "/" + url.PathEscape(externalID) + "/readings/aggregate"
+}
+
+// AggregateBucket is one bucket: start and end in UTC, start_local on the zone's clock
+// with its offset, and per parameter the statistics asked for plus coverage, each null
+// when there is nothing to say (an empty bucket; coverage of a sensor whose reporting
+// interval is unknown). count is 0 in an empty bucket.
+type AggregateBucket struct {
+	Start      Time                      `json:"start"`
+	End        Time                      `json:"end"`
+	StartLocal string                    `json:"start_local"`
+	Values     map[string]map[string]any `json:"values"`
+}
+
+// LocalLayout is the form of start_local: the zone's local clock with milliseconds and
+// the offset.
+const LocalLayout = "2006-01-02T15:04:05.000-07:00"
+
+// AggregateResponse is the public answer of GET .../readings/aggregate.
+type AggregateResponse struct {
+	SensorID   string `json:"sensor_id"`
+	ExternalID string `json:"external_id"`
+	Name       string `json:"name"`
+	ServiceID  string `json:"service_id"`
+	Interval   string `json:"interval"`
+	TZ         string `json:"tz"`
+	// Since and Until are the whole-bucket range answered (the range asked for, widened
+	// to the buckets that hold its ends).
+	Since      Time     `json:"since"`
+	Until      Time     `json:"until"`
+	Stats      []string `json:"stats"`
+	Parameters []string `json:"parameters"`
+	// ExpectedIntervalSeconds is the sensor's reporting interval coverage is judged by
+	// (null: unknown, and coverage is null).
+	ExpectedIntervalSeconds *int              `json:"expected_interval_seconds"`
+	Source                  string            `json:"source"`
+	Buckets                 []AggregateBucket `json:"buckets"`
+	Provenance              Provenance        `json:"provenance"`
+}

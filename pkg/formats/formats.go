@@ -1,0 +1,340 @@
+// Package formats holds the answer formats of docs/api-decisions.md "Wave 2" (json, csv,
+// ndjson, geojson): the one negotiation rule (the format query parameter wins over Accept),
+// their media types, and streaming encoders that write rows as they come, so that neither
+// the gateway nor a service builds a whole answer in memory to change its format. CSV goes
+// through encoding/csv (RFC 4180 quoting), NDJSON and GeoJSON through encoding/json.
+package formats
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/canon"
+)
+
+// Format names, as the format query parameter spells them.
+const (
+	JSON    = "json"
+	CSV     = "csv"
+	NDJSON  = "ndjson"
+	GeoJSON = "geojson"
+)
+
+// Media types of the formats.
+const (
+	TypeJSON    = "application/json; charset=utf-8"
+	TypeCSV     = "text/csv; charset=utf-8"
+	TypeNDJSON  = "application/x-ndjson"
+	TypeGeoJSON = "application/geo+json"
+)
+
+// Param is the query parameter that names a format.
+const Param = "format"
+
+var mediaTypes = map[string]string{JSON: TypeJSON, CSV: TypeCSV, NDJSON: TypeNDJSON, GeoJSON: TypeGeoJSON}
+
+// acceptNames maps the media types a client may send in Accept to the format they ask for.
+var acceptNames = map[string]string{
+	"application/json":     JSON,
+	"text/csv":             CSV,
+	"application/x-ndjson": NDJSON,
+	"application/ndjson":   NDJSON,
+	"application/geo+json": GeoJSON,
+}
+
+// ContentType is the Content-Type header value of format f.
+func ContentType(f string) string { return mediaTypes[f] }
+
+// Negotiate picks the answer format of a request among allowed (the first is the
+// default): the format query parameter when given (an unknown or not allowed one is a
+// 400 naming the allowed values), else the first Accept media type that names an allowed
+// format (in the client's order of preference; q=0 excluded), else the default. An Accept
+// that names no allowed format gets the default rather than a 406: the JSON answer is what
+// every client of the API reads.
+func Negotiate(q url.Values, accept string, allowed ...string) (string, error) {
+	if len(allowed) == 0 {
+		allowed = []string{JSON}
+	}
+	if v, ok := q[Param]; ok {
+		f := strings.ToLower(strings.TrimSpace(firstOf(v)))
+		for _, a := range allowed {
+			if f == a {
+				return f, nil
+			}
+		}
+		return "", apierr.Invalid(Param, "want one of %s, got %q", strings.Join(allowed, ", "), firstOf(v))
+	}
+	best, bestQ := "", 0.0
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		f, ok := acceptNames[mt]
+		if !ok || !isAllowed(f, allowed) {
+			continue
+		}
+		qv := 1.0
+		if s, ok := params["q"]; ok {
+			if x, err := strconv.ParseFloat(s, 64); err == nil {
+				qv = x
+			}
+		}
+		if qv > bestQ {
+			best, bestQ = f, qv
+		}
+	}
+	if best != "" {
+		return best, nil
+	}
+	return allowed[0], nil
+}
+
+func firstOf(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+func isAllowed(f string, allowed []string) bool {
+	for _, a := range allowed {
+		if a == f {
+			return true
+		}
+	}
+	return false
+}
+
+// SetHeaders sets the Content-Type of format f and, for CSV, a Content-Disposition
+// attachment named filename (base name; its extension is added). Every answer varies by
+// Accept, since Accept can choose the format.
+func SetHeaders(h http.Header, f, filename string) {
+	h.Set("Content-Type", ContentType(f))
+	h.Add("Vary", "Accept")
+	if f == CSV {
+		h.Set("Content-Disposition", `attachment; filename="`+SafeName(filename)+`.csv"`)
+	}
+}
+
+// SafeName keeps the letters, digits, dots, dashes and underscores of name (others become
+// "_"), so that a sensor id can name a download without quoting rules.
+func SafeName(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, name)
+}
+
+// SetPaging sets the paging headers of a paged CSV or NDJSON answer (which has no
+// envelope to carry them): X-Total-Count, and Link rel="next" to next when there is a
+// next page (next empty: none).
+func SetPaging(h http.Header, total int, next string) {
+	h.Set("X-Total-Count", strconv.Itoa(total))
+	if next != "" {
+		h.Set("Link", "<"+next+`>; rel="next"`)
+	}
+}
+
+// NextPage is the URL of the page after page (1-based) of a request u, or "" when page
+// is the last of total items at limit per page.
+func NextPage(u *url.URL, page, limit, total int) string {
+	if limit <= 0 || page*limit >= total {
+		return ""
+	}
+	next := *u
+	q := next.Query()
+	q.Set("page", strconv.Itoa(page+1))
+	next.RawQuery = q.Encode()
+	return next.RequestURI()
+}
+
+// CSVWriter writes a CSV answer row by row through a buffered writer; Flush sends what is
+// buffered (call it at the end, or to push a partial answer to the client).
+type CSVWriter struct {
+	w *csv.Writer
+}
+
+// NewCSV starts a CSV answer on w with its header row.
+func NewCSV(w io.Writer, header []string) (*CSVWriter, error) {
+	c := &CSVWriter{w: csv.NewWriter(w)}
+	if err := c.w.Write(header); err != nil {
+		return nil, fmt.Errorf("csv header: %w", err)
+	}
+	return c, nil
+}
+
+// Row writes one record.
+func (c *CSVWriter) Row(rec []string) error {
+	if err := c.w.Write(rec); err != nil {
+		return fmt.Errorf("csv row: %w", err)
+	}
+	return nil
+}
+
+// Flush writes buffered rows to the underlying writer.
+func (c *CSVWriter) Flush() error {
+	c.w.Flush()
+	return c.w.Error()
+}
+
+// NDJSONWriter writes one JSON value per line.
+type NDJSONWriter struct {
+	w *bufio.Writer
+}
+
+// NewNDJSON starts an NDJSON answer on w.
+func NewNDJSON(w io.Writer) *NDJSONWriter { return &NDJSONWriter{w: bufio.NewWriterSize(w, 32<<10)} }
+
+// Value writes v as one line.
+func (n *NDJSONWriter) Value(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("ndjson: %w", err)
+	}
+	return n.Raw(b)
+}
+
+// Raw writes an already encoded, compact JSON value as one line.
+func (n *NDJSONWriter) Raw(b []byte) error {
+	if _, err := n.w.Write(b); err != nil {
+		return err
+	}
+	return n.w.WriteByte('\n')
+}
+
+// Flush writes buffered lines to the underlying writer.
+func (n *NDJSONWriter) Flush() error { return n.w.Flush() }
+
+// Feature is a GeoJSON Point Feature. Lon and Lat nil give a null geometry (a sensor
+// without a location is still listed).
+type Feature struct {
+	ID         string
+	Lon, Lat   *float64
+	Properties any
+}
+
+// GeoJSONWriter writes a FeatureCollection feature by feature.
+type GeoJSONWriter struct {
+	w *bufio.Writer
+	n int
+}
+
+// NewGeoJSON starts a FeatureCollection on w.
+func NewGeoJSON(w io.Writer) (*GeoJSONWriter, error) {
+	g := &GeoJSONWriter{w: bufio.NewWriterSize(w, 32<<10)}
+	_, err := g.w.WriteString(`{"type":"FeatureCollection","features":[`)
+	return g, err
+}
+
+type featureJSON struct {
+	Type       string    `json:"type"`
+	ID         string    `json:"id,omitempty"`
+	Geometry   *geometry `json:"geometry"`
+	Properties any       `json:"properties"`
+}
+
+type geometry struct {
+	Type        string     `json:"type"`
+	Coordinates [2]float64 `json:"coordinates"`
+}
+
+// Feature writes one feature; coordinates are [lon, lat] as GeoJSON (RFC 7946) has them.
+func (g *GeoJSONWriter) Feature(f Feature) error {
+	fj := featureJSON{Type: "Feature", ID: f.ID, Properties: f.Properties}
+	if f.Lon != nil && f.Lat != nil {
+		fj.Geometry = &geometry{Type: "Point", Coordinates: [2]float64{*f.Lon, *f.Lat}}
+	}
+	if fj.Properties == nil {
+		fj.Properties = map[string]any{}
+	}
+	b, err := json.Marshal(fj)
+	if err != nil {
+		return fmt.Errorf("geojson feature: %w", err)
+	}
+	if g.n > 0 {
+		if err := g.w.WriteByte(','); err != nil {
+			return err
+		}
+	}
+	g.n++
+	_, err = g.w.Write(b)
+	return err
+}
+
+// Close ends the FeatureCollection and flushes it; extra members (such as pagination)
+// are written beside "features" when given.
+func (g *GeoJSONWriter) Close(extra map[string]any) error {
+	if _, err := g.w.WriteString("]"); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(extra[k])
+		if err != nil {
+			return fmt.Errorf("geojson %s: %w", k, err)
+		}
+		g.w.WriteByte(',')
+		g.w.Write(kb)
+		g.w.WriteByte(':')
+		g.w.Write(vb)
+	}
+	if _, err := g.w.WriteString("}"); err != nil {
+		return err
+	}
+	return g.w.Flush()
+}
+
+// Float renders a number for CSV: the shortest form that reads back to the same float64.
+func Float(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// OptFloat renders a nullable number for CSV: empty when nil.
+func OptFloat(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return Float(*v)
+}
+
+// ReadingHeader is the header of the long-form readings CSV: one row per measurement.
+var ReadingHeader = []string{"sensor_id", "external_id", "timestamp", "parameter", "value", "unit", "value_original", "unit_original"}
+
+// ReadingRows writes the long-form CSV rows of one reading (timestamp already in the
+// API's form), one per measurement.
+func (c *CSVWriter) ReadingRows(sensorID, externalID, timestamp string, ms []canon.Measurement) error {
+	rec := make([]string, len(ReadingHeader))
+	for _, m := range ms {
+		rec[0], rec[1], rec[2], rec[3] = sensorID, externalID, timestamp, m.Parameter
+		rec[4], rec[5], rec[6], rec[7] = Float(m.Value), m.Unit, Float(m.ValueOriginal), m.UnitOriginal
+		if err := c.Row(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadingProperties are the GeoJSON properties of a reading Feature: its timestamp and
+// one property per parameter (the canonical value), plus the extra fields given.
+func ReadingProperties(timestamp string, ms []canon.Measurement, extra map[string]any) map[string]any {
+	p := make(map[string]any, len(ms)+len(extra)+1)
+	maps.Copy(p, extra)
+	p["timestamp"] = timestamp
+	for _, m := range ms {
+		p[m.Parameter] = m.Value
+	}
+	return p
+}

@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"math"
+	"net/http"
+
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/ids"
+	"github.com/sensorgate/sensorgate/services/runtime/store"
+)
+
+// aggregate answers GET /v1/sensors/{id}/readings/aggregate: the station's values per
+// bucket of the zone's local clock (docs/api-decisions.md "Wave 2", docs/services.md
+// "Aggregates"). The store sums the values into cells; the statistics are finished here,
+// the same way whichever source the cells came from.
+func (s *Server) aggregate() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := s.stationID(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		v := r.URL.Query()
+		q, err := contract.ParseAggregateQuery(v, s.d.Now())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		src := v.Get("source") // internal: tests compare the two ways
+		if src != store.SourceAuto && src != store.SourceRollups && src != store.SourceRaw {
+			s.fail(w, r, apierr.Invalid("source", "want %s or %s, got %q", store.SourceRollups, store.SourceRaw, src))
+			return
+		}
+		res, err := s.d.Store.Aggregate(r.Context(), id, store.AggregateQuery{Bounds: q.Bounds, Parameters: q.Parameters, Source: src})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, aggregateResponse(s.d.Meta.ID, q, res))
+	}
+}
+
+// aggregateResponse finishes the cells into the public answer.
+func aggregateResponse(serviceID string, q contract.AggregateQuery, res store.AggregateResult) contract.AggregateResponse {
+	st := res.Station
+	out := contract.AggregateResponse{
+		SensorID: ids.Sensor(serviceID, st.ExternalID).String(), ExternalID: st.ExternalID, Name: st.Name, ServiceID: serviceID,
+		Interval: q.Interval.Name, TZ: q.TZ, Stats: q.Stats, Parameters: res.Parameters, Source: res.Source,
+		Since: contract.Time{Time: q.Bounds[0]}, Until: contract.Time{Time: q.Bounds[len(q.Bounds)-1]},
+		Buckets:    make([]contract.AggregateBucket, len(q.Bounds)-1),
+		Provenance: provenance(serviceID, st, nil),
+	}
+	if out.Parameters == nil {
+		out.Parameters = []string{}
+	}
+	if st.ReportingIntervalS > 0 {
+		n := st.ReportingIntervalS
+		out.ExpectedIntervalSeconds = &n
+	}
+	for i := range out.Buckets {
+		start, end := q.Bounds[i], q.Bounds[i+1]
+		b := contract.AggregateBucket{Start: contract.Time{Time: start}, End: contract.Time{Time: end},
+			StartLocal: start.In(q.Zone).Format(contract.LocalLayout), Values: make(map[string]map[string]any, len(res.Parameters))}
+		for _, p := range res.Parameters {
+			b.Values[p] = finish(res.Cells[p][i], store.Circular(p), q.Stats, end.Sub(start).Seconds(), st.ReportingIntervalS)
+		}
+		out.Buckets[i] = b
+	}
+	return out
+}
+
+// finish turns a cell into the statistics asked for, and coverage: count over the
+// readings expected in the bucket at the sensor's reporting interval (null when that is
+// unknown). Directions get the circular mean: the direction of the sum of unit vectors,
+// null when they cancel out.
+func finish(c store.Cell, circular bool, stats []string, seconds float64, intervalS int) map[string]any {
+	out := make(map[string]any, len(stats)+1)
+	for _, st := range stats {
+		switch st {
+		case contract.StatCount:
+			out[st] = c.N
+		case contract.StatMean:
+			out[st] = nil
+			if c.N == 0 {
+				break
+			}
+			if !circular {
+				out[st] = round6(c.Sum / float64(c.N))
+				break
+			}
+			if math.Hypot(c.SumSin, c.SumCos) < 1e-9*float64(c.N) {
+				break
+			}
+			deg := round6(math.Atan2(c.SumSin, c.SumCos) * 180 / math.Pi)
+			if deg < 0 {
+				deg = round6(deg + 360)
+			}
+			if deg >= 360 {
+				deg = 0
+			}
+			out[st] = deg
+		case contract.StatMin:
+			out[st] = nil
+			if c.N > 0 {
+				out[st] = c.Min
+			}
+		case contract.StatMax:
+			out[st] = nil
+			if c.N > 0 {
+				out[st] = c.Max
+			}
+		}
+	}
+	out["coverage"] = nil
+	if intervalS > 0 {
+		out["coverage"] = round6(float64(c.N) / (seconds / float64(intervalS)))
+	}
+	return out
+}
+
+// round6 keeps six decimals: the stored values have at most four, and the sums of two
+// ways of computing a mean differ far below that.
+func round6(v float64) float64 {
+	r := math.Round(v*1e6) / 1e6
+	if r == 0 {
+		return 0 // no -0
+	}
+	return r
+}

@@ -1,0 +1,173 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/ids"
+)
+
+// MaxLatestBatch bounds the stations of one LatestReadings call (the gateway's area latest
+// asks for at most one answer page, 5,000 sensors, per service).
+const MaxLatestBatch = 5000
+
+// StationLatest is a station and its newest reading (nil when it never reported).
+type StationLatest struct {
+	Station contract.Station
+	Reading *Reading
+}
+
+// LatestReadings implements Reader: one query joins each named station to the reading at
+// its last_reading_ms (which ingest and prune keep equal to its newest stored reading), so
+// N stations cost one statement of N primary-key probes, not N round trips. Readings whose
+// values sit in blocks are then filled with one more query for all their blocks.
+func (s *sqlStore) LatestReadings(ctx context.Context, externalIDs []string) ([]StationLatest, error) {
+	if len(externalIDs) == 0 {
+		return []StationLatest{}, nil
+	}
+	if len(externalIDs) > MaxLatestBatch {
+		return nil, fmt.Errorf("latest readings: %d stations asked, at most %d", len(externalIDs), MaxLatestBatch)
+	}
+	keys := make([]string, 0, len(externalIDs))
+	seen := make(map[string]bool, len(externalIDs))
+	for _, id := range externalIDs {
+		u := stationKey(id)
+		if !seen[u] {
+			seen[u] = true
+			keys = append(keys, u)
+		}
+	}
+	const cols = `SELECT ` + stationCols + `, r.ts, r.fetched_ms, r.lat, r.lon, r.measurements
+	FROM stations LEFT JOIN readings r ON r.station = stations.skey AND r.ts = stations.last_reading_ms WHERE `
+	var (
+		rows rowsIter
+		err  error
+	)
+	if s.d.name == "postgres" {
+		rows, err = s.d.query(ctx, s.q(cols+`stations.external_key = ANY(?) ORDER BY stations.external_key`), keys)
+	} else {
+		list, jerr := json.Marshal(keys)
+		if jerr != nil {
+			return nil, fmt.Errorf("latest readings: %w", jerr)
+		}
+		rows, err = s.d.query(ctx, cols+`stations.external_key IN (SELECT value FROM json_each(?)) ORDER BY stations.external_key`, string(list))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("latest readings: %w", err)
+	}
+	defer rows.Close()
+	out := make([]StationLatest, 0, len(keys))
+	var (
+		refs    []int64 // block reference of out[i]'s reading, 0 when inline or none
+		missing []int   // stations whose last_reading_ms names no stored row
+	)
+	for rows.Next() {
+		var (
+			ts, fetched sql.NullInt64
+			lat, lon    sql.NullFloat64
+			m           []byte
+		)
+		st, err := scanStation(&tailScanner{rows, []any{&ts, &fetched, &lat, &lon, &m}})
+		if err != nil {
+			return nil, fmt.Errorf("latest readings: %w", err)
+		}
+		sl := StationLatest{Station: st.Station}
+		refs = append(refs, 0)
+		if !ts.Valid {
+			if st.LastReadingAt != nil {
+				missing = append(missing, len(out))
+			}
+			out = append(out, sl)
+			continue
+		}
+		t := time.UnixMilli(ts.Int64).UTC()
+		r := &Reading{ID: ids.Reading(ids.Sensor(s.serviceID, st.ExternalID), t), StationID: st.ExternalID, Time: t,
+			FetchedAt: time.UnixMilli(fetched.Int64).UTC(), Provider: st.ProviderSlug}
+		if lat.Valid && lon.Valid {
+			r.Lat, r.Lon = &lat.Float64, &lon.Float64
+		}
+		if ref, inBlock := parseBlockRef(m); inBlock {
+			refs[len(refs)-1] = ref
+		} else if err := s.fillInline(ctx, r, m, sql.NullInt64{}, nil, false); err != nil {
+			return nil, fmt.Errorf("latest reading of %q: %w", st.ExternalID, err)
+		}
+		sl.Reading = r
+		out = append(out, sl)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("latest readings: %w", err)
+	}
+	rows.Close()
+	if err := s.fillLatestBlocks(ctx, out, refs); err != nil {
+		return nil, err
+	}
+	// A counter ahead of the rows (a prune racing this read) falls back to the one-station
+	// path, which reads the newest stored row whatever the counter says.
+	for _, i := range missing {
+		r, err := s.LatestReading(ctx, out[i].Station.ExternalID)
+		switch {
+		case err == nil:
+			r.Raw, r.RawFormat = nil, ""
+			out[i].Reading = &r
+		case !isMiss(err):
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func isMiss(err error) bool {
+	return errors.Is(err, ErrNoReadings) || errors.Is(err, ErrStationNotFound)
+}
+
+// fillLatestBlocks reads every block that the readings of out point into with one query.
+func (s *sqlStore) fillLatestBlocks(ctx context.Context, out []StationLatest, refs []int64) error {
+	var blockIDs []any
+	seen := map[int64]bool{}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i, ref := range refs {
+		if ref == 0 {
+			continue
+		}
+		if id, _ := splitRef(ref); !seen[id] {
+			seen[id] = true
+			blockIDs = append(blockIDs, id)
+		}
+		ts := out[i].Reading.Time.UnixMilli()
+		lo, hi = min(lo, ts), max(hi, ts)
+	}
+	if len(blockIDs) == 0 {
+		return nil
+	}
+	blocks, err := s.readBlocks(ctx, blockIDs, lo, hi, false)
+	if err != nil {
+		return fmt.Errorf("latest readings: %w", err)
+	}
+	for i, ref := range refs {
+		if ref == 0 {
+			continue
+		}
+		id, idx := splitRef(ref)
+		b, ok := blocks[id]
+		if !ok || idx >= len(b.measurements) {
+			return fmt.Errorf("latest reading of %q: block %d (index %d) is missing", out[i].Station.ExternalID, id, idx)
+		}
+		out[i].Reading.Measurements = b.measurements[idx]
+	}
+	return nil
+}
+
+// tailScanner scans a row whose first columns are stationCols: the station's destinations
+// come from scanStation, the rest are appended.
+type tailScanner struct {
+	sc   scanner
+	tail []any
+}
+
+func (t *tailScanner) Scan(dest ...any) error { return t.sc.Scan(append(dest, t.tail...)...) }
