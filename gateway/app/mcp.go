@@ -17,8 +17,9 @@ import (
 
 // newMCP builds the MCP endpoints: services are reached at their configured URLs with the
 // internal token, within the proxy's upstream timeout, and private projects are visible to
-// their owner's keys.
-func newMCP(cfg config.Config, st catalog.Store, tracing *obs.Tracing, log *slog.Logger) (api.MCPHandlers, error) {
+// their owner's keys. latest_in_area answers through area (the handler of
+// GET /api/v1/readings/latest).
+func newMCP(cfg config.Config, st catalog.Store, area mcp.AreaLatest, tracing *obs.Tracing, log *slog.Logger) (api.MCPHandlers, error) {
 	urls := make(map[string]string, len(cfg.Services))
 	for _, s := range cfg.Services {
 		urls[s.ID] = s.URL
@@ -29,6 +30,7 @@ func newMCP(cfg config.Config, st catalog.Store, tracing *obs.Tracing, log *slog
 		UpstreamTimeout: cfg.Proxy.Timeout,
 		Tracing:         tracing,
 		ServiceURLs:     urls,
+		AreaLatest:      area,
 		Logger:          log,
 		Viewer: func(c *gin.Context) (uuid.UUID, bool) {
 			id, ok := auth.FromGin(c)

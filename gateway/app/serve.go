@@ -137,12 +137,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		_ = px.prober.Run(bgCtx)
 	}()
 
-	mcpHandlers, err := newMCP(cfg, st, tracing, log)
+	// Area latest and the streams; the hub follows every service's log until shutdown.
+	lv := newLive(cfg, st, log)
+	mcpHandlers, err := newMCP(cfg, st, lv.latest, tracing, log)
 	if err != nil {
 		return err
 	}
-	// Area latest and the streams; the hub follows every service's log until shutdown.
-	lv := newLive(cfg, st, log)
 	bg.Add(1)
 	go func() {
 		defer bg.Done()

@@ -128,7 +128,8 @@ func everyToolScopes(s0 target) []map[string]any {
 	return []map[string]any{
 		{"scope": "catalog", "path": "/api/v1/catalog/mcp", "args": map[string]any{
 			"search_sensors": map[string]any{"limit": 2}, "describe_sensor": station,
-			"get_readings": map[string]any{"sensor_id": s0.ExternalID, "limit": 2}, "__sensor": s0.ExternalID}},
+			"get_readings": map[string]any{"sensor_id": s0.ExternalID, "limit": 2}, "__sensor": s0.ExternalID,
+			"latest_in_area": map[string]any{"limit": 5}, "aggregate_readings": map[string]any{"sensor_id": s0.ExternalID, "interval": "6h", "days": 1}}},
 		{"scope": "registry", "path": "/api/v1/sensors/registry/mcp", "args": map[string]any{
 			"list_sensors": map[string]any{"limit": 2}, "sensor_connected_services": station,
 			"sensor_cleaned_stream": map[string]any{"sensor_id": s0.ExternalID, "limit": 2}, "sensor_last_reading": station}},
@@ -174,8 +175,8 @@ func testNodeEveryTool(t *testing.T, base string, s0 target) {
 			t.Errorf("%s %s: title %q readOnlyHint %v openWorldHint set %v outputSchema %v", r.Scope, r.Tool, r.Title, r.ReadOnly, r.OpenWorld, r.OutputSchema)
 		}
 	}
-	// catalog 4 tools + resources, registry 4, service and sensor 5, project 2 + 5.
-	for scope, want := range map[string]int{"catalog": 5, "registry": 4, "service": 5, "sensor": 5, "project": 7} {
+	// catalog 6 tools + resources, registry 4, service 5, sensor 1 + 5, project 2 + 5.
+	for scope, want := range map[string]int{"catalog": 7, "registry": 4, "service": 5, "sensor": 6, "project": 7} {
 		if perScope[scope] < want {
 			t.Errorf("%s: %d tools called, want at least %d", scope, perScope[scope], want)
 		}

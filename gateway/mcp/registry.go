@@ -137,6 +137,7 @@ type (
 	contractLocation   = contract.Location
 	contractPagination = contract.Pagination
 	contractReading    = contract.Reading
+	contractTime       = contract.Time
 )
 
 func legacyReadingSchema() schema {

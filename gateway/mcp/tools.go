@@ -115,6 +115,9 @@ func schemaTypes() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[*contractProvenance](): nullable(provenanceSchema()),
 		reflect.TypeFor[*contractPagination](): paginationSchema(),
 		reflect.TypeFor[*contractLocation]():   locationSchema(),
+		reflect.TypeFor[contractTime]():        strFormat("ISO 8601 UTC with milliseconds", "date-time"),
+		reflect.TypeFor[*contractTime]():       nullable(strFormat("ISO 8601 UTC with milliseconds; null when none", "date-time")),
+		reflect.TypeFor[json.RawMessage]():     {"type": []string{"array", "null"}, "items": measurementSchema(), "description": "Canonical measurements; null when the sensor's service did not answer"},
 	} {
 		var js jsonschema.Schema
 		b, _ := json.Marshal(s) // literals of this package: always marshal
