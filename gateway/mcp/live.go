@@ -29,8 +29,8 @@ type latestInAreaArgs struct {
 	SensorIDs  []string `json:"sensor_ids,omitempty" jsonschema:"These sensors only: UUIDs or external ids"`
 	BBox       *bboxArg `json:"bbox,omitempty" jsonschema:"Bounding box; min_lon greater than max_lon crosses the antimeridian"`
 	Near       *nearArg `json:"near,omitempty" jsonschema:"Radius around a point"`
-	Parameters []string `json:"parameters,omitempty" jsonschema:"Keep only these canonical parameters in each sensor's measurements"`
-	MaxAge     string   `json:"max_age,omitempty" jsonschema:"Stale beyond this age instead of twice each sensor's reporting interval: seconds (900) or ISO 8601 (PT15M)"`
+	Parameters []string `json:"parameters,omitempty" jsonschema:"Keep only these canonical parameter ids"`
+	MaxAge     string   `json:"max_age,omitempty" jsonschema:"Stale beyond this age: seconds (900) or ISO 8601 (PT15M)"`
 	Limit      *int     `json:"limit,omitempty" jsonschema:"Sensors per page (default 1000, at most 5000, as REST)"`
 	Cursor     string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
 }
@@ -44,13 +44,11 @@ func (h *Handler) addLiveTools(ts *toolSet) {
 	if h.area != nil {
 		addTool(ts, toolSpec[latestInAreaArgs, latestInAreaResult]{
 			Name: "latest_in_area", Title: "Latest readings in an area",
-			Description: "The newest reading of every sensor the filters select (bounding box, radius, type, provider, parameters, ids, service), " +
-				"each with its age and whether it is stale (older than max_age when given, else twice the sensor's reporting interval; " +
-				"a sensor that never reported is stale). A service that does not answer marks its sensors unavailable and adds a warning. " +
-				"Same rules and limits as GET /api/v1/readings/latest; pass nextCursor back as cursor for the next page.",
+			Description: "Newest reading of every sensor the filters select, with its age and staleness (older than max_age, else " +
+				"twice the sensor's reporting interval; never reported is stale). A service that does not answer marks its sensors unavailable " +
+				"and adds a warning. Rules and limits of GET /api/v1/readings/latest; pass nextCursor back as cursor.",
 			OpenWorld: true,
 			Tweak: func(in, _ *jsonschema.Schema) {
-				setEnum(prop(in, "parameters"), parameterIDs()...)
 				setRange(prop(in, "limit"), 1, 0)
 			},
 			Run: runLatestInArea,
@@ -58,14 +56,12 @@ func (h *Handler) addLiveTools(ts *toolSet) {
 	}
 	addTool(ts, toolSpec[aggregateArgs, contract.AggregateResponse]{
 		Name: "aggregate_readings", Title: "Aggregate readings",
-		Description: "Statistics of one sensor's readings per time bucket (1h, 3h, 6h, 1d, 1mo on the clock of tz): mean, min, max, count and coverage per parameter; " +
-			"an empty bucket is present with count 0. wind_direction_deg is a circular mean. At most 1000 buckets. " +
-			"Same rules as GET /api/v1/sensors/{id}/readings/aggregate.",
+		Description: "Mean, min, max, count and coverage per parameter and time bucket (on tz's clock) of one sensor's readings; " +
+			"empty buckets have count 0; at most 1000 buckets. Rules of GET /api/v1/sensors/{id}/readings/aggregate.",
 		OpenWorld: true,
 		Tweak: func(in, _ *jsonschema.Schema) {
 			setEnum(prop(in, "interval"), "1h", "3h", "6h", "1d", "1mo")
 			setEnum(prop(in, "stats"), contract.AllStats...)
-			setEnum(prop(in, "parameters"), parameterIDs()...)
 			prop(in, "days").ExclusiveMinimum = ptrTo(0.0)
 		},
 		Run: runAggregate,
