@@ -84,6 +84,9 @@ async function main(): Promise<void> {
   });
   report("GET /api/v1/sensors/{id}/readings/aggregate", agg.response.status, agg.response.status === 200);
 
+  const area = await api.GET("/api/v1/readings/latest", { params: { query: { limit: 5, max_age: "P1D" } } });
+  report("GET /api/v1/readings/latest", area.response.status, area.response.status === 200 && (area.data?.items.length ?? 0) > 0);
+
   // MCP at the catalog and registry scopes.
   const init: JSONRPCRequest = {
     jsonrpc: "2.0", id: 1, method: "initialize",
