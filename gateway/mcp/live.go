@@ -207,7 +207,7 @@ func runAggregate(ctx context.Context, cc *callCtx, a aggregateArgs) (string, co
 	filled := 0
 	for _, b := range out.Buckets {
 		for _, st := range b.Values {
-			if n, ok := st["count"].(float64); ok && n > 0 {
+			if st.Count > 0 {
 				filled++
 				break
 			}

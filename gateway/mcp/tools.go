@@ -18,6 +18,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
 	"github.com/sensorgate/sensorgate/pkg/schemadefs"
 )
@@ -117,7 +118,12 @@ func schemaTypes() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[*contractLocation]():   locationSchema(),
 		reflect.TypeFor[contractTime]():        strFormat("ISO 8601 UTC with milliseconds", "date-time"),
 		reflect.TypeFor[*contractTime]():       nullable(strFormat("ISO 8601 UTC with milliseconds; null when none", "date-time")),
-		reflect.TypeFor[json.RawMessage]():     {"type": []string{"array", "null"}, "items": measurementSchema(), "description": "Canonical measurements; null when the sensor's service did not answer"},
+		// Written with only the statistics asked for (its MarshalJSON).
+		reflect.TypeFor[contract.AggregateStat](): {"type": "object", "properties": schema{
+			"mean": nullable(number("")), "min": nullable(number("")), "max": nullable(number("")),
+			"count": integer("", 0, 0), "coverage": nullable(number("count / expected count; null when the interval is unknown")),
+		}},
+		reflect.TypeFor[json.RawMessage](): {"type": []string{"array", "null"}, "items": measurementSchema(), "description": "Canonical measurements; null when the sensor's service did not answer"},
 	} {
 		var js jsonschema.Schema
 		b, _ := json.Marshal(s) // literals of this package: always marshal

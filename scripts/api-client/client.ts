@@ -55,6 +55,9 @@ async function main(): Promise<void> {
     report("GET /docs/assets/{file}", a.response.status, a.response.status === 200, asset);
   }
 
+  const version = await api.GET("/version");
+  report("GET /version", version.response.status, version.response.status === 200);
+
   // Sensors.
   const list = await api.GET("/api/v1/sensors", { params: { query: { limit: 5 } } });
   // JSON, CSV, NDJSON or GeoJSON by format/Accept: the JSON form is an object.
@@ -86,6 +89,11 @@ async function main(): Promise<void> {
 
   const area = await api.GET("/api/v1/readings/latest", { params: { query: { limit: 5, max_age: "P1D" } } });
   report("GET /api/v1/readings/latest", area.response.status, area.response.status === 200 && (area.data?.items.length ?? 0) > 0);
+
+  const exp = await api.GET("/api/v1/readings/export", {
+    params: { query: { sensor_ids: id, days: 1, format: "ndjson" } }, parseAs: "text",
+  });
+  report("GET /api/v1/readings/export", exp.response.status, exp.response.status === 200 && (exp.data ?? "").length > 0);
 
   // MCP at the catalog and registry scopes.
   const init: JSONRPCRequest = {
