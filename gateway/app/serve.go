@@ -139,12 +139,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer rl.close()
 
-	mcpHandlers, err := newMCP(cfg, st, px.up, log)
+	// Area latest and the streams; the hub follows every service's log until shutdown.
+	lv := newLive(cfg, st, log)
+	mcpHandlers, err := newMCP(cfg, st, px.up, lv.latest, log)
 	if err != nil {
 		return err
 	}
-	// Area latest and the streams; the hub follows every service's log until shutdown.
-	lv := newLive(cfg, st, log)
 	bg.Add(1)
 	go func() {
 		defer bg.Done()
