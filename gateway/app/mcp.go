@@ -17,8 +17,9 @@ import (
 
 // newMCP builds the MCP endpoints: services are reached at their configured URLs with the
 // internal token over the one upstream client, within its MCP and readings deadlines, and
-// private projects are visible to their owner's keys.
-func newMCP(cfg config.Config, st catalog.Store, up *proxy.Upstreams, log *slog.Logger) (api.MCPHandlers, error) {
+// private projects are visible to their owner's keys. latest_in_area answers through area
+// (the handler of GET /api/v1/readings/latest).
+func newMCP(cfg config.Config, st catalog.Store, up *proxy.Upstreams, area mcp.AreaLatest, log *slog.Logger) (api.MCPHandlers, error) {
 	urls := make(map[string]string, len(cfg.Services))
 	for _, s := range cfg.Services {
 		urls[s.ID] = s.URL
@@ -34,6 +35,7 @@ func newMCP(cfg config.Config, st catalog.Store, up *proxy.Upstreams, log *slog.
 		Readings: mcp.NewHTTPReadings(mcp.HTTPReadingsConfig{Client: up.Client(0), InternalToken: cfg.InternalToken,
 			Timeout: up.Deadline(proxy.RouteReadings)}),
 		ServiceURLs: urls,
+		AreaLatest:  area,
 		Logger:      log,
 		Viewer: func(c *gin.Context) (uuid.UUID, bool) {
 			id, ok := auth.FromGin(c)

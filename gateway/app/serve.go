@@ -18,6 +18,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/config"
 	"github.com/sensorgate/sensorgate/gateway/proxy"
 	"github.com/sensorgate/sensorgate/gateway/storemetrics"
+	"github.com/sensorgate/sensorgate/gateway/stream"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -138,12 +139,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer rl.close()
 
-	mcpHandlers, err := newMCP(cfg, st, px.up, log)
+	// Area latest and the streams; the hub follows every service's log until shutdown.
+	lv := newLive(cfg, st, log)
+	mcpHandlers, err := newMCP(cfg, st, px.up, lv.latest, log)
 	if err != nil {
 		return err
 	}
-	// Area latest and the streams; the hub follows every service's log until shutdown.
-	lv := newLive(cfg, st, log)
 	bg.Add(1)
 	go func() {
 		defer bg.Done()
@@ -174,6 +175,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Streams bound their connection's send buffer (slow-client detection, docs/live.md).
+		ConnContext: stream.ConnContext,
 	}
 	// Shutdown ends every open stream with a last comment at once (clients reconnect to
 	// another replica with Last-Event-ID); otherwise they would hold it until its timeout.
