@@ -52,6 +52,14 @@ lint: vet
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./pkg/... ./gateway/... ./services/...; \
 	else echo "lint: golangci-lint not installed, ran gofmt and go vet only"; fi
 
+# openapi-lint: Redocly CLI (pinned in scripts/api-client) on the OpenAPI document, installed
+# into scripts/api-client/node_modules; `make test` runs the same lint through
+# gateway/openapi's TestRedoclyLint (0 errors, 0 warnings).
+.PHONY: openapi-lint
+openapi-lint:
+	cd scripts/api-client && npm ci --no-audit --no-fund --loglevel=error && \
+		node_modules/.bin/redocly lint --config redocly.yaml ../../gateway/openapi/openapi.yaml
+
 bench:
 	@scripts/testenv.sh $(GO) test -run '^$$' -bench . -benchtime 2s $(MODULES)
 

@@ -140,7 +140,7 @@ pids+=($!); REDIS_PID=$!
 for _ in $(seq 50); do redis-cli -p "$P_REDIS" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
 P_GW=$(free_port)
 export GATEWAY_ADDR=127.0.0.1:$P_GW SENSORGATE_ENV=production SQLITE_PATH=$tmp/catalog.db \
-  REDIS_URL=redis://127.0.0.1:$P_REDIS/0 RATE_LIMIT_PLANS=bench=1000000000/h \
+  REDIS_URL=redis://127.0.0.1:$P_REDIS/0 RATE_LIMIT_PLANS=bench=1000000000/h INTERNAL_TOKEN=loadtest-internal-token \
   SERVICE_URLS=ocean=http://127.0.0.1:$P_BACK LOG_LEVEL=warn OTEL_SDK_DISABLED=true
 GW_BIN=${GATEWAY_BIN:-$tmp/bin/gateway} # GATEWAY_BIN measures another build of the gateway
 KEY=$("$GW_BIN" keys create --owner loadtest --env production --plan bench | head -1)

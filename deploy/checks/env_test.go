@@ -27,6 +27,8 @@ var optional = map[string]string{
 	"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "tracing is opt-in",
 	// Files mode replays recorded payloads from a folder; the deployments simulate.
 	"SOURCE_DIR": "only read in SOURCE_MODE=files",
+	// Kubernetes' preStop pause takes endpoints out before SIGTERM; compose has no balancer.
+	"SHUTDOWN_DELAY": "0 is right behind a preStop pause or without a load balancer",
 	// The User-Agent default names the service and the project, as providers ask.
 	"USER_AGENT": "default identifies the service; only sent in live mode",
 }

@@ -164,3 +164,19 @@ func TestBadInputIsRefusedBeforeTheStore(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryAnswerIsNosniff: success, error, 404 and 405 answers all carry nosniff.
+func TestEveryAnswerIsNosniff(t *testing.T) {
+	t.Parallel()
+	_, h := newTestServer(t, 2, nil)
+	for _, c := range []struct{ method, path, key string }{
+		{http.MethodGet, "/api/v1/sensors", testKey}, {http.MethodGet, "/api/v1/sensors", ""},
+		{http.MethodGet, "/nope", ""}, {http.MethodPost, "/api/v1/sensors", testKey},
+		{http.MethodGet, "/healthz", ""}, {http.MethodGet, "/readyz", ""}, {http.MethodGet, "/api/v1/sensors?search=%00", testKey},
+	} {
+		w := serve(h, c.method, c.path, c.key)
+		if w.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s %s (%d): no nosniff", c.method, c.path, w.Code)
+		}
+	}
+}

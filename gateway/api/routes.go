@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -15,15 +16,19 @@ import (
 // chain is the one middleware chain every request of the gateway goes through, outermost
 // first:
 //
+//  0. securityHeaders: X-Content-Type-Options: nosniff on every answer (headers.go);
 //  1. obs.Middleware: request id (the caller's X-Request-Id when valid, else a new one),
 //     in-flight gauge, server span, then latency metric and access-log line (and a last
 //     line of defence against a panic outside Gin);
-//  2. trimTrailingSlash: /a/b/ is served as /a/b, without a redirect;
+//  2. compress: gzip for answers of 1 KiB or more when the client accepts it (never event
+//     streams; compress.go), then trimTrailingSlash: /a/b/ is served as /a/b, without a
+//     redirect;
 //  3. Gin: routeContext (the route template for 1), renderErrors (the one error writer),
 //     recoverPanics (a panic becomes a 500 in the error shape), the route's body limit
 //     (413 for a larger Content-Length before a byte of the body is read, and before the
 //     key check, so no client-sized buffer exists for a caller without a key);
-//  4. per tier, in addRoutes: auth.Middleware (x-api-key), then the rate limit;
+//  4. per tier, in addRoutes: auth.Middleware (x-api-key), the rate limit, then the
+//     input check of every parameter (checkInput);
 //  5. the handler.
 //
 // Streaming handlers get the server's http.Flusher through every layer (each wrapper has
@@ -32,7 +37,7 @@ func chain(d Deps, r *gin.Engine) http.Handler {
 	limits := bodyLimits{}
 	r.Use(routeContext(), renderErrors(d.Logger), recoverPanics(d.Logger), limits.middleware())
 	addRoutes(r, d, limits)
-	return obs.Middleware(trimTrailingSlash(r), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()})
+	return securityHeaders(obs.Middleware(compress(trimTrailingSlash(r)), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()}))
 }
 
 // addRoutes lists the whole HTTP surface of the gateway, grouped by auth tier. Add a route
@@ -48,7 +53,7 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	r.GET("/readyz", readyz(d.Logger, append([]Check{{
 		Name: "store", Critical: true,
 		Probe: func(ctx context.Context) (any, error) { return nil, d.Store.Ping(ctx) },
-	}}, d.Checks...)))
+	}, stoppingCheck(d.Stopping)}, d.Checks...)))
 
 	// --- Public: the OpenAPI document and its reference page (package openapi). ---
 	if docs, err := openapi.NewHandler(); err != nil {
@@ -103,6 +108,17 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		v1.GET("/readings/export", d.Export)
 	}
 
+	// Live data (docs/live.md): the newest reading of every sensor of an area with the one
+	// staleness rule, and Server-Sent Event streams of new readings (text/event-stream;
+	// opening one counts one request, and each key may hold a few open at once).
+	if d.Live.AreaLatest != nil {
+		v1.GET("/readings/latest", d.Live.AreaLatest)
+	}
+	if d.Live.SensorStream != nil {
+		v1.GET("/sensors/:id/readings/stream", d.Live.SensorStream)
+		v1.GET("/readings/stream", d.Live.AreaStream)
+	}
+
 	// Services (docs/spec.md 4.13).
 	v1.GET("/services", h.services)
 	v1.GET("/services/:id", h.service)
@@ -134,3 +150,18 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		limits.set(v1, "/catalog/mcp", MaxMCPBody)
 	}
 }
+
+// stoppingCheck fails once stopping is closed, so that /readyz answers 503 while the
+// gateway drains and load balancers send new traffic elsewhere.
+func stoppingCheck(stopping <-chan struct{}) Check {
+	return Check{Name: "shutdown", Critical: true, Probe: func(context.Context) (any, error) {
+		select {
+		case <-stopping:
+			return nil, errShuttingDown
+		default:
+			return nil, nil
+		}
+	}}
+}
+
+var errShuttingDown = errors.New("the gateway is shutting down")

@@ -176,5 +176,11 @@ func FuzzParseSensorQuery(f *testing.F) {
 		if len(q.Fields) > maxListItems || len(fl.DataTypes) > maxListItems {
 			t.Fatalf("%q: unbounded lists", raw)
 		}
+		// No text the store could choke on (a NUL is SQLSTATE 22021) gets through.
+		for _, s := range append([]string{fl.Search, fl.SensorType, fl.Status, fl.Provider}, fl.DataTypes...) {
+			if !cleanText(s) || len(s) > maxTextParam {
+				t.Fatalf("%q: accepted text %q", raw, s)
+			}
+		}
 	})
 }

@@ -58,6 +58,14 @@ type Deps struct {
 
 	// MCP, when set, answers the MCP endpoints (package mcp).
 	MCP MCPHandlers
+
+	// Stopping is closed when the gateway begins to shut down: /readyz answers 503 from
+	// then on, and long-lived answers (event streams, exports) watch it to end with a final
+	// message instead of being cut off when the grace period ends. nil: never.
+	Stopping <-chan struct{}
+
+	// Live, when set, answers area latest and the streams (packages latest and stream).
+	Live LiveHandlers
 }
 
 // NewServer returns the gateway's HTTP handler.
@@ -137,6 +145,12 @@ func trimTrailingSlash(next http.Handler) http.Handler {
 // ProxyHandlers are the routes answered by the backing services through the gateway.
 type ProxyHandlers struct {
 	Latest, Readings, Aggregate, ServiceHealth gin.HandlerFunc
+}
+
+// LiveHandlers are the live-data routes (docs/live.md): area latest and the two
+// Server-Sent Event streams.
+type LiveHandlers struct {
+	AreaLatest, SensorStream, AreaStream gin.HandlerFunc
 }
 
 // MCPHandlers are the MCP endpoints (docs/spec.md 4.9-4.12): one JSON-RPC message per POST.

@@ -23,7 +23,7 @@ func TestChainFlushesStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := Deps{Metrics: met}
+	d := withDefaults(Deps{Metrics: met})
 	r := engine(d)
 	h := chain(d, r)
 	read := make(chan struct{})
@@ -49,9 +49,19 @@ func TestChainFlushesStreams(t *testing.T) {
 	})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL + "/test/stream/")
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/test/stream/", nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// An event-stream client that also accepts gzip: events are never compressed.
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" {
+		t.Errorf("event stream sent with Content-Encoding %q", ce)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Request-Id") == "" {

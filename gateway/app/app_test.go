@@ -506,7 +506,7 @@ func testSensor(t *testing.T, g *gateway, ref []refSensor) {
 			t.Errorf("deployment_date %v is not YYYY-MM-DD", m["deployment_date"])
 		}
 	}
-	// External ids match case-insensitively, as ids.Sensor computes them.
+	// An external id spelled in another ASCII case resolves when only one sensor has it.
 	if r := g.get(t, "/api/v1/sensors/tplm2", devKey); r.status != http.StatusOK {
 		t.Errorf("lower-case external id: %d", r.status)
 	}

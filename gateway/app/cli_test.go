@@ -29,6 +29,10 @@ func TestCommandLine(t *testing.T) {
 		{"unknown flag", base, []string{"serve", "-colour"}, []string{"-colour"}},
 		{"every configuration mistake at once", base.with("SENSORGATE_ENV", "prod", "KEY_CACHE_TTL", "forever", "SERVICE_URLS", "ocean"), []string{"serve"},
 			[]string{"SENSORGATE_ENV (flag -env)", "KEY_CACHE_TTL (flag -key-cache-ttl)", "SERVICE_URLS (flag -service-urls)"}},
+		{"production without token, Redis and plans", base.with("SENSORGATE_ENV", "production"), []string{"serve"},
+			[]string{"refuses to start", "INTERNAL_TOKEN", "REDIS_URL", "RATE_LIMIT_PLANS"}},
+		{"production without Redis", base.with("SENSORGATE_ENV", "production", "INTERNAL_TOKEN", "t", "RATE_LIMIT_PLANS", "default=5/h"), []string{"serve"},
+			[]string{"REDIS_URL"}},
 		{"missing catalog file", base, []string{"catalog", "import", filepath.Join(t.TempDir(), "none.json")}, []string{"none.json"}},
 	}
 	for _, c := range cases {

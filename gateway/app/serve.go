@@ -39,9 +39,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	cfg := c.cfg
+	// Production refuses to start without what it must not run without, all listed at once.
+	if err := cfg.CheckProduction(); err != nil {
+		return err
+	}
 	log, err := obs.NewLogger(stdout, obs.LogConfig{Format: cfg.LogFormat, Level: cfg.LogLevel.String(), Env: cfg.Env})
 	if err != nil {
 		return err
+	}
+	if d := cfg.DevelopmentDefaults(); len(d) > 0 {
+		log.Info("development mode: running on embedded defaults; set SENSORGATE_ENV=production for a deployment", "defaults", d)
 	}
 	tracing, err := obs.SetupTracing(ctx, "gateway", getenv)
 	if err != nil {
@@ -78,7 +85,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		log.Info("development key ready", "prefix", auth.DisplayPrefix(cfg.DevAPIKey), "owner", auth.DevOwnerName)
 	}
-	authn, err := auth.New(st, auth.Options{Environment: cfg.Env, CacheTTL: cfg.KeyCacheTTL, Metrics: met})
+	throttle, closeThrottle, err := newKeyThrottle(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeThrottle()
+	authn, err := auth.New(st, auth.Options{Environment: cfg.Env, CacheTTL: cfg.KeyCacheTTL, Metrics: met, Throttle: throttle})
 	if err != nil {
 		return err
 	}
@@ -129,13 +141,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	// Area latest and the streams; the hub follows every service's log until shutdown.
+	lv := newLive(cfg, st, log)
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		lv.hub.Run(bgCtx)
+	}()
+	// stopping is closed when shutdown begins (api.Deps.Stopping).
+	stopping := make(chan struct{})
 	handler := api.NewServer(api.Deps{
-		Store: st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
+		Stopping: stopping,
+		Store:    st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
 		MetricsHandler: obs.MetricsHandler(reg),
 		RateLimit:      rl.middleware,
 		Proxy:          px.handlers,
 		Export:         px.export(rl.charge),
 		MCP:            mcpHandlers,
+		Live:           lv.handlers,
 		Checks:         []api.Check{rl.check},
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -151,6 +174,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Shutdown ends every open stream with a last comment at once (clients reconnect to
+	// another replica with Last-Event-ID); otherwise they would hold it until its timeout.
+	srv.RegisterOnShutdown(lv.hub.Close)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("gateway listening", "url", "http://"+ln.Addr().String(), "env", cfg.Env,
@@ -161,7 +187,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	// Shutdown: /readyz answers 503 at once (and streams are told to end), the server keeps
+	// serving for ShutdownDelay so that load balancers notice, then stops accepting and
+	// gives in-flight requests ShutdownTimeout to finish. Request contexts are not
+	// cancelled by the signal: a request that started is answered.
+	close(stopping)
+	log.Info("shutting down", "delay", cfg.ShutdownDelay, "grace", cfg.ShutdownTimeout)
+	if cfg.ShutdownDelay > 0 {
+		time.Sleep(cfg.ShutdownDelay)
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -147,13 +147,17 @@ type Near struct{ Lat, Lon, RadiusKM float64 }
 // SensorFilter selects sensors; zero fields do not filter. Lists are ordered by name, then
 // id, unless SortByDistance (only with Near).
 type SensorFilter struct {
-	Search         string // literal substring of name, description, external id or provider name
-	SensorType     string
-	Status         string
-	Provider       string   // provider slug
-	DataTypes      []string // any of
-	FeedID         *uuid.UUID
-	ServiceID      string
+	Search     string // literal substring of name, description, external id or provider name
+	SensorType string
+	Status     string
+	Provider   string   // provider slug
+	DataTypes  []string // any of
+	FeedID     *uuid.UUID
+	ServiceID  string
+	// IDs and ExternalIDs (exact) keep the sensors named by either (the
+	// sensor_ids filter of area latest and streams); both empty do not filter.
+	IDs            []uuid.UUID
+	ExternalIDs    []string
 	BBox           *BBox
 	Near           *Near
 	SortByDistance bool

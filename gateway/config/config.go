@@ -66,6 +66,9 @@ type Config struct {
 	LogFormat       string // json | text
 	LogLevel        slog.Level
 	ShutdownTimeout time.Duration
+	// ShutdownDelay is how long the gateway keeps serving after SIGTERM with /readyz at 503
+	// before it stops accepting, so that load balancers see it leave (SHUTDOWN_DELAY).
+	ShutdownDelay time.Duration
 
 	// RateLimit holds the RATE_LIMIT_* settings; the rate limit engineer adds its fields
 	// and their entries in settings.
@@ -74,6 +77,20 @@ type Config struct {
 	// Proxy holds the readings/health proxy settings (UPSTREAM_*, READINGS_CACHE_TTL,
 	// PROBE_INTERVAL).
 	Proxy Proxy
+
+	// Stream holds the Server-Sent Event stream settings (STREAM_*, docs/live.md).
+	Stream Stream
+}
+
+// Stream is the configuration of the live streams (package stream).
+type Stream struct {
+	// MaxPerKey caps the streams one key holds open on a replica (STREAM_MAX_PER_KEY).
+	MaxPerKey int
+	// Buffer is how many events a stream may fall behind before it is disconnected as a
+	// slow consumer (STREAM_BUFFER).
+	Buffer int
+	// Heartbeat is the interval of the keep-alive comment (STREAM_HEARTBEAT, at most 15s).
+	Heartbeat time.Duration
 }
 
 // Proxy is the configuration of the path to the backing services (package proxy).
@@ -284,7 +301,45 @@ func settings() []setting {
 			c.Proxy.ProbeInterval = d
 			return nil
 		}},
-		{env: "SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: DefaultShutdownTimeout.String(), usage: "how long shutdown waits for in-flight requests", set: func(c *Config, v string) error {
+		{env: "STREAM_MAX_PER_KEY", flag: "stream-max-per-key", def: "5", usage: "streams one API key may hold open at once on a replica (429 beyond)", set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 10000 {
+				return fmt.Errorf("want an integer from 1 to 10000, got %q", v)
+			}
+			c.Stream.MaxPerKey = n
+			return nil
+		}},
+		{env: "STREAM_BUFFER", flag: "stream-buffer", def: "1024", usage: "events a stream may fall behind before it is disconnected as a slow consumer", set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1<<20 {
+				return fmt.Errorf("want an integer from 1 to 1048576, got %q", v)
+			}
+			c.Stream.Buffer = n
+			return nil
+		}},
+		{env: "STREAM_HEARTBEAT", flag: "stream-heartbeat", def: "15s", usage: "interval of the keep-alive comment of every stream (1s to 15s)", set: func(c *Config, v string) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			if d < time.Second || d > 15*time.Second {
+				return fmt.Errorf("want a duration from 1s to 15s, got %s", v)
+			}
+			c.Stream.Heartbeat = d
+			return nil
+		}},
+		{env: "SHUTDOWN_DELAY", flag: "shutdown-delay", def: "0s", usage: "after SIGTERM, how long to keep serving with /readyz at 503 before no longer accepting connections (set it to the load balancer's probe period)", set: func(c *Config, v string) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			if d < 0 || d > time.Minute {
+				return fmt.Errorf("want a duration from 0s to 1m, got %s", v)
+			}
+			c.ShutdownDelay = d
+			return nil
+		}},
+		{env: "SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: DefaultShutdownTimeout.String(), usage: "grace period of shutdown: how long in-flight requests (REST, MCP, health, streams) get to finish once the gateway stops accepting", set: func(c *Config, v string) error {
 			d, err := parseDuration(v)
 			if err != nil {
 				return err

@@ -206,3 +206,29 @@ func TestDocumented(t *testing.T) {
 		}
 	}
 }
+
+func TestProductionMissing(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, map[string]string{"SENSORGATE_ENV": "production"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.CheckProduction()
+	if err == nil {
+		t.Fatal("production without token, Redis and plans: no error")
+	}
+	for _, want := range []string{"INTERNAL_TOKEN", "REDIS_URL", "RATE_LIMIT_PLANS"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the message lacks %s:\n%v", want, err)
+		}
+	}
+	c, _ = load(t, map[string]string{"SENSORGATE_ENV": "production", "INTERNAL_TOKEN": "s3cret",
+		"REDIS_URL": "redis://r:6379/0", "RATE_LIMIT_PLANS": "default=10/h"})
+	if err := c.CheckProduction(); err != nil {
+		t.Errorf("complete production configuration: %v", err)
+	}
+	c, _ = load(t, map[string]string{})
+	if c.CheckProduction() != nil || len(c.DevelopmentDefaults()) == 0 {
+		t.Errorf("development: %v, defaults %v", c.CheckProduction(), c.DevelopmentDefaults())
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/store"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
 // BenchmarkSensorScopeOverhead measures what the sensor-scope endpoint adds to a tool call:
@@ -29,6 +30,7 @@ func BenchmarkSensorScopeOverhead(b *testing.B) {
 	env := map[string]string{
 		"SENSORGATE_ENV":   "production",
 		"RATE_LIMIT_PLANS": "bench=1000000000/h",
+		"REDIS_URL":        testenv.RedisURL(), // production refuses to start without it
 		"LOG_LEVEL":        "info",
 	}
 	var benchKey string

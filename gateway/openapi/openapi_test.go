@@ -66,7 +66,7 @@ func TestHandler(t *testing.T) {
 		ctype              string
 		contains           string
 	}{
-		{"document", "GET", PathJSON, 200, "application/json; charset=utf-8", `"openapi":"3.0.3"`},
+		{"document", "GET", PathJSON, 200, "application/json; charset=utf-8", `"openapi":"3.1.0"`},
 		{"page", "GET", PathDocs, 200, "text/html; charset=utf-8", `<script src="/docs/assets/redoc.standalone.js">`},
 		{"page lists operations without script", "GET", PathDocs, 200, "text/html; charset=utf-8", `<code>/api/v1/sensors/{id}/readings/latest</code>`},
 		{"script", "GET", PathAssets + "redoc.standalone.js", 200, "text/javascript; charset=utf-8", "Redoc"},

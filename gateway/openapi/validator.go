@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,6 +79,14 @@ type Exchange struct {
 
 // Check returns every way the exchange departs from the document, joined, or nil.
 func (v *Validator) Check(ctx context.Context, x Exchange) error {
+	if x.Header.Get("Content-Encoding") == "gzip" {
+		// The document describes the representation; gzip is only its transfer form.
+		body, err := gunzip(x.Body)
+		if err != nil {
+			return fmt.Errorf("openapi: %s %s: gzip body: %w", x.Request.Method, x.Request.URL.Path, err)
+		}
+		x.Body = body
+	}
 	req := x.Request.Clone(ctx)
 	req.Body = io.NopCloser(bytes.NewReader(x.RequestBody))
 	req.ContentLength = int64(len(x.RequestBody))
@@ -415,4 +424,14 @@ func init() {
 			out = append(out, v)
 		}
 	})
+}
+
+// gunzip decodes a gzip-encoded answer body.
+func gunzip(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	return io.ReadAll(zr)
 }

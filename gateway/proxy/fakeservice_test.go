@@ -31,7 +31,20 @@ const (
 	mode500              // answers 500
 	mode503Once          // answers 503 once, then normally
 	modeNonJSON404       // answers a plain-text 404, as a service without the route would
+	// Hostile or broken answers (upstream_test.go): the body of each holds hostileSecret.
+	modeHTML         // 200 text/html with a script
+	modeRedirect     // 302 to another host
+	mode204          // 204 No Content
+	modeJSONLie      // 200 application/json over an HTML page
+	modeSecret404    // 404 in the error shape plus fields it must not have
+	modeWrongCode404 // 404 in the error shape with a code of another status
+	mode401          // 401, as for a wrong internal token
+	mode403          // 403 naming the internal header, as the services once did
+	modeCSV          // 200 text/csv, a format answer
 )
+
+// hostileSecret is in every hostile answer's body: it must reach neither client nor log.
+const hostileSecret = "postgres://admin:hunter2@10.0.0.5:5432/readings"
 
 // fakeService is a real HTTP server on a loopback port speaking the internal contract of a
 // backing service (readings, latest, health), which a test can stop and start again on
@@ -132,6 +145,41 @@ func (f *fakeService) fault(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	case modeNonJSON404:
 		http.Error(w, "404 page not found", 404)
+		return true
+	case modeHTML:
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<script>alert(1)</script>" + hostileSecret))
+		return true
+	case modeRedirect:
+		w.Header().Set("Location", "http://169.254.169.254/latest/meta-data/?"+hostileSecret)
+		w.WriteHeader(http.StatusFound)
+		return true
+	case mode204:
+		w.Header().Set("X-Secret", hostileSecret)
+		w.WriteHeader(http.StatusNoContent)
+		return true
+	case modeJSONLie:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("<html>" + hostileSecret + "</html>"))
+		return true
+	case modeSecret404:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(404)
+		_, _ = w.Write([]byte(`{"error":"sensor \"X\" not found","code":"sensor_not_found","dsn":"` + hostileSecret + `","stack":"main.go:12"}`))
+		return true
+	case modeWrongCode404:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(404)
+		_, _ = w.Write([]byte(`{"error":"` + hostileSecret + `","code":"internal"}`))
+		return true
+	case mode401, mode403:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(map[int32]int{mode401: 401, mode403: 403}[f.mode.Load()])
+		_, _ = w.Write([]byte(`{"error":"send the shared token in X-Internal-Token ` + hostileSecret + `","code":"forbidden"}`))
+		return true
+	case modeCSV:
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		_, _ = w.Write([]byte("time,parameter,value\n2026-01-01T00:00:00Z,wave_height_m,1.5\n"))
 		return true
 	}
 	return false

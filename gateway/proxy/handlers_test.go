@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -38,6 +39,7 @@ type envOptions struct {
 	cacheTTL time.Duration
 	timeouts Timeouts
 	retries  int
+	logger   *slog.Logger
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -61,7 +63,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	})
 	up, err := New(Options{
 		Services: map[string]string{"ocean": e.ocean.url(), "weather": e.weather.url()},
-		Timeouts: o.timeouts, Retries: o.retries,
+		Timeouts: o.timeouts, Retries: o.retries, Logger: o.logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +335,7 @@ func TestRetries(t *testing.T) {
 	}{
 		{"503 once is retried", mode503Once, Timeouts{}, 200, "", 2},
 		{"500 is not retried", mode500, Timeouts{}, 502, "upstream_unavailable", 1},
-		{"non-JSON 404 is the gateway's problem", modeNonJSON404, Timeouts{}, 502, "upstream_unavailable", 1},
+		{"non-JSON 404 is the gateway's problem", modeNonJSON404, Timeouts{}, 502, "upstream_bad_response", 1},
 		// 100ms cannot hold the longest backoff (200ms) plus an attempt: no retry.
 		{"no retry past the deadline", mode503Once, Timeouts{Latest: 100 * time.Millisecond}, 502, "upstream_unavailable", 1},
 	}

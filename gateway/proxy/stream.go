@@ -50,6 +50,6 @@ func (u *Upstreams) Stream(ctx context.Context, serviceID, pathQuery string) (*h
 	if resp.StatusCode < 500 && isJSONError(resp.Header.Get("Content-Type"), body) && json.Unmarshal(body, &e) == nil && e.Code != "" {
 		return nil, &e
 	}
-	u.opt.Logger.WarnContext(ctx, "upstream stream error", "service", s.id, "status", resp.StatusCode, "body", snippet(body))
+	u.opt.Logger.WarnContext(ctx, "upstream stream error", "service", s.id, "status", resp.StatusCode, "body_bytes", len(body))
 	return nil, apierr.New(apierr.UpstreamUnavailable, "service %q failed to answer (HTTP %d)", s.id, resp.StatusCode)
 }

@@ -8,6 +8,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -349,21 +350,98 @@ func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQue
 	return u.judge(parent, s, route, resp.StatusCode, resp.Header.Get("Content-Type"), buf.Bytes())
 }
 
-// judge turns a service's answer into the gateway's: a 5xx, or a 4xx that is not the JSON
-// error shape, is a 502 (detail to the log only); anything else is kept, with a copy of
-// body (which the caller reuses).
+// judge turns a service's answer into the gateway's. Only what the gateway expects passes
+// (docs/security.md "What the gateway accepts from services"):
+//
+//   - 200 with a JSON body (application/json starting with { or [), or on the readings and
+//     aggregate routes one of the answer formats (text/csv, application/x-ndjson,
+//     application/geo+json): kept, with a copy of body (which the caller reuses);
+//   - a 4xx in the {error, code} shape with a known code whose status matches: passed on
+//     re-encoded, so nothing but those two fields (and at most maxUpstreamMessage bytes of
+//     message) reaches the client;
+//   - 401 or 403: the service refused the gateway itself (a wrong internal token), 502
+//     upstream_unavailable;
+//   - a 5xx: 502 upstream_unavailable;
+//   - anything else (HTML, a redirect, 204, another 2xx, an error without the shape, a JSON
+//     type over a body that is not JSON): 502 upstream_bad_response.
+//
+// The log line of a refused answer has its status, content type and length, never its
+// body: provider payload text and service internals stay out of the logs too.
 func (u *Upstreams) judge(parent context.Context, s *service, route Route, status int, ct string, body []byte) (*Response, string, error) {
-	if status >= 500 {
-		u.opt.Logger.WarnContext(parent, "upstream error", "service", s.id, "route", route.String(), "status", status, "body", snippet(body))
-		return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q failed to answer (HTTP %d)", s.id, status)
+	refuse := func(level slog.Level, msg, code, format string, args ...any) (*Response, string, error) {
+		u.opt.Logger.Log(parent, level, msg, "service", s.id, "route", route.String(), "status", status,
+			"content_type", clipHeader(ct), "length", len(body))
+		return nil, obs.OutcomeServerError, apierr.New(code, format, args...)
 	}
-	if status >= 400 && !isJSONError(ct, body) {
-		// A 401 for a wrong internal token, or a 404 from a service that lacks the route:
-		// a gateway fault, not the client's; its detail goes to the log only.
-		u.opt.Logger.ErrorContext(parent, "upstream answered a non-JSON error", "service", s.id, "route", route.String(), "status", status, "body", snippet(body))
-		return nil, obs.OutcomeServerError, apierr.New(apierr.UpstreamUnavailable, "service %q could not answer this request", s.id)
+	switch {
+	case status >= 500:
+		return refuse(slog.LevelWarn, "upstream error", apierr.UpstreamUnavailable, "service %q failed to answer (HTTP %d)", s.id, status)
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return refuse(slog.LevelError, "upstream refused the gateway (check INTERNAL_TOKEN on both sides)", apierr.UpstreamUnavailable,
+			"service %q could not answer this request", s.id)
+	case status >= 400:
+		e, ok := upstreamError(status, ct, body)
+		if !ok {
+			// A 404 from a service that lacks the route, an error page: a gateway fault,
+			// not the client's.
+			return refuse(slog.LevelError, "upstream answered an unexpected error", apierr.UpstreamBadResponse,
+				"service %q gave an answer the gateway does not pass on", s.id)
+		}
+		return NewResponse(status, jsonContentType, e, time.Now()), obs.OutcomeOK, nil
+	case status != http.StatusOK:
+		return refuse(slog.LevelError, "upstream answered an unexpected status", apierr.UpstreamBadResponse,
+			"service %q gave an answer the gateway does not pass on", s.id)
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	switch {
+	case err == nil && mt == "application/json" && looksJSON(body):
+	case err == nil && (route == RouteReadings || route == RouteAggregate) && formatTypes[mt]:
+	default:
+		return refuse(slog.LevelError, "upstream answered an unexpected media type", apierr.UpstreamBadResponse,
+			"service %q gave an answer the gateway does not pass on", s.id)
 	}
 	return NewResponse(status, ct, bytes.Clone(body), time.Now()), obs.OutcomeOK, nil
+}
+
+// formatTypes are the answer formats a readings or aggregate answer may come in besides
+// JSON (docs/api-decisions.md "Wave 2").
+var formatTypes = map[string]bool{"text/csv": true, "application/x-ndjson": true, "application/geo+json": true}
+
+const jsonContentType = "application/json; charset=utf-8"
+
+// maxUpstreamMessage bounds the message of a service's error passed on to the client.
+const maxUpstreamMessage = 512
+
+// looksJSON is a cheap check that a body declared JSON is a JSON object or array, not an
+// HTML page under a JSON content type; the whole body is not parsed on this hot path.
+func looksJSON(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && (b[0] == '{' || b[0] == '[')
+}
+
+// upstreamError re-encodes a service's 4xx answer when it is the {error, code} shape with a
+// known code of that status: only the two fields, the message clipped.
+func upstreamError(status int, ct string, body []byte) ([]byte, bool) {
+	if !isJSONError(ct, body) {
+		return nil, false
+	}
+	var e apierr.Error
+	if err := json.Unmarshal(body, &e); err != nil || !apierr.Known(e.Code) || e.Status() != status || e.Message == "" {
+		return nil, false
+	}
+	if len(e.Message) > maxUpstreamMessage {
+		e.Message = strings.ToValidUTF8(e.Message[:maxUpstreamMessage], "") + "..."
+	}
+	b, err := json.Marshal(&e)
+	return b, err == nil
+}
+
+// clipHeader bounds a header value written to the log.
+func clipHeader(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "..."
+	}
+	return s
 }
 
 // do sends req on the service's transport, retrying as checkRetry allows after
@@ -454,13 +532,6 @@ func isJSONError(contentType string, body []byte) bool {
 	}
 	b := bytes.TrimSpace(body)
 	return len(b) > 0 && b[0] == '{' && bytes.Contains(b, []byte(`"code"`))
-}
-
-func snippet(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "..."
-	}
-	return string(b)
 }
 
 // CloseIdleConnections releases the pools, at shutdown.

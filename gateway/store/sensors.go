@@ -125,7 +125,9 @@ func (s *Store) Sensor(ctx context.Context, id uuid.UUID) (catalog.Sensor, error
 
 // SensorByExternalID resolves a provider's station id byte for byte (as ids.Sensor does:
 // "21 de Mayo" and "21 de mayo" are two sensors); when several services know it, the first
-// service by id wins.
+// service by id wins. An id spelled in another case ("tplm2") finds the sensor whose id
+// equals it ignoring ASCII case when exactly one does; a spelling that matches two
+// sensors finds neither.
 func (s *Store) SensorByExternalID(ctx context.Context, externalID string) (catalog.Sensor, error) {
 	if err := checkText("id", externalID); err != nil {
 		return catalog.Sensor{}, err
@@ -134,9 +136,44 @@ func (s *Store) SensorByExternalID(ctx context.Context, externalID string) (cata
 		" FROM sensors WHERE ext_key = ? ORDER BY service_id LIMIT 1", externalID).Row()
 	sn, err := scanSensor(row)
 	if errors.Is(err, sql.ErrNoRows) {
+		sn, err = s.sensorFolded(ctx, externalID)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
 		return sn, fmt.Errorf("sensor with external id %q: %w", externalID, catalog.ErrNotFound)
 	}
 	return sn, err
+}
+
+// sensorFolded is SensorByExternalID's case-insensitive fallback: sql.ErrNoRows unless the
+// matches share one external id (the same station at several services counts once).
+func (s *Store) sensorFolded(ctx context.Context, externalID string) (catalog.Sensor, error) {
+	rows, err := s.db.WithContext(ctx).Raw("SELECT "+s.d.sensorColumns("")+
+		" FROM sensors WHERE lower(ext_key) = lower(?) ORDER BY service_id LIMIT 20", externalID).Rows()
+	if err != nil {
+		return catalog.Sensor{}, err
+	}
+	defer rows.Close()
+	var first catalog.Sensor
+	n := 0
+	for rows.Next() {
+		sn, err := scanSensor(rows)
+		if err != nil {
+			return catalog.Sensor{}, err
+		}
+		if n == 0 {
+			first = sn
+		} else if sn.ExternalID != first.ExternalID {
+			return catalog.Sensor{}, sql.ErrNoRows // ambiguous: two spellings
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return catalog.Sensor{}, err
+	}
+	if n == 0 {
+		return catalog.Sensor{}, sql.ErrNoRows
+	}
+	return first, nil
 }
 
 // SensorTypes lists the distinct sensor types, from the facets of the generation.

@@ -63,6 +63,12 @@ var statusByCode = map[string]int{
 	UpstreamBadResponse:  http.StatusBadGateway,
 }
 
+// Known reports whether code is one of the codes above.
+func Known(code string) bool {
+	_, ok := statusByCode[code]
+	return ok
+}
+
 // RetryAfter is the Retry-After value (seconds) an answer with this code carries, or ""
 // when the code sets none itself (rate limiting sets its own from the budget).
 func (e *Error) RetryAfter() string {

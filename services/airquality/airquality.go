@@ -90,8 +90,21 @@ func classifyOpenAQ(rel string, body []byte) (observation.Payload, bool) {
 	case bytes.Contains(t, []byte(`"sensors":[`)) && bytes.Contains(t, []byte(`"country":{`)):
 		return observation.Payload{Format: openaq.FormatV3Locations, Body: body}, true
 	}
-	if m := v3LocationSensors.FindStringSubmatch(filepath.ToSlash(rel)); m != nil && bytes.Contains(t, []byte(`"latest":{`)) {
-		return observation.Payload{Format: openaq.FormatV3Sensors, StationID: "v3-" + m[1], Body: body}, true
+	switch {
+	case bytes.Contains(t, []byte(`"latest":{`)) && bytes.Contains(t, []byte(`"parameter":{`)):
+		// /v3/locations/{id}/sensors: the location is in the file name, or in a sidecar
+		// <file>.station that the files source reads (v3 sensors do not name their location).
+		p := observation.Payload{Format: openaq.FormatV3Sensors, Body: body}
+		if m := v3LocationSensors.FindStringSubmatch(filepath.ToSlash(rel)); m != nil {
+			p.StationID = "v3-" + m[1]
+		}
+		return p, true
+	case bytes.Contains(t, []byte(`"period":{`)) && bytes.Contains(t, []byte(`"flagInfo":{`)):
+		// /v3/sensors/{id}/measurements names neither sensor nor location: the location
+		// comes from the sidecar <file>.station.
+		return observation.Payload{Format: openaq.FormatV3Measurements, Body: body}, true
+	case bytes.Contains(t, []byte(`"locationsId":`)) && bytes.Contains(t, []byte(`"sensorsId":`)):
+		return observation.Payload{Format: openaq.FormatV3ParameterLatest, Path: filepath.ToSlash(rel), Body: body}, true
 	}
 	return observation.Payload{}, false
 }

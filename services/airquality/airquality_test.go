@@ -15,7 +15,7 @@ func TestClassifyRecordedPayloads(t *testing.T) {
 	// other v3 documents do not say which location they belong to); the three AirNow files.
 	definitiontest.CheckRecordedPayloads(t, airquality.Definition(),
 		map[string]string{"openaq": "openaq", "epa-airnow": "airnow"},
-		map[string]int{"openaq": 5, "epa-airnow": 3})
+		map[string]int{"openaq": 8, "epa-airnow": 3})
 }
 
 // Live targets name the station and format of each document.

@@ -25,6 +25,36 @@ type Observation struct {
 	Raw json.RawMessage
 	// RawFormat names the source format, e.g. "ndbc.realtime2.stdmet" or "nws.observation".
 	RawFormat string
+	// Source is the document this reading came from and how authoritative it is, so that
+	// the store can rank two readings of one station and time (a quality-controlled NDBC
+	// historical file supersedes the realtime file).
+	Source Source
+}
+
+// Source ranks of readings: of two readings of one station and time, the higher rank
+// supersedes the lower; equal ranks keep the first stored.
+const (
+	// RankSimulated readings come from a simulator.
+	RankSimulated = 0
+	// RankPreliminary readings are as the provider first publishes them, before quality
+	// control (NDBC realtime2 and latest_obs, NWS, METAR, OpenAQ, AirNow, station APIs).
+	RankPreliminary = 1
+	// RankQualityControlled readings come from a provider's quality-controlled archive
+	// (NDBC historical monthly and annual stdmet files).
+	RankQualityControlled = 2
+)
+
+// Source says where a reading came from.
+type Source struct {
+	// Kind names the kind of document, e.g. "ndbc.realtime2", "ndbc.historical",
+	// "ndbc.latest_obs", "airnow.data"; set by the adapter.
+	Kind string `json:"kind"`
+	// Rank is one of the Rank constants; set by the adapter (RankPreliminary unless it
+	// knows better). The runtime sets RankSimulated for simulated payloads.
+	Rank int `json:"rank"`
+	// Document is the recorded file (path relative to the source folder) or URL (without
+	// its query) of the payload; set by the ingest runtime, empty in adapter tests.
+	Document string `json:"document,omitempty"`
 }
 
 // Rejection is a row or value that did not land, with a stable reason for counters.

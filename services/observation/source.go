@@ -18,6 +18,14 @@ type Payload struct {
 	// record by the device MAC of the request). Empty when the document names its stations.
 	StationID string
 	Body      []byte
+	// Reference is when the document was fetched, or for a recorded file the date in its
+	// name. Formats whose rows carry no year and month (raw METAR text: day, hour and minute
+	// only) date their rows by it; the others ignore it.
+	Reference time.Time
+	// Path is the document's request path (live) or recorded file path (files mode), for
+	// formats named by their request: an OpenAQ /v3/parameters/{id}/latest page names its
+	// parameter only there. Adapters of other formats ignore it.
+	Path string
 }
 
 // Adapter turns native payloads of one provider into canonical batches.

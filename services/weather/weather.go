@@ -14,6 +14,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/services/adapters/ambient"
 	"github.com/sensorgate/sensorgate/services/adapters/davis"
+	"github.com/sensorgate/sensorgate/services/adapters/metar"
 	"github.com/sensorgate/sensorgate/services/adapters/nws"
 	"github.com/sensorgate/sensorgate/services/observation"
 	"github.com/sensorgate/sensorgate/services/runtime/app"
@@ -33,7 +34,7 @@ func Definition(tools ...mcpserver.Registrar) app.Definition {
 		Domain:          "weather",
 		TemporalPattern: "periodic",
 		DefaultPort:     8082,
-		Providers:       []ingest.Provider{NWS(), Ambient(), Davis()},
+		Providers:       []ingest.Provider{NWS(), Ambient(), Davis(), METAR()},
 		Tools:           tools,
 	}
 }
@@ -116,11 +117,13 @@ func Ambient() ingest.Provider {
 			case bytes.Contains(t, []byte(`"macAddress"`)) && bytes.Contains(t, []byte(`"lastData"`)):
 				return observation.Payload{Format: ambient.FormatDevices, Body: body}, true
 			case t[0] == '[' && bytes.Contains(t, []byte(`"dateutc"`)) && bytes.Contains(t, []byte(`"tempf"`)):
-				mac := macInName.FindString(path.Base(rel))
-				if mac == "" {
-					return observation.Payload{}, false // device data names no device
+				// Device data names no device: the MAC comes from the file name, or from a
+				// sidecar <file>.station that the files source reads.
+				p := observation.Payload{Format: ambient.FormatDeviceData, Body: body}
+				if mac := macInName.FindString(path.Base(rel)); mac != "" {
+					p.StationID = ambient.CanonicalID(mac)
 				}
-				return observation.Payload{Format: ambient.FormatDeviceData, StationID: ambient.CanonicalID(mac), Body: body}, true
+				return p, true
 			}
 			return observation.Payload{}, false
 		},
@@ -152,6 +155,51 @@ func Davis() ingest.Provider {
 			t := bytes.TrimSpace(body)
 			if len(t) > 0 && t[0] == '{' && bytes.Contains(t, []byte(`"station_id"`)) && bytes.Contains(t, []byte(`"sensors"`)) {
 				return observation.Payload{Format: davis.FormatCurrent, Body: body}, true
+			}
+			return observation.Payload{}, false
+		},
+	}
+}
+
+// dateInName finds the date of a recorded file in its name (..._2018-01-11.txt): raw METAR
+// reports carry day, hour and minute only, and the file's date gives year and month.
+var dateInName = regexp.MustCompile(`(\d{4})-(\d{2})-(\d{2})`)
+
+// reportLine is the start of a METAR report: a station identifier and a DDHHMMZ time.
+var reportLine = regexp.MustCompile(`(?m)^(?:METAR |SPECI )?[A-Z][A-Z0-9]{3} \d{6}Z `)
+
+// METAR is the Aviation Weather Center's data API (aviationweather.gov/api/data/metar):
+// the last hours of raw reports of the given stations (ICAO ids), dated by the fetch time.
+// Recorded files: raw report text (dated by the date in the file name) and ADDS results
+// converted to JSON. There is no simulator: NWS stations are simulated with METAR text.
+func METAR() ingest.Provider {
+	return ingest.Provider{
+		Adapter: metar.Adapter{},
+		Cadence: time.Hour,
+		Live: ingest.LiveSpec{
+			DefaultBaseURL:  "https://aviationweather.gov",
+			DefaultStations: []string{"KSEA", "KBFI", "KPAE", "KOLM"},
+			Targets: func(base string, stations []string, _ string) []ingest.Target {
+				q := url.Values{"ids": {strings.Join(stations, ",")}, "format": {"raw"}, "hours": {"3"}}
+				return []ingest.Target{{URL: strings.TrimRight(base, "/") + "/api/data/metar?" + q.Encode(), Format: metar.FormatText}}
+			},
+		},
+		Classify: func(rel string, body []byte) (observation.Payload, bool) {
+			t := bytes.TrimSpace(body)
+			switch {
+			case len(t) == 0:
+				return observation.Payload{}, false
+			case t[0] == '{' && bytes.Contains(t, []byte(`"METAR"`)) && bytes.Contains(t, []byte(`"raw_text"`)):
+				return observation.Payload{Format: metar.FormatADDSJSON, Body: body}, true
+			case t[0] != '{' && t[0] != '[' && reportLine.Match(t):
+				p := observation.Payload{Format: metar.FormatText, Body: body}
+				if m := dateInName.FindStringSubmatch(path.Base(rel)); m != nil {
+					if d, err := time.Parse("2006-01-02", m[0]); err == nil {
+						// The end of the file's day: reports of that day are dated in its month.
+						p.Reference = d.Add(24*time.Hour - time.Second)
+					}
+				}
+				return p, true // without a date in the name, the files source dates it by the file's modification time
 			}
 			return observation.Payload{}, false
 		},

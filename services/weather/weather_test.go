@@ -11,10 +11,11 @@ import (
 // and no file of another provider.
 func TestClassifyRecordedPayloads(t *testing.T) {
 	t.Parallel()
-	// The five NWS documents; the Ambient devices list (the device-data file names no MAC); the Davis sample.
+	// The five NWS documents; the Ambient devices list and device data (its MAC in a
+	// sidecar); the Davis sample; the METAR text and ADDS JSON.
 	definitiontest.CheckRecordedPayloads(t, weather.Definition(),
-		map[string]string{"noaa-nws": "nws", "ambient-weather": "imperial_station", "davis-weatherlink": "imperial_station"},
-		map[string]int{"noaa-nws": 5, "ambient-weather": 1, "davis-weatherlink": 1})
+		map[string]string{"noaa-nws": "nws", "ambient-weather": "imperial_station", "davis-weatherlink": "imperial_station", "noaa-awc": "imperial_station"},
+		map[string]int{"noaa-nws": 5, "ambient-weather": 2, "davis-weatherlink": 1, "noaa-awc": 2})
 }
 
 // Live targets name the station and format of each document.

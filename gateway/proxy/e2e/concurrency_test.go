@@ -208,7 +208,7 @@ func TestConcurrentClientsGetTheirOwnAnswers(t *testing.T) {
 	noop := func(*gin.Context) {}
 	routes := api.Templates(api.Deps{
 		MetricsHandler: http.NotFoundHandler(),
-		Proxy:          api.ProxyHandlers{Latest: noop, Readings: noop, ServiceHealth: noop},
+		Proxy:          api.ProxyHandlers{Latest: noop, Readings: noop, Aggregate: noop, ServiceHealth: noop},
 		MCP:            api.MCPHandlers{Service: noop, Sensor: noop, Project: noop, Registry: noop, Catalog: noop},
 	})
 	routes = append(routes, obs.UnmatchedRoute)

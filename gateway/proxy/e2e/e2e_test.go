@@ -341,8 +341,9 @@ func TestRedisDownUnderGateway(t *testing.T) {
 				t.Fatalf("fail-open with Redis down: %d %v %s, want 200 with rate-limit headers", r.status, r.header, r.body)
 			}
 			rd := get(gw + "/readyz")
-			if !strings.Contains(string(rd.body), `"degraded":true`) {
-				t.Errorf("/readyz with Redis down: %d %s, want the redis check to say degraded", rd.status, rd.body)
+			wantCheck := map[bool]string{false: `"redis":"degraded"`, true: `"redis":"down"`}[failClosed]
+			if !strings.Contains(string(rd.body), wantCheck) {
+				t.Errorf("/readyz with Redis down: %d %s, want the redis check to say %s", rd.status, rd.body, wantCheck)
 			}
 			if wantStatus := map[bool]int{false: 200, true: 503}[failClosed]; rd.status != wantStatus {
 				t.Errorf("/readyz status with Redis down = %d, want %d", rd.status, wantStatus)
@@ -358,7 +359,7 @@ func TestRedisDownUnderGateway(t *testing.T) {
 			for {
 				r = get(api, "x-api-key", g.devKey)
 				rd = get(gw + "/readyz")
-				if r.status == 200 && !strings.Contains(string(rd.body), `"degraded":true`) {
+				if r.status == 200 && strings.Contains(string(rd.body), `"redis":"ok"`) {
 					break
 				}
 				if time.Now().After(deadline) {

@@ -211,6 +211,8 @@ func (g gatewayEnv) list() []string {
 		"LOG_LEVEL=warn",
 		"LOG_FORMAT=text",
 		"OTEL_SDK_DISABLED=true",
+		// Production refuses to start without one; the test services demand none.
+		"INTERNAL_TOKEN=e2e-internal-token",
 	}
 	if g.devKey != "" {
 		e = append(e, "DEV_API_KEY="+g.devKey)

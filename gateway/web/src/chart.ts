@@ -3,49 +3,9 @@
 // wherever a bucket has no readings (count or coverage 0).
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import type { Range } from "./state";
+import { series, type Bucket } from "./buckets";
 
-export interface BucketStats {
-  mean?: number | null;
-  min?: number | null;
-  max?: number | null;
-  count?: number | null;
-  coverage?: number | null;
-}
-
-export interface Bucket {
-  start: string;
-  end?: string;
-  values?: Record<string, BucketStats>;
-}
-
-/** The interval and span of each range: at most 365 buckets, far below the 1000 limit. */
-export const rangeQuery: Record<Range, { interval: string; days: number }> = {
-  "24h": { interval: "1h", days: 1 },
-  "7d": { interval: "3h", days: 7 },
-  "30d": { interval: "6h", days: 30 },
-  "1y": { interval: "1d", days: 365 },
-};
-
-/** series turns buckets into uPlot's aligned columns: time, mean, min, max; null where a
- * bucket is empty, so uPlot leaves a gap. */
-export function series(buckets: Bucket[], parameter: string): { data: uPlot.AlignedData; gaps: number } {
-  const xs: number[] = [];
-  const mean: (number | null)[] = [];
-  const min: (number | null)[] = [];
-  const max: (number | null)[] = [];
-  let gaps = 0;
-  for (const b of buckets) {
-    const s = b.values?.[parameter];
-    const empty = !s || s.count === 0 || s.coverage === 0 || s.mean === null || s.mean === undefined;
-    xs.push(Date.parse(b.start) / 1000);
-    mean.push(empty ? null : s.mean!);
-    min.push(empty ? null : (s.min ?? s.mean!));
-    max.push(empty ? null : (s.max ?? s.mean!));
-    if (empty) gaps++;
-  }
-  return { data: [xs, mean, min, max], gaps };
-}
+export { rangeQuery, type Bucket } from "./buckets";
 
 export class Chart {
   private plot: uPlot | null = null;
@@ -69,7 +29,9 @@ export class Chart {
       ],
       bands: [{ series: [3, 2], fill: "rgba(86,180,233,0.25)" }],
       axes: [{}, { label: unit, size: 56 }],
-      scales: { x: { time: true } },
+      // The y range follows the data (uPlot's default starts at 0 for positive values,
+      // which flattens 1,013 hPa into a line).
+      scales: { x: { time: true }, y: { range: (_u, min, max) => uPlot.rangeNum(min, max, 0.1, true) } },
       legend: { live: true },
     };
     this.plot?.destroy();

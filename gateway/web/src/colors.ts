@@ -54,7 +54,7 @@ export function drawMarker(ctx: CanvasRenderingContext2D, x: number, y: number, 
 
 /** paintMarkers fills and outlines the markers traced into the current path: one fill and
  * one stroke for all markers of a style, which is what keeps 10,000 points fast. */
-export function paintMarkers(ctx: CanvasRenderingContext2D, s: Style): void {
+export function paintMarkers(ctx: CanvasRenderingContext2D, s: Style, outline = true): void {
   if (s.shape === "ring") {
     ctx.lineWidth = 2;
     ctx.strokeStyle = s.color;
@@ -64,6 +64,7 @@ export function paintMarkers(ctx: CanvasRenderingContext2D, s: Style): void {
   }
   ctx.fillStyle = s.color;
   ctx.fill();
+  if (!outline) return;
   ctx.strokeStyle = mapColors.outline;
   ctx.stroke();
 }

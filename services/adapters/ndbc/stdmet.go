@@ -197,6 +197,11 @@ func ParseStdmet(stationID string, data []byte) (observation.Batch, error) {
 	rawPrefix = append(rawPrefix[:len(rawPrefix)-1], []byte(`,"line":`)...)
 
 	b := batch.New(ProviderSlug)
+	if h.rawFormat == RawHistorical {
+		// The monthly and annual historical files are NDBC's quality-controlled archive:
+		// their readings supersede the realtime2 file's for the same hour.
+		b.SetRank(observation.RankQualityControlled)
+	}
 	times := map[string][]time.Time{}
 	for n := start; n < len(lines); n++ {
 		line := lines[n]

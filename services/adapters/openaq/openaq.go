@@ -32,6 +32,9 @@ const (
 	FormatV3Locations    = "openaq.v3.locations"
 	FormatV3Sensors      = "openaq.v3.sensors"      // /v3/locations/{id}/sensors (latest values)
 	FormatV3Measurements = "openaq.v3.measurements" // /v3/sensors/{id}/measurements
+	// FormatV3ParameterLatest is /v3/parameters/{id}/latest: the latest value of one
+	// parameter at many locations; the parameter is named by Payload.Path only.
+	FormatV3ParameterLatest = "openaq.v3.parameter_latest"
 )
 
 // SensorType of OpenAQ locations.
@@ -74,7 +77,7 @@ func (Adapter) Feeds() []contract.Feed {
 
 // Formats implements observation.Adapter.
 func (Adapter) Formats() []string {
-	return []string{FormatLatest, FormatMeasurements, FormatLocations, FormatV3Locations, FormatV3Sensors, FormatV3Measurements}
+	return []string{FormatLatest, FormatMeasurements, FormatLocations, FormatV3Locations, FormatV3Sensors, FormatV3Measurements, FormatV3ParameterLatest}
 }
 
 // Parse implements observation.Adapter.
@@ -92,6 +95,8 @@ func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
 		return ParseV3Sensors(p.StationID, p.Body)
 	case FormatV3Measurements:
 		return ParseV3Measurements(p.StationID, p.Body)
+	case FormatV3ParameterLatest:
+		return ParseV3ParameterLatest(p.Path, p.Body)
 	default:
 		return observation.Batch{}, fmt.Errorf("openaq: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
 	}

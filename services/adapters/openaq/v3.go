@@ -3,6 +3,7 @@ package openaq
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 const (
 	RawV3Sensors      = "openaq.v3.sensor"
 	RawV3Measurements = "openaq.v3.measurement"
+	RawV3Latest       = "openaq.v3.latest"
 )
 
 // V3StationID is the external id of an API v3 location: "v3-" and its numeric id. v3
@@ -239,4 +241,74 @@ func joinRaw(raws [][]byte) []byte {
 		out = append(out, r...)
 	}
 	return out
+}
+
+// v3ParameterIDs are the ids of OpenAQ v3's parameters table that have a canonical id,
+// with the unit the table gives them (a /v3/parameters/{id}/latest record names neither).
+var v3ParameterIDs = map[int]v3Parameter{
+	1: {Name: "pm10", Units: "µg/m³"},
+	2: {Name: "pm25", Units: "µg/m³"},
+}
+
+// parameterInPath finds the parameter id of a /v3/parameters/{id}/latest request path or of
+// a recorded file named after it (v3_parameters_2_latest.json).
+var parameterInPath = regexp.MustCompile(`parameters[/_](\d+)[/_]latest`)
+
+// ParseV3ParameterLatest reads /v3/parameters/{id}/latest: per record the latest value of
+// that parameter at location locationsId (station v3-<id>), at datetime.utc, with the
+// location's coordinates. The parameter comes from path; ids without a canonical parameter
+// (or not in v3ParameterIDs) make every record an unsupported_parameter rejection.
+func ParseV3ParameterLatest(path string, data []byte) (observation.Batch, error) {
+	m := parameterInPath.FindStringSubmatch(path)
+	if m == nil {
+		return observation.Batch{}, fmt.Errorf("openaq: a /v3/parameters/{id}/latest page names its parameter only in its path, and %q has none", truncate(path, 80))
+	}
+	pid, _ := strconv.Atoi(m[1])
+	env, err := decodeEnvelope(data)
+	if err != nil {
+		return observation.Batch{}, err
+	}
+	par, known := v3ParameterIDs[pid]
+	p := newParser()
+	for i, raw := range env.Results {
+		n := i + 1
+		var r struct {
+			Datetime    v3Time       `json:"datetime"`
+			Value       *float64     `json:"value"`
+			Coordinates *coordinates `json:"coordinates"`
+			LocationsID *int64       `json:"locationsId"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			p.b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("record %d: %v", n, err))
+			continue
+		}
+		if r.LocationsID == nil || *r.LocationsID < 0 {
+			p.b.Reject("", n, "locationsId", batch.ReasonMissingStation, fmt.Sprintf("record %d has no locationsId", n))
+			continue
+		}
+		id := V3StationID(*r.LocationsID)
+		if !known {
+			p.b.Reject(id, n, "parameter "+m[1], batch.ReasonUnsupportedParam, fmt.Sprintf("v3 parameter id %d has no canonical id here", pid))
+			continue
+		}
+		if r.Value == nil {
+			p.b.Reject(id, n, "value", batch.ReasonMissingSentinel, "value is null")
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, r.Datetime.UTC)
+		if err != nil {
+			p.b.Reject(id, n, "datetime.utc", batch.ReasonBadTimestamp, fmt.Sprintf("datetime.utc %q is not RFC 3339", truncate(r.Datetime.UTC, 40)))
+			continue
+		}
+		cr, err := compact(raw)
+		if err != nil {
+			p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
+			continue
+		}
+		lat, lon := p.position(id, n, r.Coordinates)
+		ms := p.b.Start(id, n)
+		p.add(ms, id, n, value{field: "value", param: par.Name, v: *r.Value, unit: par.Units})
+		p.emit(ms, t.UTC(), lat, lon, cr, RawV3Latest)
+	}
+	return p.finish(), nil
 }

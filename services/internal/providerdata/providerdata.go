@@ -7,6 +7,18 @@ import (
 	"path/filepath"
 )
 
+// NotIngested lists the files of the recorded set that no service ingests in files mode,
+// each with the reason; every other file must be claimed by exactly one provider of one
+// service (a test walks the folder and fails on a file that is neither). Sidecars
+// ("<file>.station", see ingest.SidecarSuffix) are read with their document and are not
+// listed here.
+var NotIngested = map[string]string{
+	"SOURCES.md": "provenance of the recorded payloads (documentation, not provider data)",
+}
+
+// SidecarSuffix is the suffix of a recorded document's station sidecar.
+const SidecarSuffix = ".station"
+
 // EnvDir overrides where the recorded provider payloads are.
 const EnvDir = "SENSORGATE_PROVIDER_DATA"
 

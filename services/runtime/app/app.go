@@ -221,7 +221,7 @@ func openEventLog(ctx context.Context, c config.Config, serviceID string) (live.
 	if c.RedisURL == "" {
 		return live.NewMemory(0, 0, nil), nil
 	}
-	return live.NewRedis(ctx, c.RedisURL, "", serviceID)
+	return live.NewRedis(ctx, c.RedisURL, c.LiveRedisPrefix, serviceID)
 }
 
 func storeKind(c config.Config) string {

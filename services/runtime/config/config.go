@@ -50,6 +50,8 @@ type Config struct {
 	// Redis Stream shared by the service's replicas, docs/live.md); empty keeps it in
 	// process.
 	RedisURL string
+	// LiveRedisPrefix namespaces the log's key in a shared Redis (<prefix>live:<service>).
+	LiveRedisPrefix string
 	// Providers holds live settings by provider slug.
 	Providers map[string]ProviderConfig
 	// PrintEnv asks the binary to print the environment variables it reads and exit.
@@ -74,6 +76,7 @@ const (
 	EnvShutdownTimeout = "SHUTDOWN_TIMEOUT"
 	EnvRetentionDays   = "RETENTION_DAYS"
 	EnvRedisURL        = "REDIS_URL"
+	EnvLiveRedisPrefix = "LIVE_REDIS_PREFIX"
 )
 
 // Per-provider variable suffixes: <PROVIDER>_BASE_URL etc., where <PROVIDER> is the slug
@@ -93,7 +96,7 @@ func ProviderPrefix(slug string) string {
 // EnvNames lists every environment variable a service binary with these providers reads.
 func EnvNames(providerSlugs []string) []string {
 	out := []string{EnvAddr, EnvPublicPort, EnvDatabaseURL, EnvSQLitePath, EnvSourceMode, EnvSourceDir, EnvSimStations,
-		EnvSimDays, EnvSimSeed, EnvInternalToken, EnvLogFormat, EnvLogLevel, EnvUserAgent, EnvShutdownTimeout, EnvRetentionDays, EnvRedisURL}
+		EnvSimDays, EnvSimSeed, EnvInternalToken, EnvLogFormat, EnvLogLevel, EnvUserAgent, EnvShutdownTimeout, EnvRetentionDays, EnvRedisURL, EnvLiveRedisPrefix}
 	for _, s := range providerSlugs {
 		p := ProviderPrefix(s)
 		out = append(out, p+SuffixBaseURL, p+SuffixStations, p+SuffixAPIKey, p+SuffixInterval)
@@ -134,6 +137,7 @@ func Load(serviceID string, defaultPort int, providerSlugs []string, args []stri
 	shutdown := fs.String("shutdown-timeout", env(EnvShutdownTimeout, "30s"), "grace period for requests and the ingest batch in flight ("+EnvShutdownTimeout+")")
 	retention := fs.String("retention-days", env(EnvRetentionDays, "0"), "days of readings kept, by reading time ("+EnvRetentionDays+"; 0: forever)")
 	fs.StringVar(&c.RedisURL, "redis-url", env(EnvRedisURL, ""), "Redis holding the log of stored readings for live streams ("+EnvRedisURL+"; empty: in process)")
+	fs.StringVar(&c.LiveRedisPrefix, "live-redis-prefix", env(EnvLiveRedisPrefix, "sensorgate:"), "key prefix of the live log in Redis ("+EnvLiveRedisPrefix+")")
 	fs.BoolVar(&c.PrintEnv, "print-env", false, "print the environment variables this binary reads and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("flags: %w", err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +79,11 @@ func (s *simSource) poll(context.Context) ([]item, error) {
 	return out, nil
 }
 
+// SidecarSuffix names a recorded file's sidecar: "<file>.station" holds the station id of a
+// document that does not name its station (Ambient device data, OpenAQ v3 sensor pages),
+// as the request URL did when it was recorded. Sidecars are not documents themselves.
+const SidecarSuffix = ".station"
+
 // filesSource replays the recorded files of a folder that the provider claims, and picks
 // up files added or changed later.
 type filesSource struct {
@@ -118,6 +124,9 @@ func (s *filesSource) poll(ctx context.Context) ([]item, error) {
 			continue
 		}
 		rel, _ := filepath.Rel(s.dir, path)
+		if strings.HasSuffix(rel, SidecarSuffix) {
+			continue // read with the document it names the station of
+		}
 		stamp := fmt.Sprintf("%d/%d", info.Size(), info.ModTime().UnixNano())
 		s.mu.Lock()
 		done := s.seen[rel] == stamp
@@ -139,6 +148,14 @@ func (s *filesSource) poll(ctx context.Context) ([]item, error) {
 		if !ok {
 			s.mark(rel, stamp) // not this provider's; do not read it again
 			continue
+		}
+		if p.StationID == "" {
+			if sc, err := os.ReadFile(path + SidecarSuffix); err == nil {
+				p.StationID = strings.TrimSpace(string(sc))
+			}
+		}
+		if p.Reference.IsZero() {
+			p.Reference = info.ModTime().UTC()
 		}
 		out = append(out, item{payload: p, origin: rel, done: func(ok bool) {
 			if ok {
@@ -247,7 +264,7 @@ func (s *liveSource) fetch(ctx context.Context, t Target) (item, bool, error) {
 	}
 	etag, lm := resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 	return item{
-		payload: observation.Payload{Format: t.Format, StationID: t.StationID, Body: body},
+		payload: observation.Payload{Format: t.Format, StationID: t.StationID, Body: body, Reference: s.now().UTC()},
 		origin:  redact(t.URL),
 		done: func(ok bool) {
 			if ok {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -35,13 +34,13 @@ func (s *sqlStore) LatestReadings(ctx context.Context, externalIDs []string) ([]
 	if len(externalIDs) > MaxLatestBatch {
 		return nil, fmt.Errorf("latest readings: %d stations asked, at most %d", len(externalIDs), MaxLatestBatch)
 	}
-	uppers := make([]string, 0, len(externalIDs))
+	keys := make([]string, 0, len(externalIDs))
 	seen := make(map[string]bool, len(externalIDs))
 	for _, id := range externalIDs {
-		u := strings.ToUpper(id)
+		u := stationKey(id)
 		if !seen[u] {
 			seen[u] = true
-			uppers = append(uppers, u)
+			keys = append(keys, u)
 		}
 	}
 	const cols = `SELECT ` + stationCols + `, r.ts, r.fetched_ms, r.lat, r.lon, r.measurements
@@ -51,19 +50,19 @@ func (s *sqlStore) LatestReadings(ctx context.Context, externalIDs []string) ([]
 		err  error
 	)
 	if s.d.name == "postgres" {
-		rows, err = s.d.query(ctx, s.q(cols+`stations.external_upper = ANY(?) ORDER BY stations.external_upper`), uppers)
+		rows, err = s.d.query(ctx, s.q(cols+`stations.external_key = ANY(?) ORDER BY stations.external_key`), keys)
 	} else {
-		list, jerr := json.Marshal(uppers)
+		list, jerr := json.Marshal(keys)
 		if jerr != nil {
 			return nil, fmt.Errorf("latest readings: %w", jerr)
 		}
-		rows, err = s.d.query(ctx, cols+`stations.external_upper IN (SELECT value FROM json_each(?)) ORDER BY stations.external_upper`, string(list))
+		rows, err = s.d.query(ctx, cols+`stations.external_key IN (SELECT value FROM json_each(?)) ORDER BY stations.external_key`, string(list))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("latest readings: %w", err)
 	}
 	defer rows.Close()
-	out := make([]StationLatest, 0, len(uppers))
+	out := make([]StationLatest, 0, len(keys))
 	var (
 		refs    []int64 // block reference of out[i]'s reading, 0 when inline or none
 		missing []int   // stations whose last_reading_ms names no stored row

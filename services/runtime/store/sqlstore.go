@@ -182,8 +182,15 @@ func scanStation(sc scanner) (stationRec, error) {
 	return r, nil
 }
 
+// station finds a station by its external id: byte for byte, or else, for a request that
+// spells an id in another case ("tplm2"), the one station whose id equals it ignoring ASCII
+// case. Two stations that differ only in case ("21 de Mayo", "21 de mayo") are each found
+// by their own spelling only: a third spelling matches both and finds neither.
 func (s *sqlStore) station(ctx context.Context, externalID string) (stationRec, error) {
 	r, err := scanStation(s.d.queryRow(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE external_key = ?`), stationKey(externalID)))
+	if isNoRows(err) {
+		r, err = s.stationFolded(ctx, externalID)
+	}
 	if isNoRows(err) {
 		return r, fmt.Errorf("%w: %q", ErrStationNotFound, externalID)
 	}
@@ -191,6 +198,31 @@ func (s *sqlStore) station(ctx context.Context, externalID string) (stationRec, 
 		return r, fmt.Errorf("station %q: %w", externalID, err)
 	}
 	return r, nil
+}
+
+// stationFolded is station's case-insensitive fallback: sql.ErrNoRows unless exactly one
+// station matches.
+func (s *sqlStore) stationFolded(ctx context.Context, externalID string) (stationRec, error) {
+	rows, err := s.d.query(ctx, s.q(`SELECT `+stationCols+` FROM stations WHERE lower(external_key) = lower(?) LIMIT 2`), externalID)
+	if err != nil {
+		return stationRec{}, err
+	}
+	defer rows.Close()
+	var found []stationRec
+	for rows.Next() {
+		r, err := scanStation(rows)
+		if err != nil {
+			return stationRec{}, err
+		}
+		found = append(found, r)
+	}
+	if err := rows.Err(); err != nil {
+		return stationRec{}, err
+	}
+	if len(found) != 1 {
+		return stationRec{}, sql.ErrNoRows
+	}
+	return found[0], nil
 }
 
 // Station implements Reader.

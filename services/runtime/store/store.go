@@ -93,7 +93,7 @@ type Reader interface {
 	// LatestReading returns the newest reading of a station, raw included, or
 	// ErrStationNotFound / ErrNoReadings.
 	LatestReading(ctx context.Context, externalID string) (Reading, error)
-	// LatestReadings returns each named station (case-insensitive; unknown ids are left
+	// LatestReadings returns each named station (exact ids; unknown ids are left
 	// out) with its newest reading, Raw not filled, in one query: the batched latest of
 	// the gateway's area latest. At most MaxLatestBatch ids.
 	LatestReadings(ctx context.Context, externalIDs []string) ([]StationLatest, error)

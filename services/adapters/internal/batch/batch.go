@@ -47,6 +47,7 @@ type Builder struct {
 	stations map[string]*stationFacts
 	order    []string
 	emitted  map[obsKey]bool
+	rank     int
 }
 
 type obsKey struct {
@@ -62,8 +63,13 @@ type stationFacts struct {
 
 // New starts a batch for provider (its slug).
 func New(provider string) *Builder {
-	return &Builder{provider: provider, batch: observation.Batch{Provider: provider}, stations: map[string]*stationFacts{}, emitted: map[obsKey]bool{}}
+	return &Builder{provider: provider, batch: observation.Batch{Provider: provider}, stations: map[string]*stationFacts{}, emitted: map[obsKey]bool{},
+		rank: observation.RankPreliminary}
 }
+
+// SetRank sets the source rank of the observations emitted from now on (default
+// observation.RankPreliminary); NDBC's quality-controlled historical files rank higher.
+func (b *Builder) SetRank(rank int) { b.rank = rank }
 
 // Measurements accumulates the canonical values of one observation.
 type Measurements struct {
@@ -127,7 +133,7 @@ func (m *Measurements) Emit(t time.Time, lat, lon *float64, raw json.RawMessage,
 	b.emitted[k] = true
 	b.batch.Observations = append(b.batch.Observations, observation.Observation{
 		StationID: m.station, Time: t.UTC(), Measurements: m.list, Lat: lat, Lon: lon,
-		Raw: raw, RawFormat: rawFormat,
+		Raw: raw, RawFormat: rawFormat, Source: observation.Source{Kind: rawFormat, Rank: b.rank},
 	})
 	f := b.facts(m.station)
 	for _, ms := range m.list {

@@ -1,0 +1,42 @@
+package app
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sensorgate/sensorgate/gateway/api"
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/config"
+	"github.com/sensorgate/sensorgate/gateway/latest"
+	"github.com/sensorgate/sensorgate/gateway/stream"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+)
+
+// live is area latest and the streams (docs/live.md): their handlers and the hub that
+// follows each service's log of stored readings.
+type live struct {
+	handlers api.LiveHandlers
+	hub      *stream.Hub
+	// Latest answers area latest for the MCP tool latest_in_area too.
+	latest *latest.Handler
+}
+
+// newLive builds one batched-latest client and one log follower per configured service.
+func newLive(cfg config.Config, st catalog.Store, log *slog.Logger) live {
+	batch := map[string]latest.BatchClient{}
+	sources := map[string]stream.Source{}
+	for _, s := range cfg.Services {
+		batch[s.ID] = contract.NewClient(s.URL, cfg.InternalToken, &http.Client{Timeout: latest.DefaultTimeout + time.Second})
+		// The follower's long poll holds a request open for up to stream.DefaultWait.
+		sources[s.ID] = contract.NewClient(s.URL, cfg.InternalToken, &http.Client{Timeout: stream.DefaultWait + 10*time.Second})
+	}
+	lh := latest.New(latest.Options{Store: st, Services: batch, Logger: log})
+	hub := stream.NewHub(stream.HubOptions{Sources: sources, Buffer: cfg.Stream.Buffer, Logger: log})
+	sh := stream.NewHandler(stream.Options{Hub: hub, Store: st, MaxPerKey: cfg.Stream.MaxPerKey, Heartbeat: cfg.Stream.Heartbeat, Logger: log})
+	return live{
+		handlers: api.LiveHandlers{AreaLatest: lh.Serve, SensorStream: sh.SensorStream, AreaStream: sh.AreaStream},
+		hub:      hub,
+		latest:   lh,
+	}
+}

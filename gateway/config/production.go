@@ -1,0 +1,63 @@
+package config
+
+import (
+	"errors"
+	"strings"
+)
+
+// ProductionMissing lists what a production gateway must be given and was not, each with
+// the variable that sets it: the internal token (services refuse calls without it, and
+// anyone on their network could call them), Redis (replicas would each count their own
+// budget and wrong-key throttle) and the plans (every key would get the development
+// budget). Empty outside production. serve refuses to start with all of them in one
+// message; admin commands (migrate, keys) do not need them.
+func (c Config) ProductionMissing() []string {
+	if c.Env != EnvProduction {
+		return nil
+	}
+	var out []string
+	if c.InternalToken == "" {
+		out = append(out, "INTERNAL_TOKEN (flag -internal-token): the shared secret the backing services demand")
+	}
+	if c.RedisURL == "" {
+		out = append(out, "REDIS_URL (flag -redis-url): the shared rate-limit and wrong-key counters of all replicas")
+	}
+	if len(c.RateLimit.Plans) == 0 {
+		out = append(out, "RATE_LIMIT_PLANS (flag -rate-limit-plans): the budgets of production plans, e.g. default=1000/h,pro=10000/h")
+	}
+	return out
+}
+
+// CheckProduction is ProductionMissing as one error, or nil.
+func (c Config) CheckProduction() error {
+	missing := c.ProductionMissing()
+	if len(missing) == 0 {
+		return nil
+	}
+	return errors.New("production mode (SENSORGATE_ENV=production) refuses to start without:\n  " + strings.Join(missing, "\n  "))
+}
+
+// DevelopmentDefaults lists the embedded defaults a development gateway runs on, for the one
+// line it logs at start; empty in production.
+func (c Config) DevelopmentDefaults() []string {
+	if c.Env != EnvDevelopment {
+		return nil
+	}
+	var out []string
+	if c.DevAPIKey == DefaultDevAPIKey {
+		out = append(out, "the public development key")
+	}
+	if c.DatabaseURL == "" {
+		out = append(out, "the SQLite catalog "+c.SQLitePath)
+	}
+	if c.InternalToken == "" {
+		out = append(out, "no internal token")
+	}
+	if c.RedisURL == "" {
+		out = append(out, "in-process rate limits")
+	}
+	if len(c.RateLimit.Plans) == 0 {
+		out = append(out, "the development budget for every key")
+	}
+	return out
+}

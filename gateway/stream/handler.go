@@ -1,0 +1,346 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/sensorgate/sensorgate/gateway/api"
+	"github.com/sensorgate/sensorgate/gateway/auth"
+	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/latest"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/contract"
+)
+
+// Stream defaults (docs/live.md).
+const (
+	// DefaultHeartbeat: a comment line at least this often keeps proxies from closing an
+	// idle stream and lets clients notice a dead one.
+	DefaultHeartbeat = 15 * time.Second
+	// DefaultRetry is the reconnect delay the stream tells clients (retry:).
+	DefaultRetry = 3 * time.Second
+	// DefaultWriteTimeout bounds one write to a client; a client that does not take its
+	// bytes within it is disconnected.
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultMaxSensors bounds the sensors an area stream may select (400 beyond).
+	DefaultMaxSensors = 20_000
+	// readyWait is how long a new stream waits for a service log that has not answered
+	// the gateway yet (its start position is unknown until then).
+	readyWait = 2 * time.Second
+)
+
+// Store is the part of the catalog the streams read.
+type Store interface {
+	latest.Lister
+	catalog.SensorLookup
+}
+
+// Options configure the stream handlers.
+type Options struct {
+	Hub     *Hub
+	Store   Store
+	Limiter Limiter
+	// MaxPerKey caps the concurrent streams of one key (default DefaultMaxPerKey).
+	MaxPerKey    int
+	Heartbeat    time.Duration
+	Retry        time.Duration
+	WriteTimeout time.Duration
+	MaxSensors   int
+	Logger       *slog.Logger
+}
+
+// Handler serves the streams.
+type Handler struct{ o Options }
+
+// NewHandler returns the handlers.
+func NewHandler(o Options) *Handler {
+	if o.Limiter == nil {
+		o.Limiter = NewMemoryLimiter()
+	}
+	if o.MaxPerKey <= 0 {
+		o.MaxPerKey = DefaultMaxPerKey
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.Retry <= 0 {
+		o.Retry = DefaultRetry
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.MaxSensors <= 0 {
+		o.MaxSensors = DefaultMaxSensors
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{o: o}
+}
+
+// SensorStream serves GET /api/v1/sensors/{id}/readings/stream.
+func (h *Handler) SensorStream(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), api.DefaultQueryTimeout)
+	s, err := catalog.ResolveSensor(ctx, h.o.Store, c.Param("id"))
+	cancel()
+	if err != nil {
+		api.Fail(c, err)
+		return
+	}
+	id := s.ID.String()
+	h.serve(c, []string{s.ServiceID}, func(sensorID string) bool { return sensorID == id })
+}
+
+// AreaStream serves GET /api/v1/readings/stream: the sensors the area filters select
+// when the stream opens (those of area latest); no filter streams every sensor.
+func (h *Handler) AreaStream(c *gin.Context) {
+	q, err := latest.ParseArea(c.Request.URL.Query(), latest.MaxLimit)
+	if err != nil {
+		api.Fail(c, err)
+		return
+	}
+	if q.Unfiltered {
+		h.serve(c, h.o.Hub.Services(), func(string) bool { return true })
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), api.DefaultQueryTimeout)
+	sensors, total, err := latest.Select(ctx, h.o.Store, q.Filter, 0, h.o.MaxSensors)
+	cancel()
+	if err != nil {
+		api.Fail(c, err)
+		return
+	}
+	if total > h.o.MaxSensors {
+		api.Fail(c, apierr.Invalid("sensor_ids", "the filters select %d sensors; a stream follows at most %d: narrow the area or the filters", total, h.o.MaxSensors))
+		return
+	}
+	set := make(map[string]struct{}, len(sensors))
+	var services []string
+	seen := map[string]bool{}
+	for _, s := range sensors {
+		set[s.ID.String()] = struct{}{}
+		if !seen[s.ServiceID] {
+			seen[s.ServiceID] = true
+			services = append(services, s.ServiceID)
+		}
+	}
+	h.serve(c, services, func(sensorID string) bool { _, ok := set[sensorID]; return ok })
+}
+
+// serve runs one stream: cap, subscription, replay from Last-Event-ID, then live events
+// and heartbeats until the client leaves, falls behind, or the gateway shuts down.
+func (h *Handler) serve(c *gin.Context, services []string, match func(string) bool) {
+	var resume Cursor
+	if v := c.GetHeader("Last-Event-ID"); v != "" {
+		var err error
+		if resume, err = ParseCursor(v); err != nil {
+			api.Fail(c, apierr.Invalid("Last-Event-ID", "want the id of an event of this API (an opaque cursor), got %q", clip(v)))
+			return
+		}
+	}
+	for _, svc := range services {
+		if h.o.Hub.Source(svc) == nil {
+			api.Fail(c, apierr.New(apierr.UpstreamUnavailable, "service %s is not configured on this gateway", svc))
+			return
+		}
+	}
+	key := "anonymous"
+	if id, ok := auth.FromGin(c); ok {
+		key = id.KeyID.String()
+	}
+	ctx := c.Request.Context()
+	release, err := h.o.Limiter.Acquire(ctx, key, h.o.MaxPerKey)
+	if errors.Is(err, ErrTooMany) {
+		c.Header("Retry-After", "10")
+		api.Fail(c, apierr.New(apierr.RateLimited, "this key already has %d open streams, the most allowed; close one first", h.o.MaxPerKey))
+		return
+	}
+	if err != nil {
+		api.Fail(c, fmt.Errorf("stream cap: %w", err))
+		return
+	}
+	defer release()
+
+	// A service log the hub has not reached yet has no start position; wait briefly.
+	deadline := time.NewTimer(readyWait)
+	for _, svc := range services {
+		select {
+		case <-h.o.Hub.Ready(svc):
+		case <-deadline.C:
+		case <-ctx.Done():
+		}
+	}
+	deadline.Stop()
+	sub, heads, err := h.o.Hub.Subscribe(services, match)
+	if errors.Is(err, ErrShutdown) {
+		c.Header("Retry-After", "1")
+		api.Fail(c, apierr.New(apierr.UpstreamUnavailable, "this gateway is shutting down; reconnect"))
+		return
+	}
+	defer sub.Close()
+
+	state := Cursor{}
+	for _, svc := range services {
+		if p, ok := resume[svc]; ok {
+			state[svc] = p
+		} else if p, ok := heads[svc]; ok {
+			state[svc] = p
+		}
+	}
+
+	w := &sseWriter{w: c.Writer, rc: http.NewResponseController(c.Writer), timeout: h.o.WriteTimeout}
+	hd := c.Writer.Header()
+	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no") // nginx: pass events through unbuffered
+	c.Status(http.StatusOK)
+	if err := w.raw("retry: " + strconv.FormatInt(h.o.Retry.Milliseconds(), 10) + "\n: sensorgate stream open\n\n"); err != nil {
+		return
+	}
+
+	// Replay what the client missed: from its cursor up to the head each service had
+	// when the subscription started; everything after arrives on sub.C.
+	for _, svc := range services {
+		from, ok := resume[svc]
+		to, known := heads[svc]
+		if !ok || !known || from.Compare(to) >= 0 {
+			continue
+		}
+		if err := h.replay(ctx, w, svc, from, to, match, state); err != nil {
+			if ctx.Err() == nil && !errors.Is(err, errWrite) {
+				h.o.Logger.WarnContext(ctx, "stream: replay failed", "service", svc, "err", err)
+				_ = w.raw(": replay of " + svc + " failed; reconnect with the same Last-Event-ID to try again\n\n")
+			}
+			return
+		}
+	}
+
+	beat := time.NewTicker(h.o.Heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case e := <-sub.C:
+			if p, ok := state[e.Service]; ok && e.Pos.Compare(p) <= 0 {
+				continue // replayed already
+			}
+			state[e.Service] = e.Pos
+			if err := w.event(state.String(), e.Data); err != nil {
+				return
+			}
+		case <-beat.C:
+			if err := w.raw(": keep-alive\n\n"); err != nil {
+				return
+			}
+		case <-sub.Done():
+			msg := ": closing: this client fell behind (buffer full); reconnect with Last-Event-ID\n\n"
+			if errors.Is(sub.Err(), ErrShutdown) {
+				msg = ": closing: gateway shutting down; reconnect with Last-Event-ID\n\n"
+			}
+			_ = w.raw(msg)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// replay sends the events of svc's log in (from, to] that match.
+func (h *Handler) replay(ctx context.Context, w *sseWriter, svc string, from, to contract.Position, match func(string) bool, state Cursor) error {
+	src := h.o.Hub.Source(svc)
+	pos := from
+	for pos.Compare(to) < 0 {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		page, err := src.Events(rctx, pos.String(), followLimit, 0)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read log of %s after %s: %w", svc, pos, err)
+		}
+		if o, err := contract.ParsePosition(page.Oldest); err == nil && page.Oldest != "" && pos.Compare(o) < 0 && pos == from {
+			if err := w.raw(": resume: the cursor is older than the retained log of " + svc + "; readings in between may be missing\n\n"); err != nil {
+				return err
+			}
+		}
+		if len(page.Events) == 0 {
+			return nil
+		}
+		for _, e := range page.Events {
+			p, err := contract.ParsePosition(e.Pos)
+			if err != nil {
+				return fmt.Errorf("log of %s: %w", svc, err)
+			}
+			if p.Compare(to) > 0 {
+				return nil
+			}
+			pos = p
+			state[svc] = p
+			if !match(e.SensorID) {
+				continue
+			}
+			if err := w.event(state.String(), render(svc, e)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+var errWrite = errors.New("stream: write to client failed")
+
+// sseWriter writes SSE frames, each flushed, each under its own write deadline (the
+// server's WriteTimeout would otherwise cut every stream after a fixed time).
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     bytes.Buffer
+}
+
+func (s *sseWriter) raw(text string) error {
+	s.buf.Reset()
+	s.buf.WriteString(text)
+	return s.flush()
+}
+
+func (s *sseWriter) event(id string, data []byte) error {
+	s.buf.Reset()
+	s.buf.WriteString("event: reading\nid: ")
+	s.buf.WriteString(id)
+	for len(data) > 0 { // JSON from the services is one line; split defensively anyway
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		s.buf.WriteString("\ndata: ")
+		s.buf.Write(line)
+	}
+	s.buf.WriteString("\n\n")
+	return s.flush()
+}
+
+func (s *sseWriter) flush() error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
+		return errWrite
+	}
+	if err := s.rc.Flush(); err != nil {
+		return errWrite
+	}
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return s[:64] + "..."
+}

@@ -1,0 +1,98 @@
+// Package metar reads METAR surface weather reports, as raw text (one report a line, as
+// aviationweather.gov's data API serves with format=raw) and as the Aviation Weather
+// Center's ADDS data-server result converted to JSON. One decoder of the report text serves
+// both, so a value means the same whichever document carried it: the JSON adds the full
+// observation time, the position and the elevation that a report does not hold.
+package metar
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/observation"
+)
+
+// Provider and feed slugs.
+const (
+	ProviderSlug = "noaa-awc"
+	FeedSlug     = "awc-metars"
+)
+
+// Payload formats.
+const (
+	// FormatText is raw METAR text, one report a line. A report names day, hour and minute
+	// only: Payload.Reference gives the year and month (the fetch time, or the date in a
+	// recorded file's name).
+	FormatText = "metar.text"
+	// FormatADDSJSON is an AWC ADDS METAR data-server result as JSON
+	// ({"data": {"METAR": [{raw_text, station_id, observation_time, latitude, ...}]}}).
+	FormatADDSJSON = "awc.adds.metars.json"
+)
+
+// Raw formats recorded on observations.
+const (
+	RawText   = "metar.text"     // {"format", "line"}
+	RawRecord = "awc.adds.metar" // the METAR record object
+)
+
+// SensorType of METAR stations.
+const SensorType = "weather_station"
+
+// ReportingIntervalS is the routine METAR cadence (SPECI reports come in between).
+const ReportingIntervalS = 3600
+
+// Adapter is the METAR observation.Adapter.
+type Adapter struct{}
+
+var _ observation.Adapter = Adapter{}
+
+// Provider implements observation.Adapter.
+func (Adapter) Provider() contract.Provider {
+	return contract.Provider{
+		Slug:        ProviderSlug,
+		Name:        "NOAA Aviation Weather Center",
+		Description: "METAR surface observations of airports, decoded from the report text (US units: knots, statute miles, inches of mercury).",
+		URL:         "https://aviationweather.gov/data/api/",
+		License:     "US Government work (public domain in the US)",
+	}
+}
+
+// Feeds implements observation.Adapter.
+func (Adapter) Feeds() []contract.Feed {
+	return []contract.Feed{{
+		Slug:            FeedSlug,
+		Name:            "METAR observations",
+		Description:     "Temperature, dew point, wind and gusts, visibility and altimeter pressure of METAR reports.",
+		ProviderSlug:    ProviderSlug,
+		Domain:          "weather",
+		TemporalPattern: "periodic",
+		FeedType:        "timeseries",
+	}}
+}
+
+// Formats implements observation.Adapter.
+func (Adapter) Formats() []string { return []string{FormatText, FormatADDSJSON} }
+
+// Parse implements observation.Adapter.
+func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
+	switch p.Format {
+	case FormatText:
+		if p.Reference.IsZero() {
+			return observation.Batch{}, fmt.Errorf("metar: raw reports name no year or month; the payload needs a reference time")
+		}
+		return ParseText(p.Body, p.Reference)
+	case FormatADDSJSON:
+		return ParseADDSJSON(p.Body)
+	default:
+		return observation.Batch{}, fmt.Errorf("metar: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
+	}
+}
+
+func base(id string) contract.Station {
+	return contract.Station{
+		ExternalID: id, Name: "METAR " + id, Description: "Airport weather station " + id + " (METAR)",
+		SensorType: SensorType, Status: "active", ProviderSlug: ProviderSlug, FeedSlug: FeedSlug,
+		ReportingIntervalS: ReportingIntervalS,
+	}
+}
