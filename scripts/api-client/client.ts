@@ -20,7 +20,9 @@ if (!baseUrl || !key) {
   console.error("set SENSORGATE_URL and SENSORGATE_KEY");
   process.exit(2);
 }
-const api = createClient<paths>({ baseUrl, headers: { "x-api-key": key } });
+// JSON answers only: several operations also answer csv, ndjson or geojson, which this
+// client does not read.
+const api = createClient<paths, "application/json">({ baseUrl, headers: { "x-api-key": key } });
 
 let failed = false;
 function report(op: string, status: number, ok: boolean, note = ""): void {
@@ -75,6 +77,15 @@ async function main(): Promise<void> {
     params: { path: { id }, query: { limit: 3, sort: "asc", data_format: "cleaned" } },
   });
   report("GET /api/v1/sensors/{id}/readings", readings.response.status, readings.response.status === 200 && (readings.data?.readings.length ?? 0) > 0);
+  const agg = await api.GET("/api/v1/sensors/{id}/readings/aggregate", {
+    params: { path: { id }, query: { interval: "1d", days: 3, stats: "mean,count" } },
+  });
+  report("GET /api/v1/sensors/{id}/readings/aggregate", agg.response.status, agg.response.status === 200 && (agg.data?.buckets.length ?? 0) > 0);
+  const exp = await api.GET("/api/v1/readings/export", {
+    params: { query: { sensor_ids: id, days: 1, format: "ndjson" } },
+    parseAs: "text",
+  });
+  report("GET /api/v1/readings/export", exp.response.status, exp.response.status === 200);
 
   // MCP at the catalog and registry scopes.
   const init: JSONRPCRequest = {
