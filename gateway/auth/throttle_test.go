@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"sync"
 	"fmt"
 	"sync"
 	"sync/atomic"

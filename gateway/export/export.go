@@ -1,7 +1,8 @@
 // Package export answers GET /api/v1/readings/export (docs/api-decisions.md "Wave 2"):
 // every reading of up to 1000 sensors over up to 366 days, as CSV or NDJSON, ordered by
 // sensor id then time, streamed from the sensors' services (each reads its store a chunk
-// at a time) through the gateway line by line, so neither holds the answer.
+// at a time) through the gateway line by line, so neither holds the answer; gzip-encoded
+// by the gateway's compression middleware when the client accepts it.
 //
 // Cost: the request itself counts one request against the key's budget, and one more
 // request is taken before row 10,001, 20,001, and so on (one per started 10,000 rows, see
@@ -14,7 +15,6 @@ package export
 import (
 	"bufio"
 	"cmp"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,21 +97,13 @@ func Handler(o Options) gin.HandlerFunc {
 		formats.SetHeaders(hd, f, "export")
 		hd.Set("Cache-Control", "no-store")
 		hd.Set("X-Export-Rows-Per-Request", strconv.Itoa(contract.ExportRowsPerRequest))
+		// gzip, when the client accepts it, is the gateway's compression middleware's
+		// (it flushes with the handler).
 		var out io.Writer = c.Writer
-		var gz *gzip.Writer
-		if acceptsGzip(c.GetHeader("Accept-Encoding")) && hd.Get("Content-Encoding") == "" {
-			hd.Set("Content-Encoding", "gzip")
-			hd.Add("Vary", "Accept-Encoding")
-			gz, _ = gzip.NewWriterLevel(c.Writer, gzip.BestSpeed)
-			out = gz
-		}
 		c.Status(http.StatusOK)
 		rc := http.NewResponseController(c.Writer)
 		_ = rc.SetWriteDeadline(time.Now().Add(writeWindow))
 		flush := func() {
-			if gz != nil {
-				_ = gz.Flush()
-			}
 			_ = rc.Flush()
 			_ = rc.SetWriteDeadline(time.Now().Add(writeWindow))
 		}
@@ -133,9 +125,6 @@ func Handler(o Options) gin.HandlerFunc {
 				st.end(err)
 				break
 			}
-		}
-		if gz != nil {
-			_ = gz.Close()
 		}
 		_ = rc.Flush()
 	}
@@ -167,22 +156,6 @@ func plan(sensors []catalog.Sensor) []run {
 
 func path(r run, q contract.ExportQuery, f string) string {
 	return contract.PathExport + "?" + contract.ExportValues(r.ids, q, f, false).Encode()
-}
-
-// acceptsGzip reports whether Accept-Encoding lists gzip with a q above 0.
-func acceptsGzip(h string) bool {
-	for _, part := range strings.Split(h, ",") {
-		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if !strings.EqualFold(strings.TrimSpace(name), "gzip") {
-			continue
-		}
-		if k, val, ok := strings.Cut(strings.TrimSpace(params), "="); ok && strings.TrimSpace(k) == "q" {
-			q, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-			return err == nil && q > 0
-		}
-		return true
-	}
-	return false
 }
 
 // stream passes lines to the client, charging the budget per started block of rows.
