@@ -2,12 +2,12 @@ package e2e
 
 import (
 	"bytes"
-	"strings"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
