@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +19,9 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/formats"
 )
 
 // DefaultTimeout bounds each service's batched call: a slower service is reported
@@ -100,15 +104,17 @@ type Answer struct {
 	Pagination    contract.Pagination `json:"pagination"`
 }
 
-// Serve is the Gin handler of GET /api/v1/readings/latest.
+// Serve is the Gin handler of GET /api/v1/readings/latest, in JSON, CSV, NDJSON or
+// GeoJSON (format= or Accept, package formats).
 func (h *Handler) Serve(c *gin.Context) {
-	q, err := ParseArea(c.Request.URL.Query(), MaxLimit)
+	f, err := formats.Negotiate(c.Request.URL.Query(), c.GetHeader("Accept"), formats.JSON, formats.CSV, formats.NDJSON, formats.GeoJSON)
 	if err != nil {
 		api.Fail(c, err)
 		return
 	}
-	if f := c.Query("format"); f != "" && f != "json" {
-		api.Fail(c, apierr.Invalid("format", "area latest answers json only so far, got %q", clip(f)))
+	q, err := ParseArea(c.Request.URL.Query(), MaxLimit)
+	if err != nil {
+		api.Fail(c, err)
 		return
 	}
 	ans, err := h.Answer(c.Request.Context(), q)
@@ -116,13 +122,104 @@ func (h *Handler) Serve(c *gin.Context) {
 		api.Fail(c, err)
 		return
 	}
-	body, err := json.Marshal(ans)
-	if err != nil {
-		api.Fail(c, fmt.Errorf("area latest: encode: %w", err))
+	c.Header("Cache-Control", "no-store")
+	if f == formats.JSON {
+		body, err := json.Marshal(ans)
+		if err != nil {
+			api.Fail(c, fmt.Errorf("area latest: encode: %w", err))
+			return
+		}
+		c.Header("Vary", "Accept")
+		c.Data(http.StatusOK, formats.TypeJSON, body)
 		return
 	}
-	c.Header("Cache-Control", "no-store")
-	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+	formats.SetHeaders(c.Writer.Header(), f, "latest")
+	formats.SetPaging(c.Writer.Header(), ans.Pagination.Total, formats.NextPage(c.Request.URL, q.Page, q.Limit, ans.Pagination.Total))
+	if len(ans.Warnings) > 0 {
+		// The other formats have no place for warnings: a header names the services.
+		var ws []string
+		for _, w := range ans.Warnings {
+			ws = append(ws, w.ServiceID+"="+w.Code)
+		}
+		c.Header("X-Unavailable-Services", strings.Join(ws, ","))
+	}
+	c.Status(http.StatusOK)
+	if err := encode(c.Writer, f, ans); err != nil {
+		h.o.Logger.WarnContext(c.Request.Context(), "area latest: write", "format", f, "err", err)
+	}
+}
+
+// csvHeader is area latest in CSV: long form, one row per measurement (a sensor without
+// measurements has one row with the measurement columns empty).
+var csvHeader = []string{"sensor_id", "external_id", "name", "service_id", "latitude", "longitude", "timestamp", "age_seconds",
+	"stale_after_seconds", "stale", "unavailable", "parameter", "value", "unit", "value_original", "unit_original"}
+
+// encode writes ans in format f (not JSON).
+func encode(w io.Writer, f string, ans Answer) error {
+	switch f {
+	case formats.NDJSON:
+		n := formats.NewNDJSON(w)
+		for i := range ans.Items {
+			if err := n.Value(ans.Items[i]); err != nil {
+				return err
+			}
+		}
+		return n.Flush()
+	case formats.CSV:
+		cw, err := formats.NewCSV(w, csvHeader)
+		if err != nil {
+			return err
+		}
+		for _, it := range ans.Items {
+			ts, age := "", ""
+			if it.Timestamp != nil {
+				ts = contract.FormatTime(it.Timestamp.Time)
+			}
+			if it.AgeSeconds != nil {
+				age = strconv.FormatInt(*it.AgeSeconds, 10)
+			}
+			head := []string{it.SensorID, it.ExternalID, it.Name, it.ServiceID, formats.OptFloat(it.Latitude), formats.OptFloat(it.Longitude),
+				ts, age, strconv.FormatInt(it.StaleAfterSeconds, 10), strconv.FormatBool(it.Stale), strconv.FormatBool(it.Unavailable)}
+			ms := measurements(it.Measurements)
+			if len(ms) == 0 {
+				if err := cw.Row(append(head, "", "", "", "", "")); err != nil {
+					return err
+				}
+			}
+			for _, m := range ms {
+				if err := cw.Row(append(head[:len(head):len(head)], m.Parameter, formats.Float(m.Value), m.Unit, formats.Float(m.ValueOriginal), m.UnitOriginal)); err != nil {
+					return err
+				}
+			}
+		}
+		return cw.Flush()
+	default: // GeoJSON: one Point Feature per sensor, its fields and one property per parameter
+		g, err := formats.NewGeoJSON(w)
+		if err != nil {
+			return err
+		}
+		for _, it := range ans.Items {
+			var ts any
+			if it.Timestamp != nil {
+				ts = contract.FormatTime(it.Timestamp.Time)
+			}
+			props := formats.ReadingProperties("", measurements(it.Measurements), map[string]any{
+				"sensor_id": it.SensorID, "external_id": it.ExternalID, "name": it.Name, "service_id": it.ServiceID,
+				"age_seconds": it.AgeSeconds, "expected_interval_seconds": it.ExpectedIntervalSeconds,
+				"stale_after_seconds": it.StaleAfterSeconds, "stale": it.Stale, "unavailable": it.Unavailable})
+			props["timestamp"] = ts
+			if err := g.Feature(formats.Feature{ID: it.SensorID, Lon: it.Longitude, Lat: it.Latitude, Properties: props}); err != nil {
+				return err
+			}
+		}
+		return g.Close(map[string]any{"pagination": ans.Pagination, "warnings": ans.Warnings, "server_time": ans.ServerTime})
+	}
+}
+
+func measurements(raw json.RawMessage) []canon.Measurement {
+	var ms []canon.Measurement
+	_ = json.Unmarshal(raw, &ms)
+	return ms
 }
 
 // Answer selects the sensors of q's page, asks their services in parallel and merges.

@@ -327,6 +327,17 @@ func (d dialect) buildSensorQuery(f catalog.SensorFilter, geoIndex bool) (sensor
 	if f.FeedID != nil {
 		q.add("feed_id = ?", *f.FeedID)
 	}
+	if len(f.IDs) > 0 || len(f.ExternalIDs) > 0 {
+		// The sensor_ids filter of area latest and streams: by UUID or exact external id.
+		keys, ids := f.ExternalIDs, f.IDs
+		if keys == nil {
+			keys = []string{}
+		}
+		if ids == nil {
+			ids = []uuid.UUID{}
+		}
+		q.add("(id IN ? OR ext_key IN ?)", ids, keys)
+	}
 	if len(f.DataTypes) > 0 {
 		if d.postgres {
 			q.add("data_types && "+d.arrayParam(), d.arrayValue(f.DataTypes))

@@ -25,6 +25,9 @@ import (
 // time), on a plan large enough for benchmarks.
 var apiKey string
 
+// internalToken is the shared secret of gateways and services (production demands one).
+const internalToken = "e2e-live-internal-token"
+
 var bins struct {
 	dir string
 	err error
@@ -142,7 +145,7 @@ func startStack(t testing.TB, o stackOptions) *stack {
 	for _, id := range o.services {
 		addr := freeAddr(t)
 		env := []string{"SERVICE_ADDR=" + addr, "READINGS_DATABASE_URL=" + testenv.Postgres(t), "SIM_DAYS=0",
-			fmt.Sprintf("SIM_STATIONS=%d", o.simStations), "LOG_LEVEL=warn"}
+			fmt.Sprintf("SIM_STATIONS=%d", o.simStations), "LOG_LEVEL=warn", "INTERNAL_TOKEN=" + internalToken}
 		if o.redis {
 			env = append(env, "REDIS_URL="+testenv.RedisURL(), "LIVE_REDIS_PREFIX="+s.redisPfx)
 		}
@@ -154,7 +157,7 @@ func startStack(t testing.TB, o stackOptions) *stack {
 	for _, sv := range s.services {
 		waitStatus(t, sv.url+"/readyz", 200, 120*time.Second)
 	}
-	s.env = []string{"SENSORGATE_ENV=production", "DATABASE_URL=" + testenv.Postgres(t),
+	s.env = []string{"SENSORGATE_ENV=production", "DATABASE_URL=" + testenv.Postgres(t), "INTERNAL_TOKEN=" + internalToken,
 		"SERVICE_URLS=" + strings.Join(urls, ","), "SYNC_INTERVAL=2s", "REDIS_URL=" + testenv.RedisURL(), "LOG_LEVEL=warn",
 		"RATE_LIMIT_PLANS=big=100000000/h"}
 	cmd := exec.Command(bin(t, "gateway"), "keys", "create", "--owner", "e2e", "--env", "production", "--plan", "big")

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func TestAreaLatest(t *testing.T) {
 				Measurements json.RawMessage `json:"measurements"`
 			} `json:"reading"`
 		}
-		r := get(t, svc.url+"/v1/sensors/"+url.PathEscape(it.ExternalID)+"/readings/latest")
+		r := get(t, svc.url+"/v1/sensors/"+url.PathEscape(it.ExternalID)+"/readings/latest", "X-Internal-Token", internalToken)
 		if it.Unavailable {
 			t.Fatalf("%s unavailable with every service up", it.ExternalID)
 		}
@@ -161,11 +162,32 @@ func TestAreaLatest(t *testing.T) {
 		t.Errorf("page 2 of 7: %d items starting %s, pages %d", len(p2.Items), p2.Items[0].SensorID, p2.Pagination.TotalPages)
 	}
 	for q, param := range map[string]string{"max_age=soon": "max_age", "max_age=P1M": "max_age", "parameter=nope": "parameter",
-		"sensor_ids=a%2Fb": "sensor_ids", "limit=0": "limit", "min_lat=1": "min_lon"} {
+		"sensor_ids=a%2Fb": "sensor_ids", "limit=0": "limit", "min_lat=1": "min_lon", "format=xml": "format"} {
 		r := get(t, g.url+"/api/v1/readings/latest?"+q)
 		if r.status != 400 || !bytes.Contains(r.body, []byte(`\"`+param+`\"`)) || !bytes.Contains(r.body, []byte(`"invalid_parameter"`)) {
 			t.Errorf("?%s: %d %s, want 400 naming %s", q, r.status, r.body, param)
 		}
+	}
+
+	// The other formats: one row per measurement (CSV), one item per line (NDJSON), one
+	// Point Feature per sensor (GeoJSON).
+	if r := get(t, g.url+"/api/v1/readings/latest?format=csv&limit=5000"); r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/csv") ||
+		!strings.HasPrefix(string(r.body), "sensor_id,external_id,name,service_id,") {
+		t.Errorf("format=csv: %d %s %.200s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	if r := get(t, g.url+"/api/v1/readings/latest?limit=5000", "Accept", "application/x-ndjson"); r.status != 200 ||
+		len(strings.Split(strings.TrimSpace(string(r.body)), "\n")) != len(all.Items) {
+		t.Errorf("ndjson: %d, %d lines for %d sensors", r.status, len(strings.Split(strings.TrimSpace(string(r.body)), "\n")), len(all.Items))
+	}
+	var fc struct {
+		Type     string `json:"type"`
+		Features []struct {
+			Properties map[string]any `json:"properties"`
+		} `json:"features"`
+	}
+	if r := get(t, g.url+"/api/v1/readings/latest?format=geojson&limit=5000"); r.status != 200 || json.Unmarshal(r.body, &fc) != nil ||
+		fc.Type != "FeatureCollection" || len(fc.Features) != len(all.Items) || fc.Features[0].Properties["stale"] == nil {
+		t.Errorf("geojson: %d, %d features", r.status, len(fc.Features))
 	}
 
 	// A stopped service: its sensors unavailable (with their last known time), one warning,

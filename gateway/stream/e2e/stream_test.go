@@ -28,7 +28,7 @@ func storedBetween(t *testing.T, svc *service, since, until time.Time) map[strin
 			ExternalID string `json:"external_id"`
 		} `json:"sensors"`
 	}
-	if r := get(t, svc.url+"/v1/sensors?limit=1000"); r.status != 200 || json.Unmarshal(r.body, &list) != nil {
+	if r := get(t, svc.url+"/v1/sensors?limit=1000", "X-Internal-Token", internalToken); r.status != 200 || json.Unmarshal(r.body, &list) != nil {
 		t.Fatalf("%s station list: %d %s", svc.id, r.status, r.body)
 	}
 	out := map[string]storedReading{}
@@ -38,7 +38,7 @@ func storedBetween(t *testing.T, svc *service, since, until time.Time) map[strin
 			Readings []storedReading `json:"readings"`
 		}
 		q := url.Values{"since": {since.UTC().Format(time.RFC3339Nano)}, "until": {until.UTC().Format(time.RFC3339Nano)}, "limit": {"1000"}}
-		r := get(t, svc.url+"/v1/sensors/"+url.PathEscape(s.ExternalID)+"/readings?"+q.Encode())
+		r := get(t, svc.url+"/v1/sensors/"+url.PathEscape(s.ExternalID)+"/readings?"+q.Encode(), "X-Internal-Token", internalToken)
 		if r.status != 200 || json.Unmarshal(r.body, &page) != nil {
 			t.Fatalf("%s readings of %s: %d %s", svc.id, s.ExternalID, r.status, r.body)
 		}
