@@ -5,23 +5,29 @@ MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/... ./deploy/docker
 BINARIES  := gateway ocean weather airquality
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build run test test-short bench vet fmt lint images clean web test-web
+.PHONY: all build run test test-short bench bench-readings bench-readings-100m vet fmt lint images clean web test-web test-security fuzz fuzz-short
 
 all: build
 
+# Release builds: paths trimmed, symbol and DWARF tables stripped, and Gin without the
+# MessagePack codec the gateway never uses (nomsgpack). The module version and commit still
+# come from the build information Go embeds (`gateway version`, GET /version).
+BUILDTAGS ?= nomsgpack
+GOBUILD   := $(GO) build -trimpath -tags $(BUILDTAGS) -ldflags='-s -w'
+
 build:
 	@mkdir -p bin
-	$(GO) build -o bin/gateway ./gateway/cmd/gateway
-	$(GO) build -o bin/ocean ./services/cmd/ocean
-	$(GO) build -o bin/weather ./services/cmd/weather
-	$(GO) build -o bin/airquality ./services/cmd/airquality
+	$(GOBUILD) -o bin/gateway ./gateway/cmd/gateway
+	$(GOBUILD) -o bin/ocean ./services/cmd/ocean
+	$(GOBUILD) -o bin/weather ./services/cmd/weather
+	$(GOBUILD) -o bin/airquality ./services/cmd/airquality
 
 run: build
 	@scripts/run.sh
 
 # The concurrency tests of shared paths run again under -race; the keep-alive test of the
 # gateway then runs a gateway process built with -race too.
-RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./pkg/obs/
+RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./gateway/auth/ ./pkg/obs/
 
 # web: rebuilds the explorer bundle (gateway/web/dist, committed and embedded in the gateway)
 # from its TypeScript sources; needs Node.js and npm (the gateway itself does not).
@@ -33,6 +39,22 @@ test: lint
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) $(RACE_TESTS)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) -run 'TestConcurrentClients' ./gateway/proxy/e2e/
 	@$(MAKE) --no-print-directory test-web
+	@$(MAKE) --no-print-directory fuzz-short
+
+# test-security: the OWASP API Top 10 suite (gateway/security, docs/security.md) on real
+# processes; `make test` runs it too, as part of ./gateway/...
+test-security:
+	@scripts/testenv.sh $(GO) test $(TESTFLAGS) -v -run 'TestOWASPAPITop10' ./gateway/security/
+
+# fuzz: every native fuzz target (query parsers, provider adapters, MCP) for FUZZTIME each
+# (default 2m); fuzz-short, run by `make test`, gives each a few seconds. Corpora are
+# committed under each package's testdata/fuzz (FUZZ_SAVE=1 adds what a run found).
+FUZZTIME ?= 2m
+fuzz:
+	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+fuzz-short:
+	@FUZZTIME=3s scripts/fuzz.sh
 
 # test-web: the explorer's browser tests (gateway/web/test): Debian's chromium driven by
 # playwright-core against the gateway and services built from this checkout.
@@ -63,6 +85,19 @@ openapi-lint:
 bench:
 	@scripts/testenv.sh $(GO) test -run '^$$' -bench . -benchtime 2s $(MODULES)
 
+# The readings store at scale (docs/services.md "Scale"): BENCH_STATIONS x BENCH_PER
+# NDBC-shaped readings loaded into the dedicated database BENCH_DB (created when missing),
+# then latest / page / aggregate p99, the gzip ratio of a 500-row page and the export rate
+# with peak RSS. bench-readings-100m is the 100M-reading run (about 20 GB, hours to load).
+BENCH_DB ?= postgres://postgres@127.0.0.1:5432/sensorgate_bench?sslmode=disable
+BENCH_STATIONS ?= 100
+BENCH_PER ?= 100000
+bench-readings:
+	@createdb -h 127.0.0.1 -U postgres sensorgate_bench 2>/dev/null || true
+	$(GO) run ./services/runtime/cmd/readingsbench -db "$(BENCH_DB)" -stations $(BENCH_STATIONS) -per-station $(BENCH_PER) $(BENCH_FLAGS)
+bench-readings-100m:
+	$(MAKE) bench-readings BENCH_STATIONS=1000 BENCH_PER=100000
+
 # Container images (deploy/docker, docs/deploy.md). `images` compiles inside the image
 # build (needs registry access for golang and distroless); `images-prebuilt` compiles static
 # binaries here and copies them onto an empty (scratch) base, for machines without it.
@@ -83,7 +118,7 @@ CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 
 static:
 	@mkdir -p build/static
-	$(foreach b,$(BINARIES),CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags='-s -w' -o build/static/$(b) $(CMD_$(b)) &&) true
+	$(foreach b,$(BINARIES),CGO_ENABLED=0 GOOS=linux $(GOBUILD) -o build/static/$(b) $(CMD_$(b)) &&) true
 	cd deploy/docker/probe && CGO_ENABLED=0 GOOS=linux GOWORK=off $(GO) build -trimpath -ldflags='-s -w' -o ../../../build/static/probe .
 
 images:

@@ -42,7 +42,7 @@ func (h *handlers) listSensors(registry bool) gin.HandlerFunc {
 			}
 			return
 		}
-		c.Header("Vary", "Accept")
+		c.Writer.Header().Add("Vary", "Accept")
 		writeJSON(c, sensorList{Sensors: items, Pagination: pg})
 	}
 }

@@ -53,6 +53,9 @@ type Deps struct {
 	// Proxy, when set, answers the readings and service health routes (package proxy).
 	Proxy ProxyHandlers
 
+	// Export, when set, answers GET /readings/export (package export).
+	Export gin.HandlerFunc
+
 	// MCP, when set, answers the MCP endpoints (package mcp).
 	MCP MCPHandlers
 

@@ -23,7 +23,26 @@ const redisKeyPrefix = "sensorgate:"
 type rateLimiting struct {
 	middleware gin.HandlerFunc
 	check      api.Check
-	close      func() error
+	// charge takes one more request from the caller's budget, as the middleware does for
+	// the request itself: what a bulk export pays per started block of rows.
+	charge func(c *gin.Context) error
+	close  func() error
+}
+
+// chargeWith counts one more request of the caller of c against l, under the same rule
+// and plans as the middleware.
+func chargeWith(l ratelimit.Limiter, plans ratelimit.Plans, log *slog.Logger) func(c *gin.Context) error {
+	return func(c *gin.Context) error {
+		id, ok := auth.FromGin(c)
+		if !ok {
+			return nil
+		}
+		v := ratelimit.Check(c.Request.Context(), l, plans, limitIdentity(id), log)
+		if v.Refusal != nil {
+			return v.Refusal
+		}
+		return nil
+	}
 }
 
 // newRateLimiting counts in Redis (REDIS_URL, batched, falling back to local counting or
@@ -40,6 +59,7 @@ func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Log
 	if cfg.RedisURL == "" {
 		return rateLimiting{
 			middleware: ratelimit.Middleware(local, cfg.RateLimit.Plans, identify, log),
+			charge:     chargeWith(local, cfg.RateLimit.Plans, log),
 			check: api.Check{Name: "ratelimit", Probe: func(context.Context) (any, error) {
 				return ratelimit.Status{Backend: "memory"}, nil
 			}},
@@ -61,6 +81,7 @@ func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Log
 	}
 	return rateLimiting{
 		middleware: ratelimit.Middleware(fb, cfg.RateLimit.Plans, identify, log),
+		charge:     chargeWith(fb, cfg.RateLimit.Plans, log),
 		// Not critical: with Redis down the gateway keeps serving under the local limiter
 		// (or refuses, fail-closed), and says so here.
 		check: api.Check{Name: "redis", Critical: cfg.RateLimit.FailClosed, Probe: func(ctx context.Context) (any, error) {

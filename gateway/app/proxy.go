@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +11,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/config"
+	"github.com/sensorgate/sensorgate/gateway/export"
 	"github.com/sensorgate/sensorgate/gateway/prober"
 	"github.com/sensorgate/sensorgate/gateway/proxy"
 	"github.com/sensorgate/sensorgate/gateway/render"
@@ -22,8 +22,14 @@ import (
 // proxying is the readings/health proxy, its background prober and what to release at exit.
 type proxying struct {
 	handlers api.ProxyHandlers
-	prober   *prober.Prober
-	close    func()
+	// up is the one upstream client: readings and health (Get), and through up.Client the
+	// catalog sync, the prober and MCP forwarding.
+	up     *proxy.Upstreams
+	// export builds the bulk export handler over the same clients, once the limiter's
+	// charge is known.
+	export func(charge func(*gin.Context) error) gin.HandlerFunc
+	prober *prober.Prober
+	close  func()
 }
 
 // newProxying builds one pooled client per configured service, the readings cache, the
@@ -69,7 +75,7 @@ func newProxying(cfg config.Config, st catalog.Store, reg prometheus.Registerer,
 	}
 	clients := make(map[string]prober.HealthClient, len(services))
 	for id, u := range services {
-		clients[id] = contract.NewClient(u, cfg.InternalToken, &http.Client{Timeout: cfg.Proxy.HealthTimeout})
+		clients[id] = contract.NewClient(u, cfg.InternalToken, up.Client(up.Deadline(proxy.RouteHealth)))
 	}
 	pr, err := prober.New(clients, st, prober.Options{Interval: cfg.Proxy.ProbeInterval, Timeout: cfg.Proxy.HealthTimeout, Logger: log, Metrics: met})
 	if err != nil {
@@ -77,7 +83,12 @@ func newProxying(cfg config.Config, st catalog.Store, reg prometheus.Registerer,
 	}
 	return proxying{
 		handlers: api.ProxyHandlers{Latest: h.Latest(), Readings: render.Readings(h, fail), Aggregate: render.Aggregate(h, fail), ServiceHealth: h.ServiceHealth()},
-		prober:   pr,
-		close:    up.CloseIdleConnections,
+		export: func(charge func(*gin.Context) error) gin.HandlerFunc {
+			return export.Handler(export.Options{Select: api.ExportSelector(st, api.DefaultQueryTimeout), Upstreams: up,
+				Charge: charge, Fail: fail, Logger: log})
+		},
+		up:     up,
+		prober: pr,
+		close:  up.CloseIdleConnections,
 	}, nil
 }

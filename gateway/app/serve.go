@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -17,7 +16,8 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
 	"github.com/sensorgate/sensorgate/gateway/config"
-	gwobs "github.com/sensorgate/sensorgate/gateway/obs"
+	"github.com/sensorgate/sensorgate/gateway/proxy"
+	"github.com/sensorgate/sensorgate/gateway/storemetrics"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -70,7 +70,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 
-	met.BuildInfo.WithLabelValues(buildVersion()).Set(1)
+	met.BuildInfo.WithLabelValues(obs.BuildInfo().Version).Set(1)
 
 	raw, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -78,7 +78,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer raw.Close()
 	// Every catalog call is timed (sensorgate_store_query_duration_seconds) and traced.
-	st := gwobs.InstrumentStore(raw, met)
+	st := storemetrics.Instrument(raw, met)
 	if cfg.Env == config.EnvDevelopment {
 		if err := auth.BootstrapDevelopment(ctx, st, cfg.DevAPIKey); err != nil {
 			return err
@@ -102,12 +102,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		stopBG()
 		bg.Wait()
 	}()
+	px, err := newProxying(cfg, st, reg, met, tracing, log)
+	if err != nil {
+		return err
+	}
+	defer px.close()
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		_ = px.prober.Run(bgCtx)
+	}()
+
 	if cfg.SyncInterval > 0 {
 		services := make(map[string]string, len(cfg.Services))
 		for _, s := range cfg.Services {
 			services[s.ID] = s.URL
 		}
-		syncer, err := catalogsync.New(st, catalogsync.Config{Services: services, Token: cfg.InternalToken, Logger: log})
+		syncer, err := catalogsync.New(st, catalogsync.Config{Services: services, Token: cfg.InternalToken, Logger: log,
+			HTTPClient: px.up.Client(px.up.Deadline(proxy.RouteCatalog))})
 		if err != nil {
 			return fmt.Errorf("catalog sync: %w", err)
 		}
@@ -126,18 +138,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer rl.close()
 
-	px, err := newProxying(cfg, st, reg, met, tracing, log)
-	if err != nil {
-		return err
-	}
-	defer px.close()
-	bg.Add(1)
-	go func() {
-		defer bg.Done()
-		_ = px.prober.Run(bgCtx)
-	}()
-
-	mcpHandlers, err := newMCP(cfg, st, tracing, log)
+	mcpHandlers, err := newMCP(cfg, st, px.up, log)
 	if err != nil {
 		return err
 	}
@@ -156,6 +157,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MetricsHandler: obs.MetricsHandler(reg),
 		RateLimit:      rl.middleware,
 		Proxy:          px.handlers,
+		Export:         px.export(rl.charge),
 		MCP:            mcpHandlers,
 		Live:           lv.handlers,
 		Checks:         []api.Check{rl.check},
@@ -241,12 +243,4 @@ func catalogImport(ctx context.Context, args []string, getenv func(string) strin
 			r.ServiceID, r.Inserted, r.Updated, r.Unchanged, r.MarkedMissing)
 	}
 	return nil
-}
-
-// buildVersion is the module version the binary was built from, for sensorgate_build_info.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }

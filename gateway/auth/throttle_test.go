@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -166,5 +167,58 @@ func TestMemoryThrottleWindow(t *testing.T) {
 	clk.add(40 * time.Second)
 	if _, b := m.Blocked(ctx, "192.0.2.1"); b {
 		t.Error("still blocked after the window")
+	}
+}
+
+// TestConcurrentAuthentication runs real and wrong keys from many goroutines and addresses
+// through one authenticator (positive cache, bounded negative cache, in-process throttle);
+// run with -race. Every real key is admitted unless its address is throttled, every wrong
+// key refused, and the tables stay within their bounds.
+func TestConcurrentAuthentication(t *testing.T) {
+	t.Parallel()
+	st := stores(t)["sqlite"](t)
+	ctx := context.Background()
+	good, _ := newKey(t, st, catalog.EnvDevelopment, "gina")
+	a, _ := New(st, Options{Environment: catalog.EnvDevelopment, CacheTTL: time.Minute, NegativeCacheSize: 32,
+		Throttle: NewMemoryThrottle(5, time.Minute, nil)})
+	if _, err := a.Authenticate(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr := fmt.Sprintf("10.1.0.%d", g)
+			for i := range 60 {
+				if i%3 == 0 {
+					if _, err := a.AuthenticateFrom(ctx, good, addr); err != nil {
+						errs <- fmt.Errorf("real key from %s: %w", addr, err)
+						return
+					}
+					continue
+				}
+				k, _ := Generate(catalog.EnvDevelopment)
+				if _, err := a.AuthenticateFrom(ctx, k.Secret, addr); err == nil {
+					errs <- fmt.Errorf("random key admitted")
+					return
+				} else if c := code(err); c != apierr.InvalidAPIKey && c != apierr.RateLimited {
+					errs <- fmt.Errorf("random key: %w", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	a.negMu.Lock()
+	n := len(a.neg)
+	a.negMu.Unlock()
+	if n > 32 {
+		t.Errorf("negative cache holds %d, bound 32", n)
 	}
 }

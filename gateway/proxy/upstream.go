@@ -16,6 +16,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,14 @@ const (
 	RouteHealth
 	// RouteAggregate is a sensor's aggregates (docs/api-decisions.md "Wave 2").
 	RouteAggregate
+	// RouteMCP is one JSON-RPC message forwarded to a service's /mcp (package mcp).
+	RouteMCP
+	// RouteCatalog is one page of the catalog sync (GET /v1/meta, /v1/sensors).
+	RouteCatalog
+	// RouteStream is a streamed answer (event stream, export): its deadline bounds the
+	// wait for the answer's headers, not the stream.
+	RouteStream
+	routeCount
 )
 
 func (r Route) String() string {
@@ -51,15 +60,25 @@ func (r Route) String() string {
 		return "health"
 	case RouteAggregate:
 		return "aggregate"
+	case RouteMCP:
+		return "mcp"
+	case RouteCatalog:
+		return "catalog"
+	case RouteStream:
+		return "stream"
 	}
 	return "route" + strconv.Itoa(int(r))
 }
 
-// Timeouts are the per-route deadlines of one upstream call, retries included.
+// Timeouts are the configured deadlines of one upstream call, retries included; New turns
+// them into the one table of deadlines by route (Upstreams.Deadline).
 type Timeouts struct {
-	Latest   time.Duration
+	Latest time.Duration
+	// Readings bounds readings pages, aggregates, forwarded MCP messages and the wait for
+	// a stream's headers.
 	Readings time.Duration
-	Health   time.Duration
+	// Health bounds a health call and each background probe.
+	Health time.Duration
 }
 
 // Defaults.
@@ -127,9 +146,14 @@ func NewResponse(status int, contentType string, body []byte, fetchedAt time.Tim
 // pools of the others.
 type Upstreams struct {
 	services map[string]*service
-	opt      Options
-	bufs     sync.Pool
-	tokenV   []string // the internal token header's value, nil without a token
+	byHost   map[string]*service // by host:port of the base URL, for Client
+	// other carries Client calls to an address that is no configured service (a URL the
+	// catalog recorded), on a pool of its own.
+	other     *service
+	deadlines [routeCount]time.Duration
+	opt       Options
+	bufs      sync.Pool
+	tokenV    []string // the internal token header's value, nil without a token
 }
 
 var acceptJSON = []string{"application/json"}
@@ -180,13 +204,32 @@ func New(opt Options) (*Upstreams, error) {
 	if opt.InternalToken != "" {
 		u.tokenV = []string{opt.InternalToken}
 	}
+	// The one table of upstream deadlines, by route.
+	u.deadlines = [routeCount]time.Duration{
+		RouteLatest:    opt.Timeouts.Latest,
+		RouteReadings:  opt.Timeouts.Readings,
+		RouteAggregate: opt.Timeouts.Readings,
+		RouteHealth:    opt.Timeouts.Health,
+		RouteMCP:       opt.Timeouts.Readings,
+		RouteCatalog:   contract.DefaultClientTimeout,
+		RouteStream:    opt.Timeouts.Readings,
+	}
+	u.byHost = make(map[string]*service, len(opt.Services))
 	for id, base := range opt.Services {
 		s, err := u.newService(id, base)
 		if err != nil {
 			return nil, err
 		}
 		u.services[id] = s
+		if pu, err := url.Parse(s.base); err == nil {
+			u.byHost[pu.Host] = s
+		}
 	}
+	other, err := u.newService("other", "http://other")
+	if err != nil {
+		return nil, err
+	}
+	u.other = other
 	return u, nil
 }
 
@@ -280,15 +323,15 @@ func (u *Upstreams) IDs() []string {
 	return out
 }
 
-func (u *Upstreams) timeout(r Route) time.Duration {
-	switch r {
-	case RouteLatest:
-		return u.opt.Timeouts.Latest
-	case RouteReadings, RouteAggregate:
-		return u.opt.Timeouts.Readings
+// Deadline is the deadline of one call of route, retries included, from the one table.
+func (u *Upstreams) Deadline(r Route) time.Duration {
+	if r >= 0 && r < routeCount {
+		return u.deadlines[r]
 	}
-	return u.opt.Timeouts.Health
+	return u.deadlines[RouteHealth]
 }
+
+func (u *Upstreams) timeout(r Route) time.Duration { return u.Deadline(r) }
 
 // Get calls GET pathQuery (already escaped, e.g. contract.LatestPath(id)+"?"+query) on the
 // service within the route's deadline. A service's answer, any status, is returned as a
@@ -453,6 +496,10 @@ func clipHeader(s string) string {
 // are dropped (a failing service's kept-alive connections are likely dead too); a 5xx
 // answer left after the last retry is returned for the caller to judge.
 func (u *Upstreams) do(ctx context.Context, s *service, req *http.Request) (*http.Response, error) {
+	if !idempotent(req.Method) || (req.Body != nil && req.Body != http.NoBody) {
+		// Never sent twice: a tool call must not run twice.
+		return s.rt.RoundTrip(req)
+	}
 	for attempt := 0; ; attempt++ {
 		resp, err := s.rt.RoundTrip(req)
 		retry, checkErr := u.checkRetry(ctx, resp, err)

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -139,10 +140,56 @@ func AggregatePath(externalID string) string {
 // when there is nothing to say (an empty bucket; coverage of a sensor whose reporting
 // interval is unknown). count is 0 in an empty bucket.
 type AggregateBucket struct {
-	Start      Time                      `json:"start"`
-	End        Time                      `json:"end"`
-	StartLocal string                    `json:"start_local"`
-	Values     map[string]map[string]any `json:"values"`
+	Start      Time                     `json:"start"`
+	End        Time                     `json:"end"`
+	StartLocal string                   `json:"start_local"`
+	Values     map[string]AggregateStat `json:"values"`
+}
+
+// AggregateStat is one parameter's statistics in one bucket: those named in Stats (in
+// that order), then coverage; Mean, Min, Max and Coverage null when there is nothing to say.
+// It encodes itself without reflection: an answer of 1000 buckets holds thousands of them.
+type AggregateStat struct {
+	Stats    []string `json:"-"`
+	Mean     *float64 `json:"mean"`
+	Min      *float64 `json:"min"`
+	Max      *float64 `json:"max"`
+	Count    int64    `json:"count"`
+	Coverage *float64 `json:"coverage"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (a AggregateStat) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 96)
+	b = append(b, '{')
+	num := func(v *float64) {
+		if v == nil {
+			b = append(b, "null"...)
+			return
+		}
+		b = strconv.AppendFloat(b, *v, 'f', -1, 64)
+	}
+	for _, st := range a.Stats {
+		b = append(b, '"')
+		b = append(b, st...)
+		b = append(b, `":`...)
+		switch st {
+		case StatMean:
+			num(a.Mean)
+		case StatMin:
+			num(a.Min)
+		case StatMax:
+			num(a.Max)
+		case StatCount:
+			b = strconv.AppendInt(b, a.Count, 10)
+		default:
+			return nil, fmt.Errorf("aggregate: unknown statistic %q", st)
+		}
+		b = append(b, ',')
+	}
+	b = append(b, `"coverage":`...)
+	num(a.Coverage)
+	return append(b, '}'), nil
 }
 
 // LocalLayout is the form of start_local: the zone's local clock with milliseconds and

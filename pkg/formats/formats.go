@@ -338,3 +338,7 @@ func ReadingProperties(timestamp string, ms []canon.Measurement, extra map[strin
 	}
 	return p
 }
+
+// NewCSVNoHeader continues a CSV answer whose header another writer sent (a part of a
+// stream assembled from several sources).
+func NewCSVNoHeader(w io.Writer) *CSVWriter { return &CSVWriter{w: csv.NewWriter(w)} }

@@ -232,13 +232,11 @@ func storeKind(c config.Config) string {
 }
 
 func newLogger(c config.Config, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(c.LogLevel))
-	opts := &slog.HandlerOptions{Level: lvl}
-	// The context handler puts the request id (and trace id) on every line logged with a
-	// request's context.
-	if c.LogFormat == "json" {
-		return slog.New(obs.NewContextHandler(slog.NewJSONHandler(w, opts)))
+	// The one logger of pkg/obs: request and trace ids from the context on every line, and
+	// keys, tokens and URL passwords redacted.
+	l, err := obs.NewLogger(w, obs.LogConfig{Format: c.LogFormat, Level: c.LogLevel})
+	if err != nil { // the configuration validated both already
+		return slog.New(obs.NewContextHandler(slog.NewTextHandler(w, nil)))
 	}
-	return slog.New(obs.NewContextHandler(slog.NewTextHandler(w, opts)))
+	return l
 }

@@ -61,7 +61,7 @@ func aggregateResponse(serviceID string, q contract.AggregateQuery, res store.Ag
 	for i := range out.Buckets {
 		start, end := q.Bounds[i], q.Bounds[i+1]
 		b := contract.AggregateBucket{Start: contract.Time{Time: start}, End: contract.Time{Time: end},
-			StartLocal: start.In(q.Zone).Format(contract.LocalLayout), Values: make(map[string]map[string]any, len(res.Parameters))}
+			StartLocal: start.In(q.Zone).Format(contract.LocalLayout), Values: make(map[string]contract.AggregateStat, len(res.Parameters))}
 		for _, p := range res.Parameters {
 			b.Values[p] = finish(res.Cells[p][i], store.Circular(p), q.Stats, end.Sub(start).Seconds(), st.ReportingIntervalS)
 		}
@@ -74,48 +74,33 @@ func aggregateResponse(serviceID string, q contract.AggregateQuery, res store.Ag
 // readings expected in the bucket at the sensor's reporting interval (null when that is
 // unknown). Directions get the circular mean: the direction of the sum of unit vectors,
 // null when they cancel out.
-func finish(c store.Cell, circular bool, stats []string, seconds float64, intervalS int) map[string]any {
-	out := make(map[string]any, len(stats)+1)
-	for _, st := range stats {
-		switch st {
-		case contract.StatCount:
-			out[st] = c.N
-		case contract.StatMean:
-			out[st] = nil
-			if c.N == 0 {
-				break
-			}
-			if !circular {
-				out[st] = round6(c.Sum / float64(c.N))
-				break
-			}
-			if math.Hypot(c.SumSin, c.SumCos) < 1e-9*float64(c.N) {
-				break
-			}
-			deg := round6(math.Atan2(c.SumSin, c.SumCos) * 180 / math.Pi)
-			if deg < 0 {
-				deg = round6(deg + 360)
-			}
-			if deg >= 360 {
-				deg = 0
-			}
-			out[st] = deg
-		case contract.StatMin:
-			out[st] = nil
-			if c.N > 0 {
-				out[st] = c.Min
-			}
-		case contract.StatMax:
-			out[st] = nil
-			if c.N > 0 {
-				out[st] = c.Max
-			}
-		}
-	}
-	out["coverage"] = nil
+func finish(c store.Cell, circular bool, stats []string, seconds float64, intervalS int) contract.AggregateStat {
+	out := contract.AggregateStat{Stats: stats, Count: c.N}
 	if intervalS > 0 {
-		out["coverage"] = round6(float64(c.N) / (seconds / float64(intervalS)))
+		cov := round6(float64(c.N) / (seconds / float64(intervalS)))
+		out.Coverage = &cov
 	}
+	if c.N == 0 {
+		return out
+	}
+	lo, hi := c.Min, c.Max
+	out.Min, out.Max = &lo, &hi
+	if !circular {
+		m := round6(c.Sum / float64(c.N))
+		out.Mean = &m
+		return out
+	}
+	if math.Hypot(c.SumSin, c.SumCos) < 1e-9*float64(c.N) {
+		return out
+	}
+	deg := round6(math.Atan2(c.SumSin, c.SumCos) * 180 / math.Pi)
+	if deg < 0 {
+		deg = round6(deg + 360)
+	}
+	if deg >= 360 {
+		deg = 0
+	}
+	out.Mean = &deg
 	return out
 }
 

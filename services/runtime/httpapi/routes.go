@@ -20,6 +20,7 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}/readings/latest", s.latest())
 	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}/readings", s.readings())
 	s.handle(mux, http.MethodGet, contract.PathSensors+"/{id}/readings/aggregate", s.aggregate())
+	s.handle(mux, http.MethodGet, contract.PathExport, s.export())
 	// Live data (docs/live.md): the batched latest of area latest, the event log of streams.
 	s.handle(mux, http.MethodPost, contract.PathLatestBatch, s.latestBatch())
 	s.handle(mux, http.MethodGet, contract.PathEvents, s.events())

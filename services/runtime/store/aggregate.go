@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -170,6 +171,22 @@ func (s *sqlStore) aggregateRollupsGo(ctx context.Context, st stationRec, bounds
 		}
 	}
 	return rows.Err()
+}
+
+// Scan implements Reader.
+func (s *sqlStore) Scan(ctx context.Context, externalID string, since, until time.Time, fn func(Reading) error) error {
+	st, err := s.station(ctx, externalID)
+	if err != nil {
+		return err
+	}
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if !since.IsZero() {
+		lo = since.UnixMilli()
+	}
+	if !until.IsZero() {
+		hi = until.UnixMilli()
+	}
+	return s.scanRange(ctx, st, lo, hi, false, fn)
 }
 
 // scanChunk is how many readings scanRange holds at a time.

@@ -77,6 +77,13 @@ func (i *instrumented) Aggregate(ctx context.Context, externalID string, q Aggre
 	return out, err
 }
 
+func (i *instrumented) Scan(ctx context.Context, externalID string, since, until time.Time, fn func(Reading) error) error {
+	ctx, done := i.m.StoreQuery(ctx, "scan", "readings")
+	err := i.s.Scan(ctx, externalID, since, until, fn)
+	done(failure(err))
+	return err
+}
+
 func (i *instrumented) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	ctx, done := i.m.StoreQuery(ctx, "readings", "ingest")
 	res, err := i.s.Ingest(ctx, b)

@@ -105,6 +105,11 @@ type Reader interface {
 	// the hourly rollups (PostgreSQL sums them in SQL) or from the raw readings, or
 	// ErrStationNotFound.
 	Aggregate(ctx context.Context, externalID string, q AggregateQuery) (AggregateResult, error)
+	// Scan calls fn with every reading of a station in [since, until) in time order (zero
+	// times: unbounded), a chunk at a time, so memory stays flat whatever the range; it
+	// stops at fn's first error or when ctx ends (a client that went away). The bulk
+	// export streams through it.
+	Scan(ctx context.Context, externalID string, since, until time.Time, fn func(Reading) error) error
 }
 
 // Writer is the ingest side.

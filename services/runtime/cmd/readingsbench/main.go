@@ -8,6 +8,9 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
@@ -19,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +53,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	requests := fs.Int("requests", 2000, "requests per query kind")
 	conc := fs.Int("concurrency", 4, "concurrent HTTP clients")
 	skipLoad := fs.Bool("skip-load", false, "do not load (the database already holds the data)")
+	exportStations := fs.Int("export-stations", 10, "stations in the export measurement (0: skip it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -125,6 +130,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		{"page of 500, raw", func(r *rand.Rand) string {
 			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(*stations))) + "?limit=500&data_format=raw"
 		}},
+		// Aggregates over the whole loaded range (at most 1000 buckets an answer).
+		{"aggregate 1d, whole range", func(r *rand.Rand) string {
+			return base + contract.AggregatePath(benchdata.StationID(r.IntN(*stations))) + "?interval=1d&since=" + start.Format(time.RFC3339) +
+				"&until=" + start.Add(min(time.Duration(*per)*10*time.Minute, 999*24*time.Hour)).Format(time.RFC3339)
+		}},
+		{"aggregate 1h, 1000 hours", func(r *rand.Rand) string {
+			return base + contract.AggregatePath(benchdata.StationID(r.IntN(*stations))) + "?interval=1h&since=" + start.Format(time.RFC3339) +
+				"&until=" + start.Add(1000*time.Hour).Format(time.RFC3339)
+		}},
+		{"aggregate 1h, 1000 h, raw", func(r *rand.Rand) string {
+			return base + contract.AggregatePath(benchdata.StationID(r.IntN(*stations))) + "?source=readings&interval=1h&since=" + start.Format(time.RFC3339) +
+				"&until=" + start.Add(1000*time.Hour).Format(time.RFC3339)
+		}},
 	}
 	for _, k := range kinds {
 		// Warm up connections and caches the way a running service is warm.
@@ -138,7 +156,89 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "%-28s n=%d concurrency=%d p50=%s p90=%s p99=%s max=%s\n", k.name, len(lat), *conc,
 			pct(lat, 50), pct(lat, 90), pct(lat, 99), lat[len(lat)-1].Round(10*time.Microsecond))
 	}
+	if err := gzipRatio(ctx, client, base+contract.ReadingsPath(benchdata.StationID(0))+"?limit=500", out); err != nil {
+		return err
+	}
+	if *exportStations > 0 {
+		ids := make([]string, min(*exportStations, *stations))
+		for i := range ids {
+			ids[i] = benchdata.StationID(i)
+		}
+		q := contract.ExportQuery{Since: start, Until: start.Add(min(time.Duration(*per)*10*time.Minute, contract.MaxExportDays*24*time.Hour))}
+		for _, f := range []string{"ndjson", "csv"} {
+			if err := exportRate(ctx, base+contract.PathExport+"?"+contract.ExportValues(ids, q, f, true).Encode(), f, out); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// gzipRatio reports how much gzip (the default level) shrinks a 500-row page.
+func gzipRatio(ctx context.Context, c *http.Client, u string, out io.Writer) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	_, _ = w.Write(body)
+	_ = w.Close()
+	fmt.Fprintf(out, "gzip of a 500-row page: %d -> %d bytes = %.1fx smaller\n", len(body), z.Len(), float64(len(body))/float64(z.Len()))
+	return nil
+}
+
+// exportRate streams one export and reports rows per second and this process's resident
+// memory (it serves the export): before, and its peak during (VmHWM, reset first).
+func exportRate(ctx context.Context, u, format string, out io.Writer) error {
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // reset the peak RSS (Linux)
+	before := procStatus("VmRSS")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	t0 := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	var rows, n int64
+	for {
+		l, err := br.ReadSlice('\n')
+		n += int64(len(l))
+		if len(l) > 0 && l[len(l)-1] == '\n' {
+			rows++
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+	el := time.Since(t0)
+	fmt.Fprintf(out, "export %-6s %d rows, %d MB in %s = %.0f rows/s; RSS before %s, peak %s\n", format, rows, n>>20,
+		el.Round(time.Millisecond), float64(rows)/el.Seconds(), before, procStatus("VmHWM"))
+	return nil
+}
+
+// procStatus is a field of /proc/self/status ("" elsewhere than Linux).
+func procStatus(field string) string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "n/a"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, field+":") {
+			return strings.Join(strings.Fields(strings.TrimPrefix(l, field+":")), " ")
+		}
+	}
+	return "n/a"
 }
 
 func measure(ctx context.Context, c *http.Client, url func(*rand.Rand) string, n, conc int) ([]time.Duration, error) {
