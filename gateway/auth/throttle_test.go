@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"errors"
-	"sync"
 	"fmt"
 	"sync"
 	"sync/atomic"
