@@ -100,8 +100,8 @@ func NewHandlers(o HandlerOptions) (*Handlers, error) {
 
 // Query parameters passed to the service, all others dropped.
 var (
-	latestParams   = []string{"data_format", "parameter"}
-	readingsParams = []string{"data_format", "days", "limit", "page", "parameter", "revisions", "since", "sort", "until"}
+	latestParams   = []string{"data_format", "lineage", "parameter"}
+	readingsParams = []string{"data_format", "days", "limit", "lineage", "page", "parameter", "revisions", "since", "sort", "until"}
 	// aggregateParams leaves out the service's internal source switch.
 	aggregateParams = []string{"days", "interval", "parameter", "since", "stats", "tz", "until"}
 )

@@ -17,9 +17,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -117,7 +119,22 @@ type Options struct {
 	// Tracing, when enabled, gives every attempt a client span and sends its W3C
 	// traceparent to the service; nil traces nothing.
 	Tracing *obs.Tracing
+	// RecycleEvery bounds how long a service's idle keep-alive connections are reused
+	// (default DefaultRecycleEvery): at most this often, a call closes them, so the next
+	// connections resolve the service's name again and reach replicas added since (compose
+	// --scale, a headless Service) instead of staying pinned to the first ones.
+	RecycleEvery time.Duration
+	// Resolver looks service host names up at each new connection; default
+	// net.DefaultResolver (a test injects the addresses of a scaled service).
+	Resolver interface {
+		LookupHost(ctx context.Context, host string) ([]string, error)
+	}
 }
+
+// DefaultRecycleEvery is the default of Options.RecycleEvery: a reconnection per
+// connection every 10 s costs nothing measurable, and a new replica gets its share of the
+// calls within seconds.
+const DefaultRecycleEvery = 10 * time.Second
 
 // Response is an upstream answer as the gateway keeps it: immutable once built, so cache
 // hits and coalesced callers share it.
@@ -163,6 +180,53 @@ type service struct {
 	base string
 	rt   http.RoundTripper // the request id (and spans) over tr
 	tr   *http.Transport
+	// next rotates new connections over the service's addresses; recycled is when its idle
+	// connections were last closed (unix nanoseconds).
+	next     atomic.Uint32
+	recycled atomic.Int64
+}
+
+// dialer connects to one of the addresses the service's host name resolves to now, taking
+// them in turn (sorted, from a rotating start) so that the connections of a busy gateway
+// spread evenly over the replicas, and trying the next address when one refuses.
+func (u *Upstreams) dialer(s *service) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || net.ParseIP(host) != nil {
+			return d.DialContext(ctx, network, addr)
+		}
+		addrs, err := u.opt.Resolver.LookupHost(ctx, host)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", host, err)
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("resolve %s: no address", host)
+		}
+		slices.Sort(addrs)
+		start := int(s.next.Add(1))
+		var first error
+		for i := range addrs {
+			c, err := d.DialContext(ctx, network, net.JoinHostPort(addrs[(start+i)%len(addrs)], port))
+			if err == nil {
+				return c, nil
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		return nil, first
+	}
+}
+
+// recycle closes the service's idle connections when RecycleEvery has passed since the
+// last time (one caller wins the swap; the others go on at once).
+func (u *Upstreams) recycle(s *service) {
+	now := time.Now().UnixNano()
+	last := s.recycled.Load()
+	if now-last >= int64(u.opt.RecycleEvery) && s.recycled.CompareAndSwap(last, now) {
+		s.closeIdle()
+	}
 }
 
 // New builds the clients. Every service URL must be an absolute http(s) URL.
@@ -195,6 +259,12 @@ func New(opt Options) (*Upstreams, error) {
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.RecycleEvery <= 0 {
+		opt.RecycleEvery = DefaultRecycleEvery
+	}
+	if opt.Resolver == nil {
+		opt.Resolver = net.DefaultResolver
 	}
 	u := &Upstreams{
 		services: make(map[string]*service, len(opt.Services)),
@@ -238,9 +308,12 @@ func (u *Upstreams) newService(id, base string) (*service, error) {
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return nil, fmt.Errorf("service %q: URL %q is not http:// or https://", id, base)
 	}
+	s := &service{id: id, base: base}
+	s.recycled.Store(time.Now().UnixNano())
+	dial := u.dialer(s)
 	tr := &http.Transport{
 		Proxy:                 nil, // internal network: never through an environment proxy
-		DialContext:           (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           dial,
 		MaxIdleConns:          u.opt.MaxIdleConnsPerHost,
 		MaxIdleConnsPerHost:   u.opt.MaxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
@@ -251,7 +324,7 @@ func (u *Upstreams) newService(id, base string) (*service, error) {
 		DisableCompression: true,
 		ForceAttemptHTTP2:  false,
 	}
-	s := &service{id: id, base: base, tr: tr, rt: obs.Transport(tr, u.opt.Tracing)}
+	s.tr, s.rt = tr, obs.Transport(tr, u.opt.Tracing)
 	return s, nil
 }
 
@@ -344,6 +417,7 @@ func (u *Upstreams) Get(ctx context.Context, serviceID string, route Route, path
 		return nil, apierr.New(apierr.UpstreamUnavailable, "service %q is not configured on this gateway", serviceID)
 	}
 	start := time.Now()
+	u.recycle(s)
 	resp, outcome, err := u.get(ctx, s, route, pathQuery)
 	if u.opt.Metrics != nil {
 		u.opt.Metrics.ObserveUpstream(serviceID, outcome, time.Since(start))
