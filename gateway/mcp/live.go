@@ -204,6 +204,14 @@ func runAggregate(ctx context.Context, cc *callCtx, a aggregateArgs) (string, co
 	if out.Buckets == nil {
 		out.Buckets = []contract.AggregateBucket{}
 	}
+	// A statistic is written only when asked for (AggregateStat.MarshalJSON); the list
+	// asked for is the answer's stats, which decoding does not put back on each value.
+	for _, b := range out.Buckets {
+		for p, st := range b.Values {
+			st.Stats = out.Stats
+			b.Values[p] = st
+		}
+	}
 	filled := 0
 	for _, b := range out.Buckets {
 		for _, st := range b.Values {
