@@ -5,23 +5,29 @@ MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/... ./deploy/docker
 BINARIES  := gateway ocean weather airquality
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build run test test-short bench bench-readings bench-readings-100m vet fmt lint images clean web test-web
+.PHONY: all build run test test-short bench bench-readings bench-readings-100m vet fmt lint images clean web test-web test-security fuzz fuzz-short
 
 all: build
 
+# Release builds: paths trimmed, symbol and DWARF tables stripped, and Gin without the
+# MessagePack codec the gateway never uses (nomsgpack). The module version and commit still
+# come from the build information Go embeds (`gateway version`, GET /version).
+BUILDTAGS ?= nomsgpack
+GOBUILD   := $(GO) build -trimpath -tags $(BUILDTAGS) -ldflags='-s -w'
+
 build:
 	@mkdir -p bin
-	$(GO) build -o bin/gateway ./gateway/cmd/gateway
-	$(GO) build -o bin/ocean ./services/cmd/ocean
-	$(GO) build -o bin/weather ./services/cmd/weather
-	$(GO) build -o bin/airquality ./services/cmd/airquality
+	$(GOBUILD) -o bin/gateway ./gateway/cmd/gateway
+	$(GOBUILD) -o bin/ocean ./services/cmd/ocean
+	$(GOBUILD) -o bin/weather ./services/cmd/weather
+	$(GOBUILD) -o bin/airquality ./services/cmd/airquality
 
 run: build
 	@scripts/run.sh
 
 # The concurrency tests of shared paths run again under -race; the keep-alive test of the
 # gateway then runs a gateway process built with -race too.
-RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./pkg/obs/
+RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./gateway/auth/ ./pkg/obs/
 
 # web: rebuilds the explorer bundle (gateway/web/dist, committed and embedded in the gateway)
 # from its TypeScript sources; needs Node.js and npm (the gateway itself does not).
@@ -33,6 +39,22 @@ test: lint
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) $(RACE_TESTS)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) -run 'TestConcurrentClients' ./gateway/proxy/e2e/
 	@$(MAKE) --no-print-directory test-web
+	@$(MAKE) --no-print-directory fuzz-short
+
+# test-security: the OWASP API Top 10 suite (gateway/security, docs/security.md) on real
+# processes; `make test` runs it too, as part of ./gateway/...
+test-security:
+	@scripts/testenv.sh $(GO) test $(TESTFLAGS) -v -run 'TestOWASPAPITop10' ./gateway/security/
+
+# fuzz: every native fuzz target (query parsers, provider adapters, MCP) for FUZZTIME each
+# (default 2m); fuzz-short, run by `make test`, gives each a few seconds. Corpora are
+# committed under each package's testdata/fuzz (FUZZ_SAVE=1 adds what a run found).
+FUZZTIME ?= 2m
+fuzz:
+	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+fuzz-short:
+	@FUZZTIME=3s scripts/fuzz.sh
 
 # test-web: the explorer's browser tests (gateway/web/test): Debian's chromium driven by
 # playwright-core against the gateway and services built from this checkout.
@@ -92,18 +114,44 @@ CMD_weather := ./services/cmd/weather
 CMD_airquality := ./services/cmd/airquality
 CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 
-.PHONY: images-prebuilt static
+.PHONY: images-prebuilt static docker-engine compose-cli base-images compose-images compose-test k8s-pin-images
 
 static:
 	@mkdir -p build/static
-	$(foreach b,$(BINARIES),CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags='-s -w' -o build/static/$(b) $(CMD_$(b)) &&) true
+	$(foreach b,$(BINARIES),CGO_ENABLED=0 GOOS=linux $(GOBUILD) -o build/static/$(b) $(CMD_$(b)) &&) true
 	cd deploy/docker/probe && CGO_ENABLED=0 GOOS=linux GOWORK=off $(GO) build -trimpath -ldflags='-s -w' -o ../../../build/static/probe .
 
 images:
 	$(foreach b,$(BINARIES),$(DOCKER) build -f deploy/docker/Dockerfile --build-arg BINARY=$(b) --build-arg PORT=$(PORT_$(b)) -t $(IMAGE_REPO)/$(b):$(IMAGE_TAG) . &&) true
 
 images-prebuilt: static
-	$(foreach b,$(BINARIES),mkdir -p build/image/$(b) && cp build/static/$(b) build/image/$(b)/sensorgate && cp build/static/probe build/image/$(b)/probe && cp $(CA_BUNDLE) build/image/$(b)/ca-certificates.crt && $(DOCKER) build -f deploy/docker/Dockerfile.prebuilt --build-arg PORT=$(PORT_$(b)) -t $(IMAGE_REPO)/$(b):$(IMAGE_TAG) build/image/$(b) &&) true
+	$(foreach b,$(BINARIES),mkdir -p build/image/$(b) && cp build/static/$(b) build/image/$(b)/sensorgate && cp build/static/probe build/image/$(b)/probe && cp $(CA_BUNDLE) build/image/$(b)/ca-certificates.crt && DOCKER_BUILDKIT=0 $(DOCKER) build -q -f deploy/docker/Dockerfile.prebuilt --build-arg PORT=$(PORT_$(b)) -t $(IMAGE_REPO)/$(b):$(IMAGE_TAG) build/image/$(b) &&) true
 
 clean:
 	rm -rf bin data build
+
+# The compose stack in a real Docker engine (docs/deploy.md, "Compose test"). Everything
+# slow is cached outside the clone in $(SENSORGATE_CACHE): the Compose CLI built from its Go
+# module, the debootstrap root file system; the images live in Docker's own cache.
+SENSORGATE_CACHE ?= $(HOME)/.cache/sensorgate
+export SENSORGATE_CACHE
+
+docker-engine:
+	@scripts/docker/engine.sh
+
+compose-cli:
+	@scripts/docker/compose-cli.sh
+
+base-images: docker-engine
+	@scripts/docker/base-images.sh
+
+compose-images: base-images images-prebuilt
+	@$(DOCKER) image prune -f --filter label=org.sensorgate.build=prebuilt >/dev/null
+
+compose-test: compose-images
+	COMPOSE="$$(scripts/docker/compose-cli.sh)" $(GO) test -count=1 -timeout 30m -tags compose -v ./deploy/composetest/
+
+# Pins the prod overlay's images (kustomize image transformer) to IMAGE_TAG, or to digests
+# given as IMAGE_DIGESTS=gateway=sha256:...,ocean=sha256:...: make k8s-pin-images IMAGE_TAG=0.2.0
+k8s-pin-images:
+	$(GO) run ./deploy/pinimages/cmd -tag '$(IMAGE_TAG)' -repo '$(IMAGE_REPO)' -digests '$(IMAGE_DIGESTS)' deploy/k8s/overlays/prod/kustomization.yaml

@@ -3,6 +3,7 @@ module github.com/sensorgate/sensorgate/pkg
 go 1.26.8
 
 require (
+	github.com/expr-lang/expr v1.17.8
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0

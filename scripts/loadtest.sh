@@ -3,6 +3,8 @@
 #   direct   wrk -> backend (nginx serving a real service answer recorded at start, ~1.7 KB)
 #   nginx    wrk -> nginx as a plain reverse proxy (keepalive upstream) -> backend
 #   go-proxy wrk -> Go's floor: net/http + httputil.ReverseProxy, tuned, nothing else -> backend
+#   caddy    wrk -> Caddy (Debian's package, admin off, plain reverse_proxy; also on
+#            net/http) -> backend
 #   gateway  wrk -> gateway (x-api-key auth, Redis rate limiter, proxy) -> backend,
 #            uncached (every request a distinct query, a real upstream call) and hot (the
 #            same request again and again, answered within the cache's freshness bound)
@@ -14,7 +16,8 @@
 # machine skews one round of every path rather than all rounds of one.
 #
 # usage: scripts/loadtest.sh [-d SECONDS] [-c CONNECTIONS] [-r RATE] [-n ROUNDS] [-o FILE]
-# Needs nginx, wrk, redis-server (installed with apt-get when missing and run as root) and Go.
+# Needs nginx, caddy, wrk, redis-server (installed with apt-get when missing and run as root)
+# and Go. The gateway is built as a release build (make build's flags).
 # Everything it starts listens on 127.0.0.1 and is stopped when it exits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +33,7 @@ done
 need=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
+command -v caddy >/dev/null 2>&1 || need+=(caddy)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
@@ -56,7 +60,7 @@ log() { echo "loadtest: $*" >&2; }
 
 log "building gateway, ocean and the fixed-rate probe"
 mkdir -p "$tmp/bin" "$tmp/www/v1"
-go build -o "$tmp/bin/gateway" ./gateway/cmd/gateway
+go build -trimpath -tags nomsgpack -ldflags='-s -w' -o "$tmp/bin/gateway" ./gateway/cmd/gateway
 go build -o "$tmp/bin/ocean" ./services/cmd/ocean
 (cd scripts/loadtest/fixedrate && GOWORK=off go build -o "$tmp/bin/fixedrate" .)
 (cd scripts/loadtest/goproxy && GOWORK=off go build -o "$tmp/bin/goproxy" .)
@@ -132,6 +136,23 @@ P_GOPROXY=$(free_port)
 pids+=($!); GOPROXY_PID=$!
 wait_http "http://127.0.0.1:$P_GOPROXY/v1/meta"
 
+# 2c. Caddy, the best-known Go reverse proxy: admin endpoint off, plain HTTP, reverse_proxy
+#     with its defaults (keep-alive pool to the backend), no logging.
+P_CADDY=$(free_port)
+cat >"$tmp/Caddyfile" <<CADDY
+{
+	admin off
+	auto_https off
+}
+http://127.0.0.1:$P_CADDY {
+	reverse_proxy 127.0.0.1:$P_BACK
+}
+CADDY
+XDG_DATA_HOME=$tmp/caddy-data XDG_CONFIG_HOME=$tmp/caddy-config HOME=$tmp \
+  caddy run --config "$tmp/Caddyfile" --adapter caddyfile >"$tmp/caddy.log" 2>&1 &
+pids+=($!); CADDY_PID=$!
+wait_http "http://127.0.0.1:$P_CADDY/v1/meta"
+
 # 3. Redis and the gateway (production key on a plan far above the load, so every answer is
 #    a 200 that went through the limiter).
 P_REDIS=$(free_port)
@@ -150,7 +171,7 @@ GW=http://127.0.0.1:$P_GW
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT"
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2"
 TTL=$(curl -fsS -D - -o /dev/null -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2" | tr -d '\r' | awk -F'max-age=' '/^Cache-Control/ {print $2}')
-PATHS=(direct nginx go-proxy gateway-uncached gateway-hot)
+PATHS=(direct nginx go-proxy caddy gateway-uncached gateway-hot)
 # A/B: GATEWAY_BIN_B (another build) and/or GATEWAY_ENV_B (extra environment, e.g. "GOGC=100")
 # start a second gateway on its own catalog copy, measured in the same rounds as b-uncached
 # and b-hot, so that two variants meet the same load on the machine.
@@ -212,6 +233,7 @@ for round in $(seq "$ROUNDS"); do
   run_wrk direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2" "$LUA"
   run_wrk nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2" "$LUA"
   GWP=$GOPROXY_PID run_wrk go-proxy "http://127.0.0.1:$P_GOPROXY/v1/sensors/$EXT/readings?limit=2" "$LUA"
+  GWP=$CADDY_PID run_wrk caddy "http://127.0.0.1:$P_CADDY/v1/sensors/$EXT/readings?limit=2" "$LUA"
   GWP=$GW_PID run_wrk gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H"
   GWP=$GW_PID run_wrk gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "" "$H"
   if [ -n "${GWB:-}" ]; then
@@ -221,6 +243,7 @@ for round in $(seq "$ROUNDS"); do
   run_rate direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2&n={n}"
   run_rate nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2&n={n}"
   run_rate go-proxy "http://127.0.0.1:$P_GOPROXY/v1/sensors/$EXT/readings?limit=2&n={n}"
+  run_rate caddy "http://127.0.0.1:$P_CADDY/v1/sensors/$EXT/readings?limit=2&n={n}"
   run_rate gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2&since=2001-01-01T00:00:00Z&page={n}" "$H"
   run_rate gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "$H"
   if [ -n "${GWB:-}" ]; then
@@ -253,7 +276,7 @@ diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.3f", a - b }'; }
   echo
   echo "CPU per request at saturation (us, median of rounds; user+system from /proc; nginx = the workers of both nginx instances, the backend and the proxy):"
   echo
-  echo "| path | nginx workers | Go proxy (gateway or go-proxy) | redis | the hop's own cost |"
+  echo "| path | nginx workers | Go proxy (gateway, go-proxy or caddy) | redis | the hop's own cost |"
   echo "|---|---|---|---|---|"
   for n in "${PATHS[@]}"; do
     case $n in
@@ -267,5 +290,6 @@ diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.3f", a - b }'; }
   echo "gateway peak RSS: ${GW_RSS} MiB"
   echo
   [ -n "${GWB:-}" ] && echo "B (b-uncached, b-hot): ${GATEWAY_BIN_B:-same build} ${GATEWAY_ENV_B:-}" && echo
-  echo "targets: gateway-uncached >= 0.5x nginx; gateway-hot >= 1.0x nginx; gateway p99 at $RATE/s <= nginx p99 + 1 ms"
+  echo "ratios: gateway-uncached $(ratio "${RPS[gateway-uncached]}" "${RPS[nginx]}")x nginx, $(ratio "${RPS[gateway-uncached]}" "${RPS[caddy]}")x caddy; gateway-hot $(ratio "${RPS[gateway-hot]}" "${RPS[nginx]}")x nginx; gateway CPU per uncached request $(ratio "${CPU_GW[gateway-uncached]}" "$(awk -v a="${CPU_NGINX[nginx]}" -v b="${CPU_NGINX[direct]}" 'BEGIN { print a - b }')")x nginx's hop"
+  echo "targets: gateway-uncached >= 0.5x nginx and >= 1.5x caddy; gateway CPU per uncached request <= 2x nginx's hop; gateway-hot >= 1.5x nginx; gateway p99 at $RATE/s <= nginx p99 + 0.5 ms"
 } | tee ${OUT:+"$OUT"}

@@ -228,14 +228,28 @@ func TestComposeInfrastructure(t *testing.T) {
 			t.Errorf("%s: no named volume at %s", name, dataDir)
 		}
 	}
+	// The gateway's port is public; Prometheus's is published on loopback only.
 	var published []string
 	for name, s := range p.Services {
 		for _, port := range s.Ports {
+			if name == "prometheus" && port.HostIP == "127.0.0.1" {
+				continue
+			}
 			published = append(published, name+":"+port.Published)
 		}
 	}
 	if len(published) != 1 || !strings.HasPrefix(published[0], "gateway:") {
-		t.Errorf("published ports %v, want only the gateway's", published)
+		t.Errorf("published ports %v, want only the gateway's (and Prometheus on 127.0.0.1)", published)
+	}
+	// Every long-running container has a health check (up --wait waits on them); the
+	// one-shot migration is waited on by service_completed_successfully instead.
+	for name, s := range p.Services {
+		if s.Restart == "no" {
+			continue
+		}
+		if s.HealthCheck == nil || len(s.HealthCheck.Test) == 0 || s.HealthCheck.Disable {
+			t.Errorf("%s has no health check", name)
+		}
 	}
 	if gp := p.Services["gateway"].Ports; len(gp) == 1 && gp[0].Target != uint32(Binaries()[0].Port) {
 		t.Errorf("gateway publishes container port %d, it listens on %d", gp[0].Target, Binaries()[0].Port)

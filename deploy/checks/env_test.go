@@ -27,6 +27,9 @@ var optional = map[string]string{
 	"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "tracing is opt-in",
 	// Files mode replays recorded payloads from a folder; the deployments simulate.
 	"SOURCE_DIR": "only read in SOURCE_MODE=files",
+	// The development key exists only outside production; a production gateway refuses it,
+	// so the prod overlay does not set it at all.
+	"DEV_API_KEY": "development only; absent from the prod overlay",
 	// Kubernetes' preStop pause takes endpoints out before SIGTERM; compose has no balancer.
 	"SHUTDOWN_DELAY": "0 is right behind a preStop pause or without a load balancer",
 	// The User-Agent default names the service and the project, as providers ask.

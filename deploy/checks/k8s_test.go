@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,6 +36,7 @@ type cluster struct {
 	pdbs         map[string]*policyv1.PodDisruptionBudget
 	jobs         map[string]*batchv1.Job
 	policies     []*networkingv1.NetworkPolicy
+	ingresses    map[string]*networkingv1.Ingress
 	namespaces   []string
 }
 
@@ -62,7 +64,7 @@ func buildOverlay(t *testing.T, overlay string) *cluster {
 	c := &cluster{deployments: map[string]*appsv1.Deployment{}, statefulSets: map[string]*appsv1.StatefulSet{},
 		services: map[string]*corev1.Service{}, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
 		hpas: map[string]*autoscalingv2.HorizontalPodAutoscaler{}, pdbs: map[string]*policyv1.PodDisruptionBudget{},
-		jobs: map[string]*batchv1.Job{}}
+		jobs: map[string]*batchv1.Job{}, ingresses: map[string]*networkingv1.Ingress{}}
 	for _, r := range m.Resources() {
 		y, err := r.AsYAML()
 		if err != nil {
@@ -95,6 +97,8 @@ func buildOverlay(t *testing.T, overlay string) *cluster {
 			err = decode(y, c.pdbs, name)
 		case "batch/v1/Job":
 			err = decode(y, c.jobs, name)
+		case "networking.k8s.io/v1/Ingress":
+			err = decode(y, c.ingresses, name)
 		case "networking.k8s.io/v1/NetworkPolicy":
 			var np networkingv1.NetworkPolicy
 			err = yaml.UnmarshalStrict(y, &np)
@@ -145,6 +149,9 @@ func (c *cluster) containerEnv(t *testing.T, ctr corev1.Container, secrets map[s
 				s = secrets[ref.Name]
 			}
 			if s == nil {
+				s = externalSecrets[ref.Name]
+			}
+			if s == nil {
 				t.Errorf("%s: %s reads Secret %q, which nothing provides", ctr.Name, e.Name, ref.Name)
 				continue
 			}
@@ -156,11 +163,30 @@ func (c *cluster) containerEnv(t *testing.T, ctr corev1.Container, secrets map[s
 				t.Errorf("%s: %s reads key %q that Secret %q lacks", ctr.Name, e.Name, ref.Key, ref.Name)
 			}
 			env[e.Name] = v
+		case e.ValueFrom.ResourceFieldRef != nil:
+			// The downward API: only the container's own memory limit, in bytes.
+			ref := e.ValueFrom.ResourceFieldRef
+			lim, ok := ctr.Resources.Limits[corev1.ResourceMemory]
+			if ref.Resource != "limits.memory" || (ref.ContainerName != "" && ref.ContainerName != ctr.Name) || !ok {
+				t.Errorf("%s: %s reads %s of %q, want limits.memory of a container with a memory limit", ctr.Name, e.Name, ref.Resource, ref.ContainerName)
+				continue
+			}
+			if d := ref.Divisor; !d.IsZero() && d.Value() != 1 {
+				t.Errorf("%s: %s divisor %s, want 1 (bytes)", ctr.Name, e.Name, d.String())
+			}
+			env[e.Name] = strconv.FormatInt(lim.Value(), 10)
 		default:
 			t.Errorf("%s: %s has an unexpected valueFrom %+v", ctr.Name, e.Name, e.ValueFrom)
 		}
 	}
 	return env, refs
+}
+
+// externalSecrets stand in for the Secrets production creates itself (the prod overlay's
+// header says how), with every key the overlay reads.
+var externalSecrets = map[string]*corev1.Secret{
+	"sensorgate-provider-keys": {StringData: map[string]string{
+		"EPA_AIRNOW_API_KEY": "k", "OPENAQ_API_KEY": "k", "AMBIENT_WEATHER_API_KEY": "k", "DAVIS_WEATHERLINK_API_KEY": "k"}},
 }
 
 // hashRE matches the content hash kustomize appends to a generated object's name.

@@ -47,6 +47,11 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 
 	// --- Public: no key. Probes for load balancers and orchestrators. ---
 	r.GET("/healthz", healthz)
+	// What this binary was built from (module version, commit), for operators and bug reports.
+	r.GET("/version", func(c *gin.Context) {
+		c.Header("Cache-Control", "no-store")
+		c.JSON(http.StatusOK, obs.BuildInfo())
+	})
 	if d.MetricsHandler != nil {
 		r.GET(obs.PathMetrics, gin.WrapH(d.MetricsHandler))
 	}
@@ -103,11 +108,6 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		v1.GET("/sensors/:id/readings/aggregate", d.Proxy.Aggregate)
 	}
 
-	// Bulk export (docs/api-decisions.md "Wave 2"), streamed from the services (package export).
-	if d.Export != nil {
-		v1.GET("/readings/export", d.Export)
-	}
-
 	// Live data (docs/live.md): the newest reading of every sensor of an area with the one
 	// staleness rule, and Server-Sent Event streams of new readings (text/event-stream;
 	// opening one counts one request, and each key may hold a few open at once).
@@ -117,6 +117,11 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	if d.Live.SensorStream != nil {
 		v1.GET("/sensors/:id/readings/stream", d.Live.SensorStream)
 		v1.GET("/readings/stream", d.Live.AreaStream)
+	}
+
+	// Bulk export (docs/api-decisions.md "Wave 2"), streamed from the services (package export).
+	if d.Export != nil {
+		v1.GET("/readings/export", d.Export)
 	}
 
 	// Services (docs/spec.md 4.13).

@@ -42,7 +42,7 @@ func (h *handlers) listSensors(registry bool) gin.HandlerFunc {
 			}
 			return
 		}
-		c.Writer.Header().Add("Vary", "Accept")
+		c.Writer.Header().Add("Vary", "Accept") // Add: the gzip layer has put Accept-Encoding there
 		writeJSON(c, sensorList{Sensors: items, Pagination: pg})
 	}
 }

@@ -202,11 +202,7 @@ func renderErrors(log *slog.Logger) gin.HandlerFunc {
 		if c.Writer.Written() {
 			return // a handler already started its answer; the log line is all we can do
 		}
-		c.Header("Cache-Control", "no-store")
-		if ra := e.RetryAfter(); ra != "" {
-			c.Header("Retry-After", ra)
-		}
-		c.JSON(e.Status(), e)
+		apierr.Write(c.Writer, e) // the one error writer: envelope, no-store, Retry-After
 	}
 }
 

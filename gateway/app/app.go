@@ -14,6 +14,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/config"
 	"github.com/sensorgate/sensorgate/gateway/store"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 const usage = `usage: gateway [command] [flags]
@@ -26,6 +27,7 @@ commands:
   keys list                 list keys: id, prefix, owner, env, plan, created, revoked
   keys revoke ID|PREFIX     revoke a key (every replica refuses it within KEY_CACHE_TTL)
   catalog import FILE       load a JSON catalog file into the catalog
+  version                   print the module version and commit the binary was built from
 
 Every command takes the configuration flags (run "gateway serve -h" to list them); each
 flag overrides the environment variable named in its help.
@@ -65,6 +67,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return fmt.Errorf("catalog: want the subcommand import FILE\n\n%s", usage)
 		}
 		return catalogImport(ctx, rest[1:], getenv, stdout)
+	case "version":
+		_, err := fmt.Fprintln(stdout, "gateway", obs.BuildInfo())
+		return err
 	case "help":
 		_, _ = io.WriteString(stdout, usage)
 		return nil
@@ -106,13 +111,14 @@ func (c *command) parse(args []string, nargs int, argNames string) error {
 	return nil
 }
 
-// newLogger builds the process logger from the configuration.
+// newLogger builds the process logger from the configuration: the one logger of pkg/obs,
+// which redacts keys, tokens and URL passwords.
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	opt := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opt))
+	l, err := obs.NewLogger(w, obs.LogConfig{Format: cfg.LogFormat, Level: cfg.LogLevel.String(), Env: cfg.Env})
+	if err != nil { // the configuration validated both already
+		return slog.New(obs.NewContextHandler(slog.NewTextHandler(w, nil)))
 	}
-	return slog.New(slog.NewTextHandler(w, opt))
+	return l
 }
 
 // adminLogger keeps admin commands' output clean: only warnings and errors reach it.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"path/filepath"
@@ -56,5 +57,28 @@ func TestCommandLine(t *testing.T) {
 	out, err = admin(t, base, "serve", "-h")
 	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "GATEWAY_ADDR") {
 		t.Errorf("serve -h: %v\n%s", err, out)
+	}
+}
+
+// TestVersion: `gateway version` and GET /version say what the binary was built from (the
+// build information Go embeds; a test binary has no commit, so "unknown" is expected here).
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	out, err := admin(t, env{}, "version")
+	if err != nil || !strings.HasPrefix(out, "gateway ") || !strings.Contains(out, " commit ") || !strings.Contains(out, "go1.") {
+		t.Fatalf("gateway version: %v %q", err, out)
+	}
+	e := env{"SQLITE_PATH": filepath.Join(t.TempDir(), "gateway.db")}.with("SENSORGATE_ENV", "development", "SYNC_INTERVAL", "0",
+		"LOG_LEVEL", "error", "SERVICE_URLS", "ocean=http://127.0.0.1:1")
+	g := startGateway(t, e)
+	r := g.get(t, "/version", "")
+	var b struct {
+		Version, Commit, GoVersion string `json:",omitempty"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &b) != nil || b.Version == "" || b.Commit == "" {
+		t.Fatalf("/version: %d %s", r.status, r.body)
+	}
+	if !strings.Contains(out, b.Version) || !strings.Contains(out, b.Commit) {
+		t.Errorf("/version %s and `gateway version` %q disagree", r.body, out)
 	}
 }

@@ -12,13 +12,14 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/config"
 	"github.com/sensorgate/sensorgate/gateway/mcp"
-	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/gateway/proxy"
 )
 
 // newMCP builds the MCP endpoints: services are reached at their configured URLs with the
-// internal token, within the proxy's upstream timeout, and private projects are visible to
-// their owner's keys.
-func newMCP(cfg config.Config, st catalog.Store, tracing *obs.Tracing, log *slog.Logger) (api.MCPHandlers, error) {
+// internal token over the one upstream client, within its MCP and readings deadlines, and
+// private projects are visible to their owner's keys. latest_in_area answers through area
+// (the handler of GET /api/v1/readings/latest).
+func newMCP(cfg config.Config, st catalog.Store, up *proxy.Upstreams, area mcp.AreaLatest, log *slog.Logger) (api.MCPHandlers, error) {
 	urls := make(map[string]string, len(cfg.Services))
 	for _, s := range cfg.Services {
 		urls[s.ID] = s.URL
@@ -27,9 +28,15 @@ func newMCP(cfg config.Config, st catalog.Store, tracing *obs.Tracing, log *slog
 		Store:           st,
 		InternalToken:   cfg.InternalToken,
 		UpstreamTimeout: cfg.Proxy.Timeout,
-		Tracing:         tracing,
-		ServiceURLs:     urls,
-		Logger:          log,
+		// The one upstream client (request ids and spans come with it); a POST is sent
+		// once by it, and the forwarder's own single retry of a refused connection stays.
+		Forwarder: mcp.NewHTTPForwarder(mcp.HTTPForwarderConfig{Client: up.Client(0), InternalToken: cfg.InternalToken,
+			Timeout: up.Deadline(proxy.RouteMCP)}),
+		Readings: mcp.NewHTTPReadings(mcp.HTTPReadingsConfig{Client: up.Client(0), InternalToken: cfg.InternalToken,
+			Timeout: up.Deadline(proxy.RouteReadings)}),
+		ServiceURLs: urls,
+		AreaLatest:  area,
+		Logger:      log,
 		Viewer: func(c *gin.Context) (uuid.UUID, bool) {
 			id, ok := auth.FromGin(c)
 			return id.OwnerID, ok

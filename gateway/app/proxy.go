@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +22,9 @@ import (
 // proxying is the readings/health proxy, its background prober and what to release at exit.
 type proxying struct {
 	handlers api.ProxyHandlers
+	// up is the one upstream client: readings and health (Get), and through up.Client the
+	// catalog sync, the prober and MCP forwarding.
+	up *proxy.Upstreams
 	// export builds the bulk export handler over the same clients, once the limiter's
 	// charge is known.
 	export func(charge func(*gin.Context) error) gin.HandlerFunc
@@ -73,7 +75,7 @@ func newProxying(cfg config.Config, st catalog.Store, reg prometheus.Registerer,
 	}
 	clients := make(map[string]prober.HealthClient, len(services))
 	for id, u := range services {
-		clients[id] = contract.NewClient(u, cfg.InternalToken, &http.Client{Timeout: cfg.Proxy.HealthTimeout})
+		clients[id] = contract.NewClient(u, cfg.InternalToken, up.Client(up.Deadline(proxy.RouteHealth)))
 	}
 	pr, err := prober.New(clients, st, prober.Options{Interval: cfg.Proxy.ProbeInterval, Timeout: cfg.Proxy.HealthTimeout, Logger: log, Metrics: met})
 	if err != nil {
@@ -85,6 +87,7 @@ func newProxying(cfg config.Config, st catalog.Store, reg prometheus.Registerer,
 			return export.Handler(export.Options{Select: api.ExportSelector(st, api.DefaultQueryTimeout), Upstreams: up,
 				Charge: charge, Fail: fail, Logger: log})
 		},
+		up:     up,
 		prober: pr,
 		close:  up.CloseIdleConnections,
 	}, nil

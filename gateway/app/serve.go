@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -17,7 +16,9 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
 	"github.com/sensorgate/sensorgate/gateway/config"
-	gwobs "github.com/sensorgate/sensorgate/gateway/obs"
+	"github.com/sensorgate/sensorgate/gateway/proxy"
+	"github.com/sensorgate/sensorgate/gateway/storemetrics"
+	"github.com/sensorgate/sensorgate/gateway/stream"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -70,7 +71,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 
-	met.BuildInfo.WithLabelValues(buildVersion()).Set(1)
+	met.BuildInfo.WithLabelValues(obs.BuildInfo().Version).Set(1)
 
 	raw, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -78,7 +79,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer raw.Close()
 	// Every catalog call is timed (sensorgate_store_query_duration_seconds) and traced.
-	st := gwobs.InstrumentStore(raw, met)
+	st := storemetrics.Instrument(raw, met)
 	if cfg.Env == config.EnvDevelopment {
 		if err := auth.BootstrapDevelopment(ctx, st, cfg.DevAPIKey); err != nil {
 			return err
@@ -102,12 +103,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		stopBG()
 		bg.Wait()
 	}()
+	px, err := newProxying(cfg, st, reg, met, tracing, log)
+	if err != nil {
+		return err
+	}
+	defer px.close()
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		_ = px.prober.Run(bgCtx)
+	}()
+
 	if cfg.SyncInterval > 0 {
 		services := make(map[string]string, len(cfg.Services))
 		for _, s := range cfg.Services {
 			services[s.ID] = s.URL
 		}
-		syncer, err := catalogsync.New(st, catalogsync.Config{Services: services, Token: cfg.InternalToken, Logger: log})
+		syncer, err := catalogsync.New(st, catalogsync.Config{Services: services, Token: cfg.InternalToken, Logger: log,
+			HTTPClient: px.up.Client(px.up.Deadline(proxy.RouteCatalog))})
 		if err != nil {
 			return fmt.Errorf("catalog sync: %w", err)
 		}
@@ -126,23 +139,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer rl.close()
 
-	px, err := newProxying(cfg, st, reg, met, tracing, log)
-	if err != nil {
-		return err
-	}
-	defer px.close()
-	bg.Add(1)
-	go func() {
-		defer bg.Done()
-		_ = px.prober.Run(bgCtx)
-	}()
-
-	mcpHandlers, err := newMCP(cfg, st, tracing, log)
-	if err != nil {
-		return err
-	}
 	// Area latest and the streams; the hub follows every service's log until shutdown.
 	lv := newLive(cfg, st, log)
+	mcpHandlers, err := newMCP(cfg, st, px.up, lv.latest, log)
+	if err != nil {
+		return err
+	}
 	bg.Add(1)
 	go func() {
 		defer bg.Done()
@@ -173,6 +175,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Streams bound their connection's send buffer (slow-client detection, docs/live.md).
+		ConnContext: stream.ConnContext,
 	}
 	// Shutdown ends every open stream with a last comment at once (clients reconnect to
 	// another replica with Last-Event-ID); otherwise they would hold it until its timeout.
@@ -242,12 +246,4 @@ func catalogImport(ctx context.Context, args []string, getenv func(string) strin
 			r.ServiceID, r.Inserted, r.Updated, r.Unchanged, r.MarkedMissing)
 	}
 	return nil
-}
-
-// buildVersion is the module version the binary was built from, for sensorgate_build_info.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }

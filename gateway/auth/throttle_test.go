@@ -3,8 +3,8 @@ package auth
 import (
 	"context"
 	"errors"
-	"sync"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"

@@ -1,6 +1,7 @@
 package catalogsync_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -451,3 +452,44 @@ func TestSyncerRunStopsWithContext(t *testing.T) {
 		t.Fatal("Run with a zero interval started")
 	}
 }
+
+// TestStartupFailuresLogInfo: while a service has never answered (it is starting), a failed
+// round is INFO; once it has been synced, a failure is a WARN.
+func TestStartupFailuresLogInfo(t *testing.T) {
+	t.Parallel()
+	s := sqliteStore(t)
+	f, srv := newFakeService(t, "ocean", 2)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) }), nil))
+	sy, err := catalogsync.New(s, catalogsync.Config{Services: map[string]string{"ocean": srv.URL}, Token: "tok", Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	f.mu.Lock()
+	f.fail = true
+	f.mu.Unlock()
+	_, _ = sy.SyncService(ctx, "ocean")
+	f.mu.Lock()
+	f.fail = false
+	f.mu.Unlock()
+	if _, err := sy.SyncService(ctx, "ocean"); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.fail = true
+	f.mu.Unlock()
+	_, _ = sy.SyncService(ctx, "ocean")
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, `level=INFO msg="catalog sync: service not answering yet"`) || !strings.Contains(out, `level=WARN msg="catalog sync failed"`) ||
+		strings.Index(out, "not answering yet") > strings.Index(out, "catalog sync failed") {
+		t.Errorf("want INFO before the first success, WARN after:\n%s", out)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }

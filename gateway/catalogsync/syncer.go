@@ -183,7 +183,13 @@ func (s *Syncer) SyncService(ctx context.Context, id string) (catalog.SyncResult
 		state.failures++
 		backoff := s.backoff(state.failures)
 		state.retryAt = time.Now().Add(backoff)
-		s.log.WarnContext(ctx, "catalog sync failed", "service", id, "full", full, "failures", state.failures,
+		// Until a service's first successful round it is most likely still starting: INFO;
+		// after that a failure is real: WARN.
+		level, msg := slog.LevelWarn, "catalog sync failed"
+		if state.rounds == 0 {
+			level, msg = slog.LevelInfo, "catalog sync: service not answering yet"
+		}
+		s.log.Log(ctx, level, msg, "service", id, "full", full, "failures", state.failures,
 			"retry_in", backoff.Round(time.Second).String(), "err", err)
 		return res, fmt.Errorf("catalog sync of %s: %w", id, err)
 	}

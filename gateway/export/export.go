@@ -88,7 +88,7 @@ func Handler(o Options) gin.HandlerFunc {
 		// still a clean error answer.
 		var first *http.Response
 		if len(runs) > 0 {
-			if first, err = o.Upstreams.Stream(ctx, runs[0].service, path(runs[0], q, f)); err != nil {
+			if first, err = o.Upstreams.Open(ctx, runs[0].service, path(runs[0], q, f)); err != nil {
 				o.Fail(c, err)
 				return
 			}
@@ -114,7 +114,7 @@ func Handler(o Options) gin.HandlerFunc {
 		for i, r := range runs {
 			resp := first
 			if i > 0 {
-				if resp, err = o.Upstreams.Stream(ctx, r.service, path(r, q, f)); err != nil {
+				if resp, err = o.Upstreams.Open(ctx, r.service, path(r, q, f)); err != nil {
 					st.end(err)
 					break
 				}

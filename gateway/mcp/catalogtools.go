@@ -29,7 +29,6 @@ func parameterIDs() []string {
 }
 
 func (h *Handler) newCatalogTools() (*toolSet, error) {
-	params := parameterIDs()
 	ts := newToolSet("sensorgate-catalog")
 	addTool(ts, toolSpec[noArgs, catalogDescription]{
 		Name: "describe_catalog", Title: "Describe the catalog",
@@ -40,7 +39,6 @@ func (h *Handler) newCatalogTools() (*toolSet, error) {
 		Name: "search_sensors", Title: "Search sensors",
 		Description: fmt.Sprintf("Find sensors by text, type, status, provider, service, feed, measured parameters, bounding box or distance. Pages of `limit` sensors (default %d, at most %d; larger is clamped); pass nextCursor back as cursor (with the same other arguments) for the next page. Each sensor states how fresh its newest reading is.", sensorListDefaultLimit, sensorListMaxLimit),
 		Tweak: func(in, out *jsonschema.Schema) {
-			setEnum(prop(in, "data_types"), params...)
 			setEnum(prop(in, "sort"), "name", "distance")
 			setRange(prop(in, "limit"), 1, 0)
 			setRange(prop(in, "near", "radius_km"), 0, 20000)
@@ -66,7 +64,6 @@ func (h *Handler) newCatalogTools() (*toolSet, error) {
 			deprecatedNote("order", "sort"),
 		OpenWorld: true,
 		Tweak: func(in, out *jsonschema.Schema) {
-			setEnum(prop(in, "parameters"), params...)
 			setEnum(prop(in, "sort"), "desc", "asc")
 			setEnum(prop(in, "order"), "desc", "asc")
 			setEnum(prop(in, "data_format"), "cleaned", "raw")
@@ -76,7 +73,27 @@ func (h *Handler) newCatalogTools() (*toolSet, error) {
 		},
 		Run: runGetReadings,
 	})
+	h.addLiveTools(ts)
 	h.addCatalogResources(ts)
+	return ts.done()
+}
+
+// newSensorTools are the gateway's tools at the sensor scope, beside the sensor's service
+// tools: aggregate_readings with the sensor implied.
+func (h *Handler) newSensorTools() (*toolSet, error) {
+	ts := newToolSet("sensorgate-sensor")
+	addTool(ts, toolSpec[aggregateArgs, contract.AggregateResponse]{
+		Name: "aggregate_readings", Title: "Aggregate this sensor's readings",
+		Description: "Statistics of this sensor's readings per time bucket (1h, 3h, 6h, 1d, 1mo on the clock of tz): mean, min, max, count and coverage per parameter; " +
+			"an empty bucket is present with count 0. At most 1000 buckets. Same rules as GET /api/v1/sensors/{id}/readings/aggregate.",
+		OpenWorld: true,
+		Tweak: func(in, _ *jsonschema.Schema) {
+			setEnum(prop(in, "interval"), "1h", "3h", "6h", "1d", "1mo")
+			setEnum(prop(in, "stats"), contract.AllStats...)
+			prop(in, "days").ExclusiveMinimum = ptrTo(0.0)
+		},
+		Run: runAggregate,
+	})
 	return ts.done()
 }
 
@@ -242,7 +259,7 @@ type searchArgs struct {
 	Provider   string   `json:"provider,omitempty" jsonschema:"Provider slug"`
 	ServiceID  string   `json:"service_id,omitempty" jsonschema:"Backing service id"`
 	Feed       string   `json:"feed,omitempty" jsonschema:"Feed (project) slug or UUID"`
-	DataTypes  []string `json:"data_types,omitempty" jsonschema:"Sensors that collect any of these canonical parameters (REST's data_types filter)"`
+	DataTypes  []string `json:"data_types,omitempty" jsonschema:"Sensors that collect any of these canonical parameter ids (sensorgate://parameters lists them)"`
 	BBox       *bboxArg `json:"bbox,omitempty" jsonschema:"Bounding box; min_lon greater than max_lon crosses the antimeridian"`
 	Near       *nearArg `json:"near,omitempty" jsonschema:"Radius around a point"`
 	Sort       string   `json:"sort,omitempty" jsonschema:"name (default) or distance (only with near)"`
@@ -529,9 +546,9 @@ type getReadingsArgs struct {
 	Since      string   `json:"since,omitempty" jsonschema:"Inclusive lower bound: RFC 3339 time or date YYYY-MM-DD (UTC)"`
 	Until      string   `json:"until,omitempty" jsonschema:"Exclusive upper bound: RFC 3339 time or date YYYY-MM-DD (UTC)"`
 	Days       *float64 `json:"days,omitempty" jsonschema:"Last N days up to now; not with since or until"`
-	Parameters []string `json:"parameters,omitempty" jsonschema:"Keep only these canonical parameters in each reading"`
+	Parameters []string `json:"parameters,omitempty" jsonschema:"Keep only these canonical parameter ids (sensorgate://parameters lists them)"`
 	Sort       string   `json:"sort,omitempty" jsonschema:"desc (newest first, default) or asc, as REST's sort"`
-	Order      string   `json:"order,omitempty" jsonschema:"Deprecated (removed in the next release): use sort"`
+	Order      string   `json:"order,omitempty" jsonschema:"Deprecated name of sort"`
 	DataFormat string   `json:"data_format,omitempty" jsonschema:"cleaned (default): canonical measurements; raw: the source payload of each reading"`
 	Limit      *int     `json:"limit,omitempty" jsonschema:"Readings per page (default 100, at most 500; larger is clamped)"`
 	Cursor     string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`

@@ -197,6 +197,14 @@ func TestRealGateway(t *testing.T) {
 		t.Parallel()
 		testNodeSDK(t, url, s0)
 	})
+	t.Run("node sdk client calls every tool", func(t *testing.T) {
+		t.Parallel()
+		testNodeEveryTool(t, url, s0)
+	})
+	t.Run("tool list sizes", func(t *testing.T) {
+		t.Parallel()
+		testToolListSizes(t, url, s0)
+	})
 	t.Run("conformance suite on every endpoint", func(t *testing.T) {
 		t.Parallel()
 		nodeDir(t)

@@ -209,7 +209,7 @@ func TestGateway(t *testing.T) {
 			"sensor":   {"ocean.latest_observation"},
 			"project":  {"describe_project", "list_project_sensors", "ocean.latest_observation"},
 			"registry": {"list_sensors", "sensor_connected_services", "sensor_cleaned_stream", "sensor_last_reading"},
-			"catalog":  {"describe_catalog", "search_sensors", "get_readings", "describe_sensor"},
+			"catalog":  {"describe_catalog", "search_sensors", "get_readings", "describe_sensor", "latest_in_area", "aggregate_readings"},
 		}
 		for scope, path := range endpoints {
 			names := listNames(t, g, path)
@@ -218,8 +218,8 @@ func TestGateway(t *testing.T) {
 					t.Errorf("%s tools/list lacks %s: %v", scope, w, names)
 				}
 			}
-			if scope == "registry" && len(names) != 4 || scope == "catalog" && len(names) != 4 {
-				t.Errorf("%s lists %v, want exactly its four tools", scope, names)
+			if scope == "registry" && len(names) != 4 || scope == "catalog" && len(names) != 6 {
+				t.Errorf("%s lists %v, want exactly its own tools", scope, names)
 			}
 		}
 	})

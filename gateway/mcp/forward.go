@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -167,9 +168,14 @@ func (f *HTTPForwarder) do(ctx context.Context, url string, r ForwardRequest) ([
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return nil, &statusError{status: resp.StatusCode, msg: "the service refused the gateway's internal token"}
 	case resp.StatusCode >= 400:
-		// The service refused the message itself (its text says why, e.g. an unknown
-		// method): that is the client's request, so it goes back as invalid.
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "service refused the request: %s", clip(strings.TrimSpace(string(body)), 200))
+		// The service refused the message itself: that is the client's request, so it goes
+		// back as invalid. Only a message in the API's error shape is passed on; any other
+		// body (an error page, internals) stays out of the answer (docs/security.md).
+		var e apierr.Error
+		if mt == "application/json" && json.Unmarshal(body, &e) == nil && e.Code != "" && e.Message != "" {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "service refused the request: %s", clip(strings.TrimSpace(e.Message), 200))
+		}
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "service refused the request (HTTP %d)", resp.StatusCode)
 	default:
 		return nil, &statusError{status: resp.StatusCode, msg: "the answer is not a JSON-RPC response"}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
+	"github.com/sensorgate/sensorgate/gateway/latest"
 	"github.com/sensorgate/sensorgate/gateway/mcp"
 	"github.com/sensorgate/sensorgate/gateway/store"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
@@ -168,8 +169,11 @@ func newGateway(tb testing.TB, stations int) *gateway {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	area := latest.New(latest.Options{Store: st, Services: map[string]latest.BatchClient{
+		"ocean": contract.NewClient(svcURL, internalToken, &http.Client{Timeout: 5 * time.Second}),
+	}})
 	h, err := mcp.New(mcp.Config{
-		Store: st, InternalToken: internalToken, Logger: slog.New(slog.DiscardHandler),
+		Store: st, InternalToken: internalToken, Logger: slog.New(slog.DiscardHandler), AreaLatest: area,
 		Viewer: func(c *gin.Context) (uuid.UUID, bool) {
 			id, ok := auth.FromGin(c)
 			return id.OwnerID, ok

@@ -87,7 +87,7 @@ func (h *Handler) SensorMCP() gin.HandlerFunc {
 		if s.FeedSlug != "" {
 			meta["feed_slug"] = s.FeedSlug
 		}
-		return &scope{kind: "sensor", service: &svc, meta: meta}, nil
+		return &scope{kind: "sensor", service: &svc, meta: meta, local: h.sensorTools, sensor: &s}, nil
 	})
 }
 

@@ -53,6 +53,9 @@ type Config struct {
 	// Viewer returns the authenticated caller's owner id, which decides what private
 	// projects it may reach. Nil, or false: the caller sees public projects only.
 	Viewer func(c *gin.Context) (uuid.UUID, bool)
+	// AreaLatest answers the catalog tool latest_in_area through the code path of
+	// GET /api/v1/readings/latest; nil leaves the tool out.
+	AreaLatest AreaLatest
 	// Logger receives request failures (default slog.Default()).
 	Logger *slog.Logger
 	// Now is the clock for reading ages (default time.Now).
@@ -75,6 +78,7 @@ type Handler struct {
 	now      func() time.Time
 	version  string
 	urls     map[string]string
+	area     AreaLatest
 
 	sensors  *ttlCache[uuid.UUID, catalog.Sensor]
 	services *ttlCache[string, catalog.Service]
@@ -83,6 +87,7 @@ type Handler struct {
 	registryTools *toolSet
 	catalogTools  *toolSet
 	projectTools  *toolSet
+	sensorTools   *toolSet
 }
 
 // New returns a Handler; it fails when a required dependency is missing.
@@ -117,6 +122,7 @@ func New(cfg Config) (*Handler, error) {
 		now:      cfg.Now,
 		version:  cfg.Version,
 		urls:     cfg.ServiceURLs,
+		area:     cfg.AreaLatest,
 		sensors:  newTTLCache[uuid.UUID, catalog.Sensor](cfg.CacheTTL, 10000),
 		services: newTTLCache[string, catalog.Service](cfg.CacheTTL, 256),
 		projects: newTTLCache[string, catalog.Project](cfg.CacheTTL, 1024),
@@ -130,6 +136,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if h.projectTools, err = h.newProjectTools(); err != nil {
 		return nil, fmt.Errorf("mcp: project tools: %w", err)
+	}
+	if h.sensorTools, err = h.newSensorTools(); err != nil {
+		return nil, fmt.Errorf("mcp: sensor tools: %w", err)
 	}
 	return h, nil
 }

@@ -48,7 +48,7 @@ func nodeDir(t *testing.T) string {
 			nodePackages.skip = err.Error()
 			return
 		}
-		for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
+		for _, f := range []string{"package.json", "package-lock.json", "client.mjs", "every-tool.mjs"} {
 			b, err := os.ReadFile(filepath.Join(nodeClientDir, f))
 			if err != nil {
 				nodePackages.skip = "scripts/mcp-client is incomplete: " + err.Error()
@@ -113,6 +113,103 @@ func testNodeSDK(t *testing.T, base string, s0 target) {
 		}
 		if !slices.Contains(r.Tools, r.Tool) || r.IsError || !r.Structured {
 			t.Errorf("%s: tools %v, %s isError %v structured %v: %s", r.Scope, r.Tools, r.Tool, r.IsError, r.Structured, r.Text)
+		}
+	}
+}
+
+// everyToolScopes are the five scopes with the arguments of each tool that needs some
+// (every other tool is called with {}); __sensor fills the sensor resource template.
+func everyToolScopes(s0 target) []map[string]any {
+	station := map[string]any{"sensor_id": s0.ExternalID}
+	serviceArgs := map[string]any{
+		"ocean.latest_observation": station, "ocean.observations": map[string]any{"sensor_id": s0.ExternalID, "limit": 2},
+		"ocean.describe_station": station, "ocean.sea_state": station, "ocean.list_stations": map[string]any{"limit": 2},
+	}
+	return []map[string]any{
+		{"scope": "catalog", "path": "/api/v1/catalog/mcp", "args": map[string]any{
+			"search_sensors": map[string]any{"limit": 2}, "describe_sensor": station,
+			"get_readings": map[string]any{"sensor_id": s0.ExternalID, "limit": 2}, "__sensor": s0.ExternalID,
+			"latest_in_area": map[string]any{"limit": 5}, "aggregate_readings": map[string]any{"sensor_id": s0.ExternalID, "interval": "6h", "days": 1}}},
+		{"scope": "registry", "path": "/api/v1/sensors/registry/mcp", "args": map[string]any{
+			"list_sensors": map[string]any{"limit": 2}, "sensor_connected_services": station,
+			"sensor_cleaned_stream": map[string]any{"sensor_id": s0.ExternalID, "limit": 2}, "sensor_last_reading": station}},
+		{"scope": "service", "path": "/api/v1/services/ocean/mcp", "args": serviceArgs},
+		{"scope": "sensor", "path": "/api/v1/sensors/" + s0.ID + "/mcp", "args": map[string]any{"ocean.observations": map[string]any{"limit": 2}, "ocean.list_stations": map[string]any{"limit": 2}}},
+		{"scope": "project", "path": "/api/v1/projects/" + s0.FeedSlug + "/mcp", "args": serviceArgs},
+	}
+}
+
+// testNodeEveryTool lists and calls every tool of every scope with the TypeScript SDK
+// client: each must answer without isError, with structuredContent valid against its
+// outputSchema (the SDK checks), a title and readOnly/openWorld annotations; the catalog's
+// resources must list and read.
+func testNodeEveryTool(t *testing.T, base string, s0 target) {
+	dir := nodeDir(t)
+	b, _ := json.Marshal(everyToolScopes(s0))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "every-tool.mjs", base, devKey, string(b))
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node every-tool.mjs: %v\n%s", err, stderr.String())
+	}
+	var results []struct {
+		Scope, Tool, Title, Error, Text                            string
+		ReadOnly, OpenWorld, OutputSchema, IsError, Structured, OK bool
+	}
+	if err := json.Unmarshal(out, &results); err != nil {
+		t.Fatalf("node output %s: %v", out, err)
+	}
+	perScope := map[string]int{}
+	for _, r := range results {
+		perScope[r.Scope]++
+		switch {
+		case !r.OK:
+			t.Errorf("%s %s: %s", r.Scope, r.Tool, r.Error)
+		case r.IsError || !r.Structured:
+			t.Errorf("%s %s: isError %v structured %v: %s", r.Scope, r.Tool, r.IsError, r.Structured, r.Text)
+		case r.Tool != "resources" && (r.Title == "" || !r.ReadOnly || !r.OpenWorld || !r.OutputSchema):
+			t.Errorf("%s %s: title %q readOnlyHint %v openWorldHint set %v outputSchema %v", r.Scope, r.Tool, r.Title, r.ReadOnly, r.OpenWorld, r.OutputSchema)
+		}
+	}
+	// catalog 6 tools + resources, registry 4, service 5, sensor 1 + 5, project 2 + 5.
+	for scope, want := range map[string]int{"catalog": 7, "registry": 4, "service": 5, "sensor": 6, "project": 7} {
+		if perScope[scope] < want {
+			t.Errorf("%s: %d tools called, want at least %d", scope, perScope[scope], want)
+		}
+	}
+	t.Logf("every tool of every scope called with the TypeScript SDK: %v", perScope)
+}
+
+// testToolListSizes measures the tools/list answer of every scope: an agent loads it into
+// its context, so it must stay under 20 KB (docs/mcp.md reports the figures).
+func testToolListSizes(t *testing.T, base string, s0 target) {
+	const budget = 20 << 10
+	for _, s := range everyToolScopes(s0) {
+		req, _ := http.NewRequest(http.MethodPost, base+s["path"].(string), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("x-api-key", devKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body bytes.Buffer
+		_, _ = body.ReadFrom(resp.Body)
+		resp.Body.Close()
+		var res struct {
+			Result struct {
+				Tools []json.RawMessage `json:"tools"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(body.Bytes(), &res) != nil || len(res.Result.Tools) == 0 {
+			t.Fatalf("%s tools/list: %s", s["scope"], body.Bytes())
+		}
+		t.Logf("tools/list %-8s %2d tools %6d bytes", s["scope"], len(res.Result.Tools), body.Len())
+		if body.Len() >= budget {
+			t.Errorf("%s tools/list is %d bytes, over the %d-byte budget", s["scope"], body.Len(), budget)
 		}
 	}
 }

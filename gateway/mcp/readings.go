@@ -25,6 +25,7 @@ import (
 type Readings interface {
 	Latest(ctx context.Context, svc catalog.Service, externalID string, q url.Values) (contract.LatestResponse, error)
 	Readings(ctx context.Context, svc catalog.Service, externalID string, q url.Values) (contract.ReadingsResponse, error)
+	Aggregate(ctx context.Context, svc catalog.Service, externalID string, q url.Values) (contract.AggregateResponse, error)
 }
 
 // HTTPReadingsConfig configures an HTTPReadings; zero fields take the defaults.
@@ -82,6 +83,17 @@ func (r *HTTPReadings) Readings(ctx context.Context, svc catalog.Service, extern
 		return out, apierr.New(apierr.SensorNotFound, "station id %q cannot be asked for: %v", clip(externalID, 64), err)
 	}
 	err := r.get(ctx, svc, contract.ReadingsPath(externalID), q, &out)
+	return out, err
+}
+
+// Aggregate implements Readings: the service's aggregate endpoint, as REST's aggregate
+// route asks it.
+func (r *HTTPReadings) Aggregate(ctx context.Context, svc catalog.Service, externalID string, q url.Values) (contract.AggregateResponse, error) {
+	var out contract.AggregateResponse
+	if err := contract.ValidExternalID(externalID); err != nil {
+		return out, apierr.New(apierr.SensorNotFound, "station id %q cannot be asked for: %v", clip(externalID, 64), err)
+	}
+	err := r.get(ctx, svc, contract.AggregatePath(externalID), q, &out)
 	return out, err
 }
 

@@ -56,7 +56,6 @@ func (h *Handler) newRegistryTools() (*toolSet, error) {
 		Tweak: func(in, out *jsonschema.Schema) {
 			out.Required = nil // a sensor's envelope, or a feed's streams
 			setEnum(prop(in, "data_format"), "cleaned", "raw")
-			setEnum(prop(in, "parameters"), parameterIDs()...)
 			flex(prop(in, "days"), "Last N days")
 			flex(prop(in, "limit"), fmt.Sprintf("Readings per sensor (default %d, at most %d; larger is clamped)", readingsDefaultLimit, readingsMaxLimit))
 		},
@@ -137,6 +136,7 @@ type (
 	contractLocation   = contract.Location
 	contractPagination = contract.Pagination
 	contractReading    = contract.Reading
+	contractTime       = contract.Time
 )
 
 func legacyReadingSchema() schema {

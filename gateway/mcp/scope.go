@@ -23,6 +23,7 @@ type scope struct {
 	meta    map[string]any
 	local   *toolSet
 	project *catalog.Project
+	sensor  *catalog.Sensor
 	viewer  *uuid.UUID
 }
 

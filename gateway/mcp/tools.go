@@ -18,7 +18,9 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
+	"github.com/sensorgate/sensorgate/pkg/schemadefs"
 )
 
 // callCtx is what a local tool runs with. It travels to the tool handler inside the
@@ -114,6 +116,14 @@ func schemaTypes() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[*contractProvenance](): nullable(provenanceSchema()),
 		reflect.TypeFor[*contractPagination](): paginationSchema(),
 		reflect.TypeFor[*contractLocation]():   locationSchema(),
+		reflect.TypeFor[contractTime]():        strFormat("ISO 8601 UTC with milliseconds", "date-time"),
+		reflect.TypeFor[*contractTime]():       nullable(strFormat("ISO 8601 UTC with milliseconds; null when none", "date-time")),
+		// Written with only the statistics asked for (its MarshalJSON).
+		reflect.TypeFor[contract.AggregateStat](): {"type": "object", "properties": schema{
+			"mean": nullable(number("")), "min": nullable(number("")), "max": nullable(number("")),
+			"count": integer("", 0, 0), "coverage": nullable(number("count / expected count; null when the interval is unknown")),
+		}},
+		reflect.TypeFor[json.RawMessage](): {"type": []string{"array", "null"}, "items": measurementSchema(), "description": "Canonical measurements; null when the sensor's service did not answer"},
 	} {
 		var js jsonschema.Schema
 		b, _ := json.Marshal(s) // literals of this package: always marshal
@@ -132,6 +142,32 @@ func schemaTypes() map[reflect.Type]*jsonschema.Schema {
 func inferSchema[T any]() (*jsonschema.Schema, error) {
 	return jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: schemaTypes()})
 }
+
+// compact writes each sub-schema that repeats once in $defs (pkg/schemadefs), which keeps
+// every scope's tools/list under 20 KB.
+// Output schemas also lose the short descriptions that only restate a field's name.
+func compact(s *jsonschema.Schema, output bool) (*jsonschema.Schema, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	if output {
+		if b, err = schemadefs.Lean(b, outputDescriptionMin); err != nil {
+			return nil, err
+		}
+	}
+	if b, err = schemadefs.Compact(b, schemadefs.MinSize); err != nil {
+		return nil, err
+	}
+	var out jsonschema.Schema
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// outputDescriptionMin is the shortest description an output schema keeps.
+const outputDescriptionMin = 80
 
 // addTool registers a typed tool on the set's go-sdk server (Server.AddTool with the
 // inferred schemas; the handler decodes the arguments strictly, so that an unknown
@@ -155,11 +191,16 @@ func addTool[In, Out any](ts *toolSet, spec toolSpec[In, Out]) {
 	if spec.Tweak != nil {
 		spec.Tweak(in, out)
 	}
-	for _, s := range []*jsonschema.Schema{in, out} {
-		if _, err := s.Resolve(nil); err != nil {
+	for i, s := range []**jsonschema.Schema{&in, &out} {
+		c, err := compact(*s, i == 1)
+		if err == nil {
+			_, err = c.Resolve(nil)
+		}
+		if err != nil {
 			ts.err = fmt.Errorf("tool %s: schema: %w", spec.Name, err)
 			return
 		}
+		*s = c
 	}
 	openWorld := spec.OpenWorld
 	t := &sdk.Tool{
@@ -169,7 +210,6 @@ func addTool[In, Out any](ts *toolSet, spec toolSpec[In, Out]) {
 		InputSchema:  in,
 		OutputSchema: out,
 		Annotations: &sdk.ToolAnnotations{
-			Title:          spec.Title,
 			ReadOnlyHint:   true,
 			IdempotentHint: true,
 			OpenWorldHint:  &openWorld,

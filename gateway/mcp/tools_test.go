@@ -134,6 +134,105 @@ func TestTools(t *testing.T) {
 		}
 	})
 
+	t.Run("latest_in_area", func(t *testing.T) {
+		t.Parallel()
+		type item struct {
+			SensorID     string            `json:"sensor_id"`
+			AgeSeconds   *int64            `json:"age_seconds"`
+			Stale        bool              `json:"stale"`
+			StaleAfter   int64             `json:"stale_after_seconds"`
+			Measurements []json.RawMessage `json:"measurements"`
+		}
+		var res struct {
+			Items      []item `json:"items"`
+			NextCursor string `json:"nextCursor"`
+			Pagination struct{ Total int }
+		}
+		g.checked(t, sc, cat, "latest_in_area", map[string]any{}).decode(t, &res)
+		if len(res.Items) != len(g.Sensors) || res.Pagination.Total != len(g.Sensors) {
+			t.Fatalf("%d items of %d, want every one of %d sensors", len(res.Items), res.Pagination.Total, len(g.Sensors))
+		}
+		for _, it := range res.Items {
+			// The one staleness rule: stale exactly when the age exceeds the threshold.
+			if it.AgeSeconds == nil || it.Stale != (*it.AgeSeconds > it.StaleAfter) || len(it.Measurements) == 0 {
+				t.Errorf("item %+v", it)
+			}
+		}
+		res.Items = nil
+		g.checked(t, sc, cat, "latest_in_area", map[string]any{"max_age": "P3650D", "near": map[string]any{"lat": *s0.Latitude, "lon": *s0.Longitude, "radius_km": 1}}).decode(t, &res)
+		if len(res.Items) != 1 || res.Items[0].SensorID != s0.ID.String() || res.Items[0].Stale || res.Items[0].StaleAfter != 3650*86400 {
+			t.Errorf("near %s with max_age 10 years: %+v", s0.ExternalID, res.Items)
+		}
+		res.Items = nil
+		g.checked(t, sc, cat, "latest_in_area", map[string]any{"limit": 1}).decode(t, &res)
+		first := slices.Clone(res.Items)
+		res.Items = nil
+		g.checked(t, sc, cat, "latest_in_area", map[string]any{"cursor": res.NextCursor}).decode(t, &res)
+		if len(first) != 1 || len(res.Items) != 1 || res.Items[0].SensorID == first[0].SensorID {
+			t.Errorf("page 2 by cursor: %+v after %+v", res.Items, first)
+		}
+		for _, tt := range []struct {
+			args    map[string]any
+			mention string
+		}{
+			{map[string]any{"max_age": "soon"}, "max_age"},
+			{map[string]any{"parameters": []string{"salinity"}}, "parameters"},
+			{map[string]any{"near": map[string]any{"lat": 95, "lon": 0}}, "near.lat"},
+		} {
+			if tr := g.call(t, cat, "latest_in_area", tt.args); !tr.IsError || !strings.Contains(tr.text(), tt.mention) {
+				t.Errorf("%v: isError %v %q, want it to name %s", tt.args, tr.IsError, tr.text(), tt.mention)
+			}
+		}
+	})
+
+	t.Run("aggregate_readings", func(t *testing.T) {
+		t.Parallel()
+		var res struct {
+			SensorID string `json:"sensor_id"`
+			Interval string `json:"interval"`
+			Buckets  []struct {
+				Values map[string]map[string]any `json:"values"`
+			} `json:"buckets"`
+		}
+		g.checked(t, sc, cat, "aggregate_readings", map[string]any{"sensor_id": s0.ExternalID, "interval": "1h", "days": 1, "parameters": []string{s0.DataTypes[0]}}).decode(t, &res)
+		if res.SensorID != s0.ID.String() || res.Interval != "1h" || len(res.Buckets) < 24 || len(res.Buckets) > 25 {
+			t.Fatalf("aggregate: sensor %s interval %s, %d buckets", res.SensorID, res.Interval, len(res.Buckets))
+		}
+		counted := 0
+		for _, b := range res.Buckets {
+			for p, v := range b.Values {
+				if p != s0.DataTypes[0] {
+					t.Errorf("parameter %s kept, asked only %s", p, s0.DataTypes[0])
+				}
+				if n, _ := v["count"].(float64); n > 0 {
+					counted++
+				}
+			}
+		}
+		if counted == 0 {
+			t.Errorf("no bucket holds a reading")
+		}
+		// The sensor scope implies the sensor.
+		res.SensorID = ""
+		g.checked(t, sc, "/api/v1/sensors/"+s0.ID.String()+"/mcp", "aggregate_readings", map[string]any{"interval": "6h", "days": 1}).decode(t, &res)
+		if res.SensorID != s0.ID.String() || res.Interval != "6h" {
+			t.Errorf("sensor scope aggregate: %s %s", res.SensorID, res.Interval)
+		}
+		for _, tt := range []struct {
+			args    map[string]any
+			mention string
+		}{
+			{map[string]any{"sensor_id": s0.ExternalID, "interval": "2h"}, "interval"},
+			{map[string]any{"sensor_id": s0.ExternalID, "interval": "1h", "days": 366}, "interval"},
+			{map[string]any{"sensor_id": s0.ExternalID, "tz": "Mars/Olympus"}, "tz"},
+			{map[string]any{}, "sensor_id"},
+		} {
+			if tr := g.call(t, cat, "aggregate_readings", tt.args); !tr.IsError || !strings.Contains(tr.text(), tt.mention) {
+				t.Errorf("%v: isError %v %q, want it to name %s", tt.args, tr.IsError, tr.text(), tt.mention)
+			}
+		}
+	})
+
 	t.Run("describe_catalog", func(t *testing.T) {
 		t.Parallel()
 		var d struct {

@@ -199,8 +199,9 @@ func TestFreshness(t *testing.T) {
 	for _, tt := range tests {
 		f := newFreshness(tt.last, tt.interval, now)
 		if tt.stale == nil {
-			if f.Stale != nil || f.AgeSeconds != nil || f.LastReadingAt != nil {
-				t.Errorf("%s: %+v, want nulls", tt.name, f)
+			// pkg/freshness: a sensor that never reported is stale; its age is unknown.
+			if f.Stale == nil || !*f.Stale || f.AgeSeconds != nil || f.LastReadingAt != nil {
+				t.Errorf("%s: %+v, want null age and time, stale", tt.name, f)
 			}
 			continue
 		}

@@ -31,6 +31,8 @@ func TestHTTPForwarderFaults(t *testing.T) {
 		want    string // the body returned, or "" when an error is expected
 		apiCode string // the *apierr.Error code expected
 		rpcCode int    // the *jsonrpc.Error code expected
+		rpcHas  string // what the *jsonrpc.Error message must say, if anything
+		rpcNot  string // what it must never say
 	}{
 		{
 			name: "json answer passes through, headers sent",
@@ -80,6 +82,22 @@ func TestHTTPForwarderFaults(t *testing.T) {
 			rpcCode: jsonrpc.CodeInvalidRequest,
 		},
 		{
+			name: "a 404 page is not echoed to the client",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "<html>db=postgres://admin:hunter2@10.0.0.5</html>", 404)
+			},
+			rpcCode: jsonrpc.CodeInvalidRequest, rpcHas: "HTTP 404", rpcNot: "hunter2",
+		},
+		{
+			name: "an error in the API's shape passes its message on",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte(`{"error":"unknown tool \"ocean.x\"","code":"invalid_parameter"}`))
+			},
+			rpcCode: jsonrpc.CodeInvalidRequest, rpcHas: `unknown tool "ocean.x"`,
+		},
+		{
 			name: "stall is upstream_timeout",
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				select {
@@ -121,7 +139,10 @@ func TestHTTPForwarderFaults(t *testing.T) {
 			default:
 				var je *jsonrpc.Error
 				if !errors.As(err, &je) || je.Code != tt.rpcCode {
-					t.Errorf("err = %v, want JSON-RPC %d", err, tt.rpcCode)
+					t.Fatalf("err = %v, want JSON-RPC %d", err, tt.rpcCode)
+				}
+				if !strings.Contains(je.Message, tt.rpcHas) || (tt.rpcNot != "" && strings.Contains(je.Message, tt.rpcNot)) {
+					t.Errorf("message %q: want it to say %q and never %q", je.Message, tt.rpcHas, tt.rpcNot)
 				}
 			}
 		})

@@ -14,16 +14,11 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	sgfreshness "github.com/sensorgate/sensorgate/pkg/freshness"
 )
 
-// defaultReportingInterval is assumed for a station that did not say how often it reports.
-const defaultReportingInterval = time.Hour
-
-// staleFactor: a station is stale when its newest reading is older than this many
-// reporting intervals (one missed report is normal, two in a row are not).
-const staleFactor = 2
-
-// freshness says how old a station's newest reading is and whether that is late for it.
+// freshness says how old a station's newest reading is and whether that is late for it,
+// by the one staleness rule of REST and every MCP tool (pkg/freshness).
 type freshness struct {
 	LastReadingAt      *string `json:"last_reading_at"`
 	AgeSeconds         *int64  `json:"age_seconds"`
@@ -33,15 +28,11 @@ type freshness struct {
 }
 
 func newFreshness(last *time.Time, intervalS int, now time.Time) freshness {
-	if intervalS <= 0 {
-		intervalS = int(defaultReportingInterval / time.Second)
-	}
-	f := freshness{ReportingIntervalS: intervalS, StaleAfterSeconds: staleFactor * intervalS}
+	v := sgfreshness.Assess(last, intervalS, now)
+	f := freshness{ReportingIntervalS: int(v.ExpectedIntervalSeconds), StaleAfterSeconds: int(v.StaleAfterSeconds), Stale: &v.Stale}
 	if last != nil && !last.IsZero() {
 		ts := contract.FormatTime(*last)
-		age := max(int64(now.Sub(*last)/time.Second), 0)
-		stale := age > int64(f.StaleAfterSeconds)
-		f.LastReadingAt, f.AgeSeconds, f.Stale = &ts, &age, &stale
+		f.LastReadingAt, f.AgeSeconds = &ts, v.AgeSeconds
 	}
 	return f
 }
@@ -52,7 +43,7 @@ func freshnessSchema() schema {
 		"age_seconds":          nullable(integer("Seconds between the newest reading and now", 0, 0)),
 		"reporting_interval_s": integer("How often the station is expected to report, in seconds (3600 when the station does not say)", 1, 0),
 		"stale_after_seconds":  integer("Age beyond which the reading counts as stale: twice the reporting interval", 1, 0),
-		"stale":                nullable(boolean("True when age_seconds exceeds stale_after_seconds; null when no reading is known")),
+		"stale":                boolean("True when age_seconds exceeds stale_after_seconds, and when no reading is known"),
 	}, "last_reading_at", "age_seconds", "reporting_interval_s", "stale_after_seconds", "stale")
 }
 

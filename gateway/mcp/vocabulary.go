@@ -27,7 +27,7 @@ func deprecatedNote(pairs ...string) string {
 	for i := 0; i+1 < len(pairs); i += 2 {
 		parts = append(parts, "`"+pairs[i]+"` (use `"+pairs[i+1]+"`)")
 	}
-	return " Deprecated, removed in the next release: " + strings.Join(parts, ", ") + "."
+	return " Deprecated (next release removes them): " + strings.Join(parts, ", ") + "."
 }
 
 // limitOf applies a list's default and maximum to a given limit: absent is the default,

@@ -3,10 +3,10 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/singleflight"
 )
 
 // Cache defaults.
@@ -19,6 +19,9 @@ const (
 	MaxCacheTTL        = time.Minute
 	DefaultCacheItems  = 10_000
 	DefaultCacheMaxLen = 256 << 10
+	// DefaultCacheBytes bounds what the readings cache holds: answers and keys, counted in
+	// bytes, because one 500-reading page weighs as much as a thousand latest readings.
+	DefaultCacheBytes = 64 << 20
 )
 
 // Cache holds recent upstream answers for a short freshness bound and coalesces concurrent
@@ -32,7 +35,8 @@ type Cache struct {
 	now      func() time.Time
 
 	items *ttlMap[*Response]
-	group singleflight.Group
+	mu    sync.Mutex       // guards calls
+	calls map[string]*call // in-flight fetches by key
 
 	lookups              *prometheus.CounterVec
 	hits, shared, misses prometheus.Counter // bound once: no label lookup per request
@@ -42,7 +46,8 @@ type Cache struct {
 type CacheOptions struct {
 	TTL        time.Duration // 0 disables storing (coalescing stays)
 	MaxItems   int
-	MaxLen     int // larger bodies are passed on but not kept
+	MaxLen     int   // larger bodies are passed on but not kept
+	MaxBytes   int64 // bound of the whole cache (DefaultCacheBytes when 0)
 	Now        func() time.Time
 	Registerer prometheus.Registerer
 }
@@ -59,21 +64,31 @@ func NewCache(o CacheOptions) (*Cache, error) {
 	if o.MaxLen <= 0 {
 		o.MaxLen = DefaultCacheMaxLen
 	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultCacheBytes
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	c := &Cache{
 		ttl: o.TTL, maxItems: o.MaxItems, maxLen: o.MaxLen, now: o.Now,
-		items: newTTLMap[*Response](o.TTL, o.MaxItems),
+		items: newTTLMap(o.TTL, o.MaxItems, o.MaxBytes, responseSize),
+		calls: map[string]*call{},
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sensorgate_proxy_cache_lookups_total",
 			Help: "Readings cache lookups by result: hit (fresh answer), shared (joined an in-flight call), miss (made the upstream call).",
 		}, []string{"result"}),
 	}
 	c.hits, c.shared, c.misses = c.lookups.WithLabelValues("hit"), c.lookups.WithLabelValues("shared"), c.lookups.WithLabelValues("miss")
+	size := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sensorgate_proxy_cache_bytes",
+		Help: "Bytes held by the readings cache (answers, keys and per-entry overhead), bounded by its byte limit.",
+	}, func() float64 { return float64(c.items.sizeBytes()) })
 	if o.Registerer != nil {
-		if err := o.Registerer.Register(c.lookups); err != nil {
-			return nil, fmt.Errorf("register cache metrics: %w", err)
+		for _, m := range []prometheus.Collector{c.lookups, size} {
+			if err := o.Registerer.Register(m); err != nil {
+				return nil, fmt.Errorf("register cache metrics: %w", err)
+			}
 		}
 	}
 	return c, nil
@@ -92,42 +107,87 @@ func (c *Cache) Get(key string) (*Response, bool) {
 }
 
 // Do returns the fresh answer of key, or joins the in-flight fetch of key, or fetches.
-// fetch runs detached from the caller's cancellation (other callers may be waiting on it);
-// it must bound itself, as Upstreams.Get does with its route deadline. A caller whose
-// context ended meanwhile gets its context's error when the call returns.
+// The fetch runs on the first caller's goroutine (no goroutine per miss) under a context
+// of its own, which keeps the first caller's values (request id, span) and is cancelled
+// only when every caller waiting for it has gone: a client that hangs up cancels its
+// upstream call unless others were coalesced with it, who still get the answer. fetch
+// must bound itself, as Upstreams.Get does with its route deadline. A caller whose context
+// ended gets its context's error.
 func (c *Cache) Do(ctx context.Context, key string, fetch func(context.Context) (*Response, error)) (*Response, error) {
 	if r, ok := c.Get(key); ok {
 		c.hits.Inc()
 		return r, nil
 	}
-	// The call runs on this goroutine (no goroutine per miss, as DoChan would start),
-	// detached from its cancellation because others may be waiting on it; fetch bounds
-	// it with the route deadline, which also bounds how long a caller that gave up waits.
-	detached := context.WithoutCancel(ctx)
-	v, err, shared := c.group.Do(key, func() (any, error) {
-		// A caller that arrived just after the previous call finished finds its answer.
-		if r, ok := c.Get(key); ok {
-			return r, nil
-		}
-		r, err := fetch(detached)
-		if err != nil {
-			return nil, err
-		}
-		c.put(key, r)
-		return r, nil
-	})
-	if shared {
+	c.mu.Lock()
+	if cl, ok := c.calls[key]; ok {
+		cl.waiters++
+		c.mu.Unlock()
 		c.shared.Inc()
-	} else {
-		c.misses.Inc()
+		select {
+		case <-cl.done:
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return cl.resp, cl.err
+		case <-ctx.Done():
+			c.leave(key, cl)
+			return nil, ctx.Err()
+		}
 	}
-	if err != nil {
-		return nil, err
+	// A caller that arrived just after the previous call finished finds its answer.
+	if r, ok := c.Get(key); ok {
+		c.mu.Unlock()
+		c.hits.Inc()
+		return r, nil
 	}
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cl := &call{done: make(chan struct{}), waiters: 1, cancel: cancel}
+	c.calls[key] = cl
+	c.mu.Unlock()
+	c.misses.Inc()
+
+	stop := context.AfterFunc(ctx, func() { c.leave(key, cl) })
+	r, err := fetch(fctx)
+	stop()
+	if err == nil {
+		c.put(key, r) // before the call leaves the table, so no caller misses both
+	}
+	c.mu.Lock()
+	if c.calls[key] == cl {
+		delete(c.calls, key)
+	}
+	c.mu.Unlock()
+	cl.resp, cl.err = r, err
+	close(cl.done)
+	cancel()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	return v.(*Response), nil
+	return r, err
+}
+
+// call is one in-flight fetch and the callers waiting for it.
+type call struct {
+	done    chan struct{} // closed when resp and err are set
+	resp    *Response
+	err     error
+	waiters int // guarded by Cache.mu
+	cancel  context.CancelFunc
+}
+
+// leave takes a caller that has gone off cl; the last one cancels the fetch, and the call
+// leaves the table so that a new caller starts afresh instead of joining a cancelled call.
+func (c *Cache) leave(key string, cl *call) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl.waiters--
+	if cl.waiters > 0 {
+		return
+	}
+	if c.calls[key] == cl {
+		delete(c.calls, key)
+	}
+	cl.cancel()
 }
 
 func (c *Cache) put(key string, r *Response) {
@@ -141,3 +201,11 @@ func (c *Cache) put(key string, r *Response) {
 func (c *Cache) Len() int {
 	return c.items.len()
 }
+
+// responseSize is what a cached answer costs: its key, body, header values and overhead.
+func responseSize(key string, r *Response) int64 {
+	return int64(len(key)+len(r.Body)+len(r.ContentType)+len(r.ETag)) + entryOverhead + 128
+}
+
+// Bytes is the size of what the cache holds, as its byte bound counts it.
+func (c *Cache) Bytes() int64 { return c.items.sizeBytes() }

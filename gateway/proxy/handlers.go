@@ -84,9 +84,9 @@ func NewHandlers(o HandlerOptions) (*Handlers, error) {
 	}
 	switch {
 	case o.SensorTTL == 0:
-		h.sensors = newTTLMap[catalog.Sensor](DefaultSensorTTL, DefaultCacheItems)
+		h.sensors = newTTLMap(DefaultSensorTTL, DefaultCacheItems, sensorCacheBytes, sensorSize)
 	case o.SensorTTL > 0:
-		h.sensors = newTTLMap[catalog.Sensor](o.SensorTTL, DefaultCacheItems)
+		h.sensors = newTTLMap(o.SensorTTL, DefaultCacheItems, sensorCacheBytes, sensorSize)
 	}
 	// Answers are per caller (every request carries an API key), so only the client's
 	// own cache may keep them, and only for as long as the gateway would.
@@ -100,8 +100,8 @@ func NewHandlers(o HandlerOptions) (*Handlers, error) {
 
 // Query parameters passed to the service, all others dropped.
 var (
-	latestParams   = []string{"data_format", "parameter"}
-	readingsParams = []string{"data_format", "days", "limit", "page", "parameter", "revisions", "since", "sort", "until"}
+	latestParams   = []string{"data_format", "lineage", "parameter"}
+	readingsParams = []string{"data_format", "days", "limit", "lineage", "page", "parameter", "revisions", "since", "sort", "until"}
 	// aggregateParams leaves out the service's internal source switch.
 	aggregateParams = []string{"days", "interval", "parameter", "since", "stats", "tz", "until"}
 )
@@ -397,4 +397,17 @@ func (h *Handlers) writeError(c *gin.Context, err error) {
 	}
 	c.Abort()
 	apierr.Write(c.Writer, e)
+}
+
+// sensorCacheBytes bounds the resolved-sensor cache.
+const sensorCacheBytes = 8 << 20
+
+// sensorSize is what a resolved sensor costs in the cache: its key and strings, plus a
+// fixed part for the struct and its slices' headers.
+func sensorSize(key string, sn catalog.Sensor) int64 {
+	n := len(key) + len(sn.ExternalID) + len(sn.Name) + len(sn.ServiceID) + len(sn.Description)
+	for _, d := range sn.DataTypes {
+		n += len(d) + 16
+	}
+	return int64(n) + entryOverhead + 512
 }

@@ -5,12 +5,17 @@ import (
 	"time"
 )
 
-// ttlMap is a bounded map whose entries expire a fixed TTL after they were stored. Every
-// entry has the same TTL, so insertion order is expiry order: a FIFO of insertions lets a
-// put evict expired (and, when full, oldest) entries in amortized O(1), without scanning.
+// ttlMap is the gateway's one TTL cache type: a map whose entries expire a fixed TTL after
+// they were stored, bounded in bytes (and in entries). Every entry has the same TTL, so
+// insertion order is expiry order: a FIFO of insertions lets a put evict expired (and, when
+// over a bound, oldest) entries in amortized O(1), without scanning.
 type ttlMap[V any] struct {
-	ttl time.Duration
-	max int
+	ttl      time.Duration
+	max      int
+	maxBytes int64
+	// size is what an entry costs: its key, its value and the map's overhead.
+	size  func(key string, v V) int64
+	bytes int64 // guarded by mu
 
 	mu    sync.RWMutex
 	items map[string]ttlEntry[V]
@@ -20,18 +25,27 @@ type ttlMap[V any] struct {
 }
 
 type ttlEntry[V any] struct {
-	v   V
-	at  time.Time
-	seq uint64
+	v    V
+	at   time.Time
+	seq  uint64
+	size int64
 }
+
+// entryOverhead approximates what the map, the queue and the entry header hold per entry.
+const entryOverhead = 96
 
 type ttlQueued struct {
 	key string
 	seq uint64
 }
 
-func newTTLMap[V any](ttl time.Duration, max int) *ttlMap[V] {
-	return &ttlMap[V]{ttl: ttl, max: max, items: make(map[string]ttlEntry[V])}
+// newTTLMap returns an empty map of at most max entries and maxBytes bytes as size counts
+// them (nil size: the key and entryOverhead only).
+func newTTLMap[V any](ttl time.Duration, max int, maxBytes int64, size func(string, V) int64) *ttlMap[V] {
+	if size == nil {
+		size = func(key string, _ V) int64 { return int64(len(key)) + entryOverhead }
+	}
+	return &ttlMap[V]{ttl: ttl, max: max, maxBytes: maxBytes, size: size, items: make(map[string]ttlEntry[V])}
 }
 
 // get returns the entry of key stored less than TTL before now.
@@ -51,7 +65,12 @@ func (m *ttlMap[V]) put(key string, v V, at, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.seq++
-	m.items[key] = ttlEntry[V]{v: v, at: at, seq: m.seq}
+	if old, ok := m.items[key]; ok {
+		m.bytes -= old.size
+	}
+	n := m.size(key, v)
+	m.bytes += n
+	m.items[key] = ttlEntry[V]{v: v, at: at, seq: m.seq, size: n}
 	m.order = append(m.order, ttlQueued{key: key, seq: m.seq})
 	for m.head < len(m.order) {
 		q := m.order[m.head]
@@ -59,8 +78,9 @@ func (m *ttlMap[V]) put(key string, v V, at, now time.Time) {
 		switch {
 		case !ok || e.seq != q.seq:
 			// Deleted or stored again later: a newer queue entry stands for it.
-		case len(m.items) > m.max || now.Sub(e.at) >= m.ttl:
+		case len(m.items) > m.max || m.bytes > m.maxBytes || now.Sub(e.at) >= m.ttl:
 			delete(m.items, q.key)
+			m.bytes -= e.size
 		default:
 			// The oldest live entry is fresh and there is room: done.
 			m.compact()
@@ -86,4 +106,11 @@ func (m *ttlMap[V]) len() int {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return len(m.items)
+}
+
+// size is the bytes held, as size counts them.
+func (m *ttlMap[V]) sizeBytes() int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.bytes
 }

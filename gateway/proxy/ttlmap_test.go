@@ -9,7 +9,7 @@ import (
 func TestTTLMap(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(0, 0)
-	m := newTTLMap[int](10*time.Second, 3)
+	m := newTTLMap[int](10*time.Second, 3, 1<<20, nil)
 	m.put("a", 1, t0, t0)
 	m.put("b", 2, t0.Add(time.Second), t0.Add(time.Second))
 	m.put("a", 3, t0.Add(2*time.Second), t0.Add(2*time.Second)) // stored again: newer value, newer time
@@ -54,5 +54,35 @@ func TestTTLMap(t *testing.T) {
 	}
 	if len(m.order)-m.head > 2 || cap(m.order) > 4096 {
 		t.Errorf("queue holds %d live of %d slots (cap %d) for one key", len(m.order)-m.head, len(m.order), cap(m.order))
+	}
+}
+
+// TestTTLMapBoundedInBytes: the byte bound evicts the oldest entries however few they are,
+// counts a replaced entry once, and the size follows deletions.
+func TestTTLMapBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(0, 0)
+	size := func(key string, v []byte) int64 { return int64(len(key) + len(v)) }
+	m := newTTLMap(time.Minute, 1000, 10_000, size)
+	page := make([]byte, 3000)
+	for i := range 5 {
+		m.put("p"+strconv.Itoa(i), page, t0, t0)
+	}
+	if n, b := m.len(), m.sizeBytes(); n != 3 || b != 3*3002 {
+		t.Fatalf("5 pages of 3 KB under a 10 KB bound: %d entries, %d bytes; want the newest 3, 9006 bytes", n, b)
+	}
+	if _, _, ok := m.get("p4", t0); !ok {
+		t.Error("the newest page was evicted")
+	}
+	if _, _, ok := m.get("p1", t0); ok {
+		t.Error("an old page was kept past the byte bound")
+	}
+	m.put("p4", make([]byte, 10), t0, t0) // replaced by a small value: counted once
+	if b := m.sizeBytes(); b != 2*3002+12 {
+		t.Errorf("after replacing p4: %d bytes, want %d", b, 2*3002+12)
+	}
+	m.put("late", nil, t0.Add(2*time.Minute), t0.Add(2*time.Minute))
+	if n, b := m.len(), m.sizeBytes(); n != 1 || b != 4 {
+		t.Errorf("after everything else expired: %d entries, %d bytes; want 1, 4", n, b)
 	}
 }

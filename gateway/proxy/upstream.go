@@ -16,9 +16,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -39,6 +42,14 @@ const (
 	RouteHealth
 	// RouteAggregate is a sensor's aggregates (docs/api-decisions.md "Wave 2").
 	RouteAggregate
+	// RouteMCP is one JSON-RPC message forwarded to a service's /mcp (package mcp).
+	RouteMCP
+	// RouteCatalog is one page of the catalog sync (GET /v1/meta, /v1/sensors).
+	RouteCatalog
+	// RouteStream is a streamed answer (event stream, export): its deadline bounds the
+	// wait for the answer's headers, not the stream.
+	RouteStream
+	routeCount
 )
 
 func (r Route) String() string {
@@ -51,15 +62,25 @@ func (r Route) String() string {
 		return "health"
 	case RouteAggregate:
 		return "aggregate"
+	case RouteMCP:
+		return "mcp"
+	case RouteCatalog:
+		return "catalog"
+	case RouteStream:
+		return "stream"
 	}
 	return "route" + strconv.Itoa(int(r))
 }
 
-// Timeouts are the per-route deadlines of one upstream call, retries included.
+// Timeouts are the configured deadlines of one upstream call, retries included; New turns
+// them into the one table of deadlines by route (Upstreams.Deadline).
 type Timeouts struct {
-	Latest   time.Duration
+	Latest time.Duration
+	// Readings bounds readings pages, aggregates, forwarded MCP messages and the wait for
+	// a stream's headers.
 	Readings time.Duration
-	Health   time.Duration
+	// Health bounds a health call and each background probe.
+	Health time.Duration
 }
 
 // Defaults.
@@ -98,7 +119,22 @@ type Options struct {
 	// Tracing, when enabled, gives every attempt a client span and sends its W3C
 	// traceparent to the service; nil traces nothing.
 	Tracing *obs.Tracing
+	// RecycleEvery bounds how long a service's idle keep-alive connections are reused
+	// (default DefaultRecycleEvery): at most this often, a call closes them, so the next
+	// connections resolve the service's name again and reach replicas added since (compose
+	// --scale, a headless Service) instead of staying pinned to the first ones.
+	RecycleEvery time.Duration
+	// Resolver looks service host names up at each new connection; default
+	// net.DefaultResolver (a test injects the addresses of a scaled service).
+	Resolver interface {
+		LookupHost(ctx context.Context, host string) ([]string, error)
+	}
 }
+
+// DefaultRecycleEvery is the default of Options.RecycleEvery: a reconnection per
+// connection every 10 s costs nothing measurable, and a new replica gets its share of the
+// calls within seconds.
+const DefaultRecycleEvery = 10 * time.Second
 
 // Response is an upstream answer as the gateway keeps it: immutable once built, so cache
 // hits and coalesced callers share it.
@@ -127,9 +163,14 @@ func NewResponse(status int, contentType string, body []byte, fetchedAt time.Tim
 // pools of the others.
 type Upstreams struct {
 	services map[string]*service
-	opt      Options
-	bufs     sync.Pool
-	tokenV   []string // the internal token header's value, nil without a token
+	byHost   map[string]*service // by host:port of the base URL, for Client
+	// other carries Client calls to an address that is no configured service (a URL the
+	// catalog recorded), on a pool of its own.
+	other     *service
+	deadlines [routeCount]time.Duration
+	opt       Options
+	bufs      sync.Pool
+	tokenV    []string // the internal token header's value, nil without a token
 }
 
 var acceptJSON = []string{"application/json"}
@@ -139,6 +180,53 @@ type service struct {
 	base string
 	rt   http.RoundTripper // the request id (and spans) over tr
 	tr   *http.Transport
+	// next rotates new connections over the service's addresses; recycled is when its idle
+	// connections were last closed (unix nanoseconds).
+	next     atomic.Uint32
+	recycled atomic.Int64
+}
+
+// dialer connects to one of the addresses the service's host name resolves to now, taking
+// them in turn (sorted, from a rotating start) so that the connections of a busy gateway
+// spread evenly over the replicas, and trying the next address when one refuses.
+func (u *Upstreams) dialer(s *service) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || net.ParseIP(host) != nil {
+			return d.DialContext(ctx, network, addr)
+		}
+		addrs, err := u.opt.Resolver.LookupHost(ctx, host)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", host, err)
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("resolve %s: no address", host)
+		}
+		slices.Sort(addrs)
+		start := int(s.next.Add(1))
+		var first error
+		for i := range addrs {
+			c, err := d.DialContext(ctx, network, net.JoinHostPort(addrs[(start+i)%len(addrs)], port))
+			if err == nil {
+				return c, nil
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		return nil, first
+	}
+}
+
+// recycle closes the service's idle connections when RecycleEvery has passed since the
+// last time (one caller wins the swap; the others go on at once).
+func (u *Upstreams) recycle(s *service) {
+	now := time.Now().UnixNano()
+	last := s.recycled.Load()
+	if now-last >= int64(u.opt.RecycleEvery) && s.recycled.CompareAndSwap(last, now) {
+		s.closeIdle()
+	}
 }
 
 // New builds the clients. Every service URL must be an absolute http(s) URL.
@@ -172,6 +260,12 @@ func New(opt Options) (*Upstreams, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opt.RecycleEvery <= 0 {
+		opt.RecycleEvery = DefaultRecycleEvery
+	}
+	if opt.Resolver == nil {
+		opt.Resolver = net.DefaultResolver
+	}
 	u := &Upstreams{
 		services: make(map[string]*service, len(opt.Services)),
 		opt:      opt,
@@ -180,13 +274,32 @@ func New(opt Options) (*Upstreams, error) {
 	if opt.InternalToken != "" {
 		u.tokenV = []string{opt.InternalToken}
 	}
+	// The one table of upstream deadlines, by route.
+	u.deadlines = [routeCount]time.Duration{
+		RouteLatest:    opt.Timeouts.Latest,
+		RouteReadings:  opt.Timeouts.Readings,
+		RouteAggregate: opt.Timeouts.Readings,
+		RouteHealth:    opt.Timeouts.Health,
+		RouteMCP:       opt.Timeouts.Readings,
+		RouteCatalog:   contract.DefaultClientTimeout,
+		RouteStream:    opt.Timeouts.Readings,
+	}
+	u.byHost = make(map[string]*service, len(opt.Services))
 	for id, base := range opt.Services {
 		s, err := u.newService(id, base)
 		if err != nil {
 			return nil, err
 		}
 		u.services[id] = s
+		if pu, err := url.Parse(s.base); err == nil {
+			u.byHost[pu.Host] = s
+		}
 	}
+	other, err := u.newService("other", "http://other")
+	if err != nil {
+		return nil, err
+	}
+	u.other = other
 	return u, nil
 }
 
@@ -195,9 +308,12 @@ func (u *Upstreams) newService(id, base string) (*service, error) {
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return nil, fmt.Errorf("service %q: URL %q is not http:// or https://", id, base)
 	}
+	s := &service{id: id, base: base}
+	s.recycled.Store(time.Now().UnixNano())
+	dial := u.dialer(s)
 	tr := &http.Transport{
 		Proxy:                 nil, // internal network: never through an environment proxy
-		DialContext:           (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           dial,
 		MaxIdleConns:          u.opt.MaxIdleConnsPerHost,
 		MaxIdleConnsPerHost:   u.opt.MaxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
@@ -208,7 +324,7 @@ func (u *Upstreams) newService(id, base string) (*service, error) {
 		DisableCompression: true,
 		ForceAttemptHTTP2:  false,
 	}
-	s := &service{id: id, base: base, tr: tr, rt: obs.Transport(tr, u.opt.Tracing)}
+	s.tr, s.rt = tr, obs.Transport(tr, u.opt.Tracing)
 	return s, nil
 }
 
@@ -280,15 +396,15 @@ func (u *Upstreams) IDs() []string {
 	return out
 }
 
-func (u *Upstreams) timeout(r Route) time.Duration {
-	switch r {
-	case RouteLatest:
-		return u.opt.Timeouts.Latest
-	case RouteReadings, RouteAggregate:
-		return u.opt.Timeouts.Readings
+// Deadline is the deadline of one call of route, retries included, from the one table.
+func (u *Upstreams) Deadline(r Route) time.Duration {
+	if r >= 0 && r < routeCount {
+		return u.deadlines[r]
 	}
-	return u.opt.Timeouts.Health
+	return u.deadlines[RouteHealth]
 }
+
+func (u *Upstreams) timeout(r Route) time.Duration { return u.Deadline(r) }
 
 // Get calls GET pathQuery (already escaped, e.g. contract.LatestPath(id)+"?"+query) on the
 // service within the route's deadline. A service's answer, any status, is returned as a
@@ -301,6 +417,7 @@ func (u *Upstreams) Get(ctx context.Context, serviceID string, route Route, path
 		return nil, apierr.New(apierr.UpstreamUnavailable, "service %q is not configured on this gateway", serviceID)
 	}
 	start := time.Now()
+	u.recycle(s)
 	resp, outcome, err := u.get(ctx, s, route, pathQuery)
 	if u.opt.Metrics != nil {
 		u.opt.Metrics.ObserveUpstream(serviceID, outcome, time.Since(start))
@@ -453,6 +570,10 @@ func clipHeader(s string) string {
 // are dropped (a failing service's kept-alive connections are likely dead too); a 5xx
 // answer left after the last retry is returned for the caller to judge.
 func (u *Upstreams) do(ctx context.Context, s *service, req *http.Request) (*http.Response, error) {
+	if !idempotent(req.Method) || (req.Body != nil && req.Body != http.NoBody) {
+		// Never sent twice: a tool call must not run twice.
+		return s.rt.RoundTrip(req)
+	}
 	for attempt := 0; ; attempt++ {
 		resp, err := s.rt.RoundTrip(req)
 		retry, checkErr := u.checkRetry(ctx, resp, err)

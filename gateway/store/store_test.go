@@ -501,7 +501,6 @@ func TestListSensorsFilters(t *testing.T) {
 			{"search quote and drop", catalog.SensorFilter{Search: "'; DROP TABLE sensors; --"}, []string{"PCT"}},
 			{"search backslash", catalog.SensorFilter{Search: `-- \ monitor`}, []string{"PCT"}},
 			{"search no match", catalog.SensorFilter{Search: "%%"}, []string{}},
-			{"search does not span fields", catalog.SensorFilter{Search: "hatteras\x1fndbc"}, []string{}},
 			{"sensor type", catalog.SensorFilter{SensorType: "air_quality_monitor"}, []string{"PCT", "8118", "PCT2"}},
 			{"provider slug", catalog.SensorFilter{Provider: "openaq"}, []string{"PCT", "8118", "PCT2"}},
 			{"service", catalog.SensorFilter{ServiceID: "airquality"}, []string{"PCT", "8118", "PCT2"}},
@@ -521,6 +520,11 @@ func TestListSensorsFilters(t *testing.T) {
 			{"radius across the antimeridian", catalog.SensorFilter{Near: &catalog.Near{Lat: 0, Lon: 179.95, RadiusKM: 30}}, []string{"AM_E", "AM_W"}},
 			{"radius around the pole", catalog.SensorFilter{Near: &catalog.Near{Lat: 89.9, Lon: 0, RadiusKM: 5000}}, []string{"PADK"}},
 			{"page 2", catalog.SensorFilter{ServiceID: "weather", Page: 2, Limit: 4}, []string{"KFLL", "NFFN"}},
+		}
+		// A search cannot span fields: the separator of the searched text (a control
+		// character) is refused like every control character, before any query.
+		if _, err := s.ListSensors(ctx, catalog.SensorFilter{Search: "hatteras\x1fndbc"}); apierr.From(err).Code != apierr.InvalidParameter {
+			t.Errorf("search holding the field separator: %v, want invalid_parameter", err)
 		}
 		for _, plan := range plans {
 			store.SetPlanThresholds(s, plan.filterFirstMax, plan.deferredJoinOffset)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -196,6 +197,7 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 		}
 	}
 
+	boundSendBuffer(ctx)
 	w := &sseWriter{w: c.Writer, rc: http.NewResponseController(c.Writer), timeout: h.o.WriteTimeout}
 	hd := c.Writer.Header()
 	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -343,4 +345,26 @@ func clip(s string) string {
 		return s
 	}
 	return s[:64] + "..."
+}
+
+// sendBuffer is the kernel send buffer of a connection once it carries a stream: small,
+// so that a client that stops reading blocks the stream's writes (and is disconnected
+// after WriteTimeout) within tens of kilobytes, not after the megabytes of an autotuned
+// buffer, which thousands of open streams could not afford either.
+const sendBuffer = 64 << 10
+
+type connKey struct{}
+
+// ConnContext is the http.Server ConnContext hook that lets a stream reach its
+// connection to bound the send buffer (sendBuffer).
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// boundSendBuffer applies sendBuffer to the request's TCP connection, when the server
+// was given ConnContext.
+func boundSendBuffer(ctx context.Context) {
+	if tc, ok := ctx.Value(connKey{}).(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(sendBuffer)
+	}
 }

@@ -158,8 +158,11 @@ type StationPage struct {
 
 // ProviderHealth is one provider's ingest state within a Health.
 type ProviderHealth struct {
-	Slug          string           `json:"slug"`
-	Mode          string           `json:"mode"` // live | files | simulate
+	Slug string `json:"slug"`
+	Mode string `json:"mode"` // live | files | simulate
+	// Lease is "held" or "standby" when replicas share the readings database and only the
+	// lease holder ingests (services/runtime/ingest/lease); absent for a single process.
+	Lease         string           `json:"lease,omitempty"`
 	LastSuccessAt *Time            `json:"last_success_at"`
 	LastErrorAt   *Time            `json:"last_error_at"`
 	LastError     string           `json:"last_error,omitempty"`

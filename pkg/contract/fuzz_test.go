@@ -3,6 +3,7 @@ package contract
 import (
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,44 @@ func FuzzValidExternalID(f *testing.F) {
 		back, err := url.PathUnescape(seg)
 		if err != nil || back != id {
 			t.Fatalf("%q: escaped %q decodes to %q (%v)", id, seg, back, err)
+		}
+	})
+}
+
+func FuzzParseAggregateQuery(f *testing.F) {
+	for _, s := range []string{"", "interval=1h&days=2", "interval=1d&since=2026-01-01&until=2026-02-01&tz=America/New_York",
+		"interval=1mo&stats=mean,max&parameter=aqi", "interval=1h&days=3660", "tz=../../etc/passwd", "interval=0h", "stats=median"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, _ := url.ParseQuery(raw)
+		q, err := ParseAggregateQuery(v, fuzzNow)
+		if err != nil {
+			wantParamError(t, raw, err)
+			return
+		}
+		if q.Zone == nil || len(q.Stats) == 0 || !q.Until.After(q.Since) {
+			t.Fatalf("%q: %+v", raw, q)
+		}
+		if len(q.Bounds) > 10_000 {
+			t.Fatalf("%q: %d buckets", raw, len(q.Bounds))
+		}
+	})
+}
+
+func FuzzParsePosition(f *testing.F) {
+	for _, s := range []string{"0", "1700000000000-3", "-", "1-", "18446744073709551615-18446744073709551615", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePosition(s)
+		if err != nil {
+			return
+		}
+		// An accepted position prints back to a form that parses to itself.
+		back, err := ParsePosition(strconv.FormatUint(p.MS, 10) + "-" + strconv.FormatUint(p.Seq, 10))
+		if err != nil || back != p {
+			t.Fatalf("%q: %+v round-trips to %+v (%v)", s, p, back, err)
 		}
 	})
 }

@@ -34,6 +34,9 @@ type ReadingsQuery struct {
 	Format     string
 	Parameters []string // empty: all
 	Ascending  bool
+	// Lineage (lineage=true) adds to every measurement its conversion: the named rule of
+	// canon's conversion table, its formula and the source field, value and unit.
+	Lineage bool
 	// Revisions adds each reading's earlier values (revisions=true).
 	Revisions bool
 }
@@ -52,6 +55,9 @@ func ParseLatestQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 	if q.Parameters, err = parseParameters(v); err != nil {
 		return q, err
 	}
+	if q.Lineage, err = parseLineage(v); err != nil {
+		return q, err
+	}
 	return q, nil
 }
 
@@ -64,6 +70,9 @@ func ParseReadingsQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 		return q, err
 	}
 	if q.Parameters, err = parseParameters(v); err != nil {
+		return q, err
+	}
+	if q.Lineage, err = parseLineage(v); err != nil {
 		return q, err
 	}
 	if s := v.Get("limit"); s != "" {
@@ -152,6 +161,22 @@ func parseFormat(v url.Values) (string, error) {
 		return FormatRaw, nil
 	default:
 		return "", apierr.Invalid("data_format", "want cleaned or raw, got %q", s)
+	}
+}
+
+// parseLineage reads lineage=true|false (absent: false). It applies to cleaned readings
+// only: raw readings carry the source fragment itself.
+func parseLineage(v url.Values) (bool, error) {
+	switch s := v.Get("lineage"); s {
+	case "", "false":
+		return false, nil
+	case "true":
+		if v.Get("data_format") == FormatRaw {
+			return false, apierr.Invalid("lineage", "applies to cleaned readings; data_format=raw already returns the source fragment")
+		}
+		return true, nil
+	default:
+		return false, apierr.Invalid("lineage", "want true or false, got %q", s)
 	}
 }
 

@@ -9,7 +9,11 @@
 // on a 10-million-reading store drops from 8.9-11 ms to 5.4-6.7 ms (docs/services.md).
 package gctune
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
 
 const (
 	// Percent lets the heap grow to 5x what is live before a collection, instead of 2x.
@@ -21,12 +25,31 @@ const (
 	MemoryLimit = 256 << 20
 )
 
-// Apply sets Percent and MemoryLimit unless getenv names GOGC or GOMEMLIMIT.
+// EnvMemoryLimit names the container's memory limit in bytes, as Kubernetes' downward API
+// hands it (resourceFieldRef limits.memory): with it and without GOMEMLIMIT, the soft limit
+// is LimitShare of it instead of MemoryLimit.
+const EnvMemoryLimit = "MEMORY_LIMIT"
+
+// LimitShare of the container's memory limit is the heap's soft limit: the rest is headroom
+// for what the Go runtime does not count (goroutine stacks in flight, cgo-free buffers of
+// the kernel) before the container is killed.
+const LimitShare = 0.9
+
+// Apply sets Percent and the memory limit unless getenv names GOGC or GOMEMLIMIT. The limit
+// is LimitShare of MEMORY_LIMIT when that is a positive byte count, else MemoryLimit.
 func Apply(getenv func(string) string) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(Percent)
 	}
 	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(MemoryLimit)
+		debug.SetMemoryLimit(Limit(getenv))
 	}
+}
+
+// Limit is the soft memory limit Apply sets when GOMEMLIMIT is unset.
+func Limit(getenv func(string) string) int64 {
+	if n, err := strconv.ParseInt(strings.TrimSpace(getenv(EnvMemoryLimit)), 10, 64); err == nil && n > 0 {
+		return int64(float64(n) * LimitShare)
+	}
+	return MemoryLimit
 }

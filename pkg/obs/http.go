@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -92,9 +93,7 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 				// request unrecorded; the panic is reported as a 500.
 				status = http.StatusInternalServerError
 				if !rec.wrote {
-					rec.Header().Set("Content-Type", "application/json; charset=utf-8")
-					rec.WriteHeader(status)
-					_, _ = rec.Write([]byte(`{"error":"internal error","code":"internal"}` + "\n"))
+					apierr.Write(rec, apierr.New(apierr.Internal, "internal error"))
 				}
 				if o.Logger != nil {
 					o.Logger.ErrorContext(ctx, "handler panicked", "panic", fmt.Sprint(p))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 
 	"go.opentelemetry.io/otel/trace"
@@ -81,11 +82,43 @@ var secretKeys = map[string]bool{
 	"internal_token": true, "x-internal-token": true,
 }
 
+// redact blanks attributes named like secrets, and in every other string or error value
+// masks what looks like one: an API key (sg_dev_..., sg_live_...: its display prefix is
+// kept) and the password of a URL (postgres://user:pass@host). A key pasted into a query, a
+// DATABASE_URL in an error message: neither reaches a log whole.
 func redact(_ []string, a slog.Attr) slog.Attr {
 	if secretKeys[strings.ToLower(a.Key)] {
 		return slog.String(a.Key, "[redacted]")
 	}
+	switch a.Value.Kind() {
+	case slog.KindString:
+		if v := a.Value.String(); mayHoldSecret(v) {
+			return slog.String(a.Key, Scrub(v))
+		}
+	case slog.KindAny:
+		if err, ok := a.Value.Any().(error); ok && err != nil {
+			if v := err.Error(); mayHoldSecret(v) {
+				return slog.String(a.Key, Scrub(v))
+			}
+		}
+	}
 	return a
+}
+
+// mayHoldSecret is the cheap test before Scrub's expressions: most values hold neither.
+func mayHoldSecret(s string) bool {
+	return strings.Contains(s, "sg_") || strings.Contains(s, "://")
+}
+
+var (
+	apiKeyRE  = regexp.MustCompile(`\b(sg_(?:dev|live)_[0-9A-Za-z]{4})[0-9A-Za-z]+`)
+	urlPassRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)[^@\s]+@`)
+)
+
+// Scrub masks API keys (keeping their display prefix) and URL passwords in s.
+func Scrub(s string) string {
+	s = apiKeyRE.ReplaceAllString(s, "${1}…[redacted]")
+	return urlPassRE.ReplaceAllString(s, "${1}[redacted]@")
 }
 
 // ContextHandler adds the request's ids from the context to every record.

@@ -155,6 +155,33 @@ func TestLoggerRedactsSecretsAndAddsKeyID(t *testing.T) {
 	}
 }
 
+// TestLoggerScrubsSecretsInValues: a key or a URL password inside any string or error
+// value is masked, whatever the attribute is called; the rest of the value stays.
+func TestLoggerScrubsSecretsInValues(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	l, err := NewLogger(&buf, LogConfig{Format: FormatJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "sg_dev_4f7b1d2c9a8e6b3f0d5c7a9e1b2d4f6a"
+	l.Info("x", "path", "/api/v1/sensors?key="+key, "url", "postgres://gw:hunter2@db:5432/gw",
+		"err", errors.New("open postgres://gw:hunter2@db/gw: refused"), "n", 3, "plain", "nothing secret")
+	out := buf.String()
+	for _, secret := range []string{key, "hunter2"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("%q reached the log: %s", secret, out)
+		}
+	}
+	line := logLines(t, &buf)[0]
+	for k, want := range map[string]any{"path": "/api/v1/sensors?key=sg_dev_4f7b…[redacted]", "url": "postgres://gw:[redacted]@db:5432/gw",
+		"err": "open postgres://gw:[redacted]@db/gw: refused", "plain": "nothing secret", "n": float64(3)} {
+		if line[k] != want {
+			t.Errorf("%s = %v, want %v", k, line[k], want)
+		}
+	}
+}
+
 func TestMetricsRouteLabels(t *testing.T) {
 	t.Parallel()
 	reg, err := NewRegistry()

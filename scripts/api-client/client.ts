@@ -20,9 +20,7 @@ if (!baseUrl || !key) {
   console.error("set SENSORGATE_URL and SENSORGATE_KEY");
   process.exit(2);
 }
-// JSON answers only: several operations also answer csv, ndjson or geojson, which this
-// client does not read.
-const api = createClient<paths, "application/json">({ baseUrl, headers: { "x-api-key": key } });
+const api = createClient<paths>({ baseUrl, headers: { "x-api-key": key } });
 
 let failed = false;
 function report(op: string, status: number, ok: boolean, note = ""): void {
@@ -57,10 +55,15 @@ async function main(): Promise<void> {
     report("GET /docs/assets/{file}", a.response.status, a.response.status === 200, asset);
   }
 
+  const version = await api.GET("/version");
+  report("GET /version", version.response.status, version.response.status === 200);
+
   // Sensors.
   const list = await api.GET("/api/v1/sensors", { params: { query: { limit: 5 } } });
-  report("GET /api/v1/sensors", list.response.status, list.response.status === 200 && (list.data?.sensors.length ?? 0) > 0);
-  const sensor = list.data?.sensors[0];
+  // JSON, CSV, NDJSON or GeoJSON by format/Accept: the JSON form is an object.
+  const sensors = typeof list.data === "object" && "sensors" in list.data ? list.data.sensors : [];
+  report("GET /api/v1/sensors", list.response.status, list.response.status === 200 && sensors.length > 0);
+  const sensor = sensors[0];
   const id = sensor?.id;
   if (!sensor || !id) throw new Error("no sensor listed");
   for (const p of ["/api/v1/sensors/types", "/api/v1/sensors/statuses"] as const) {
@@ -76,16 +79,21 @@ async function main(): Promise<void> {
   const readings = await api.GET("/api/v1/sensors/{id}/readings", {
     params: { path: { id }, query: { limit: 3, sort: "asc", data_format: "cleaned" } },
   });
-  report("GET /api/v1/sensors/{id}/readings", readings.response.status, readings.response.status === 200 && (readings.data?.readings.length ?? 0) > 0);
+  const page = typeof readings.data === "object" && "readings" in readings.data ? readings.data.readings : [];
+  report("GET /api/v1/sensors/{id}/readings", readings.response.status, readings.response.status === 200 && page.length > 0);
+
   const agg = await api.GET("/api/v1/sensors/{id}/readings/aggregate", {
-    params: { path: { id }, query: { interval: "1d", days: 3, stats: "mean,count" } },
+    params: { path: { id }, query: { interval: "6h", days: 1 } },
   });
-  report("GET /api/v1/sensors/{id}/readings/aggregate", agg.response.status, agg.response.status === 200 && (agg.data?.buckets.length ?? 0) > 0);
+  report("GET /api/v1/sensors/{id}/readings/aggregate", agg.response.status, agg.response.status === 200);
+
+  const area = await api.GET("/api/v1/readings/latest", { params: { query: { limit: 5, max_age: "P1D" } } });
+  report("GET /api/v1/readings/latest", area.response.status, area.response.status === 200 && (area.data?.items.length ?? 0) > 0);
+
   const exp = await api.GET("/api/v1/readings/export", {
-    params: { query: { sensor_ids: id, days: 1, format: "ndjson" } },
-    parseAs: "text",
+    params: { query: { sensor_ids: id, days: 1, format: "ndjson" } }, parseAs: "text",
   });
-  report("GET /api/v1/readings/export", exp.response.status, exp.response.status === 200);
+  report("GET /api/v1/readings/export", exp.response.status, exp.response.status === 200 && (exp.data ?? "").length > 0);
 
   // MCP at the catalog and registry scopes.
   const init: JSONRPCRequest = {

@@ -31,6 +31,16 @@ type Observation struct {
 	Source Source
 }
 
+// Station statuses the services set. A station known from metadata (NDBC's
+// activestations.xml, a locations list) that has never had a reading stored is
+// never_reported, not active: it is kept out of "active" filters, and becomes active with
+// its first stored reading. Simulated stations that stop reporting stay active (staleness
+// says so); a source mode's stations are kept apart by its own store (docs/adapters.md).
+const (
+	StatusActive        = "active"
+	StatusNeverReported = "never_reported"
+)
+
 // Source ranks of readings: of two readings of one station and time, the higher rank
 // supersedes the lower; equal ranks keep the first stored.
 const (
@@ -68,8 +78,14 @@ type Rejection struct {
 
 // Batch is the result of parsing one payload.
 type Batch struct {
-	Provider     string
-	Observations []Observation
-	Stations     []contract.Station
-	Rejections   []Rejection
+	Provider string
+	// Records is how many rows or records the payload held (data rows of a text file,
+	// records of a JSON array), for the ingest report.
+	Records int
+	// MissingValues counts values the source marked missing (NDBC MM and fill values, NWS
+	// null) that were skipped without a Rejection each.
+	MissingValues int
+	Observations  []Observation
+	Stations      []contract.Station
+	Rejections    []Rejection
 }

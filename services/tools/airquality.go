@@ -54,9 +54,8 @@ type AQIResult struct {
 
 func addAQI(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolAQI, "Air Quality Index",
-		"US EPA Air Quality Index of a monitor from PM2.5 (NowCast of the last 12 hourly averages, 2024 breakpoints) with its "+
-			"category and health message, plus the newest PM2.5, PM10, ozone and provider-reported AQI values, each with its unit, "+
-			"observation time, age and staleness."+deprecatedNote("station_id", "sensor_id"),
+		"US EPA AQI of a monitor from PM2.5 (12-hour NowCast, 2024 breakpoints) with category and health message, "+
+			"plus newest PM2.5, PM10, ozone and reported AQI; each value with unit, time, age, staleness."+deprecatedNote("station_id", "sensor_id"),
 		describeStationID, ts.aqi)
 }
 

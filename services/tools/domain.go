@@ -151,9 +151,8 @@ type SeaState struct {
 
 func addSeaState(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolSeaState, "Sea state",
-		"Sea-state summary of a buoy or coastal station: significant wave height with its WMO sea state (Douglas scale), "+
-			"water and air temperature, wind with Beaufort force and compass direction, pressure with its three-hour tendency; "+
-			"each value with its unit, observation time, age and staleness."+deprecatedNote("station_id", "sensor_id"),
+		"Sea state of a buoy or coastal station: wave height with WMO sea state, water and air temperature, "+
+			"wind with Beaufort force, pressure with 3-hour tendency; each value with unit, time, age, staleness."+deprecatedNote("station_id", "sensor_id"),
 		describeStationID, ts.seaState)
 }
 
@@ -237,9 +236,8 @@ type Conditions struct {
 
 func addCurrentConditions(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolCurrentConditions, "Current conditions",
-		"Current weather at a station: temperature (°C and °F), feels-like by the NWS heat index or wind chill formulas, "+
-			"dew point, humidity, wind with Beaufort force and compass direction, pressure with its three-hour tendency; "+
-			"each value with its unit, observation time, age and staleness."+deprecatedNote("station_id", "sensor_id"),
+		"Current weather at a station: temperature, NWS feels-like (heat index or wind chill), dew point, humidity, "+
+			"wind with Beaufort force, pressure with 3-hour tendency; each value with unit, time, age, staleness."+deprecatedNote("station_id", "sensor_id"),
 		describeStationID, ts.currentConditions)
 }
 

@@ -41,8 +41,8 @@ type LatestObservation struct {
 
 func addLatestObservation(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolLatestObservation, "Latest observation",
-		"The most recent reading of one station: every canonical measurement with its unit and the source's own value and unit, "+
-			"the observation time, its age in seconds and whether it is stale for the station's reporting interval, and provenance."+
+		"Newest reading of one station: each measurement in its canonical unit (and as the source gave it), "+
+			"observation time, age, staleness, provenance."+
 			deprecatedNote("station_id", "sensor_id"),
 		func(p map[string]*jsonschema.Schema) {
 			describeTarget(p)
@@ -101,13 +101,12 @@ func location(lat, lon *float64, st contract.Station) *Location {
 	return nil
 }
 
+// parametersSchema describes the parameters argument. The canonical ids are not listed
+// as an enum: it would repeat eleven ids in three tools of every scope's tools/list
+// (20 KB budget, docs/mcp.md); describe_station names a station's parameters and an
+// unknown id is refused with the list of known ones.
 func parametersSchema(s *jsonschema.Schema) {
 	s.Description = parametersDescription
-	enum := []any{}
-	for _, p := range canon.Parameters() {
-		enum = append(enum, p.ID)
-	}
-	s.Items.Enum = enum
 }
 
 func checkParameters(ps []string) error {
@@ -168,21 +167,19 @@ type Observations struct {
 
 func addObservations(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolObservations, "Observations",
-		"Time series of one station's readings over a time range (since/until or days), optionally reduced to some parameters, "+
-			"in pages of limit readings (default 100, at most 500; larger is clamped; pass nextCursor back as cursor for the next page), "+
-			"newest first unless sort=asc; units, ages and provenance included."+deprecatedNote("station_id", "sensor_id", "page", "cursor"),
+		"One station's readings over since/until or days, optionally only some parameters, newest first unless sort=asc; "+
+			"pages of limit (default 100, max 500); pass nextCursor back as cursor."+deprecatedNote("station_id", "sensor_id", "page", "cursor"),
 		func(p map[string]*jsonschema.Schema) {
 			describeTarget(p)
-			describe(p["since"], "inclusive lower bound: RFC 3339 time (UTC when no offset) or a date YYYY-MM-DD")
-			p["since"].Examples = []any{"2026-11-21T06:00:00Z", "2026-11-21"}
-			describe(p["until"], "exclusive upper bound: RFC 3339 time or a date YYYY-MM-DD")
-			describe(p["days"], "the last N days (fractions allowed); cannot be combined with since or until")
+			describe(p["since"], "inclusive, RFC 3339 or YYYY-MM-DD (UTC)")
+			describe(p["until"], "exclusive, RFC 3339 or YYYY-MM-DD (UTC)")
+			describe(p["days"], "last N days (fractions allowed); not with since/until")
 			p["days"].ExclusiveMinimum, p["days"].Maximum = ptr(0.0), ptr(float64(contract.MaxDays))
 			parametersSchema(p["parameters"])
-			describe(p["limit"], fmt.Sprintf("readings per page, default %d, at most %d (larger is clamped)", contract.DefaultReadingsLimit, contract.MaxReadingsLimit))
+			describe(p["limit"], fmt.Sprintf("default %d, max %d (larger is clamped)", contract.DefaultReadingsLimit, contract.MaxReadingsLimit))
 			p["limit"].Minimum, p["limit"].Default = ptr(1.0), []byte(strconv.Itoa(contract.DefaultReadingsLimit))
 			describe(p["cursor"], "nextCursor of the previous page")
-			describe(p["page"], "Deprecated (removed in the next release): 1-based page number; use cursor")
+			describe(p["page"], "deprecated: 1-based page number; use cursor")
 			p["page"].Minimum, p["page"].Deprecated = ptr(1.0), true
 			describe(p["sort"], "desc (newest first, default) or asc")
 			p["sort"].Enum = []any{"desc", "asc"}
@@ -395,32 +392,27 @@ type StationList struct {
 
 func addListStations(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolListStations, "List stations",
-		"The service's stations, filtered by search text, provider, feed, sensor type, status, a reported parameter, and "+
-			"a radius around a point (then ordered by distance, with distance_km); each with its last reading time, age and staleness. "+
-			fmt.Sprintf("Pages of limit stations (default %d, at most %d; larger is clamped); pass nextCursor back as cursor for the next page.", DefaultStationsLimit, MaxStationsLimit)+
+		"The service's stations by text, provider, feed, type, status, parameter or radius (then nearest first), "+
+			"each with its newest reading's age and staleness; "+
+			fmt.Sprintf("pages of limit (default %d, max %d); pass nextCursor back as cursor.", DefaultStationsLimit, MaxStationsLimit)+
 			deprecatedNote("page", "cursor"),
 		func(p map[string]*jsonschema.Schema) {
-			describe(p["search"], "case-insensitive substring of name, description or external id")
+			describe(p["search"], "substring of name, description or external id")
 			describe(p["provider"], "provider slug")
-			describe(p["feed"], "feed (project) slug; defaults to params._meta.feed_slug when the gateway sets it")
+			describe(p["feed"], "feed slug (default: params._meta.feed_slug)")
 			describe(p["sensor_type"], "e.g. buoy, fixed_station, weather_station, air_quality_monitor")
 			describe(p["status"], "e.g. active, inactive")
-			describe(p["data_type"], "keep stations that report this canonical parameter")
-			enum := []any{}
-			for _, c := range canon.Parameters() {
-				enum = append(enum, c.ID)
-			}
-			p["data_type"].Enum = enum
-			describe(p["latitude"], "center latitude of a radius filter, decimal degrees; needs longitude")
+			describe(p["data_type"], "keep stations that report this canonical parameter id (e.g. wave_height_m)")
+			describe(p["latitude"], "radius centre, degrees")
 			num(-90, 90)(p["latitude"])
-			describe(p["longitude"], "center longitude of a radius filter, decimal degrees; needs latitude")
+			describe(p["longitude"], "radius centre, degrees")
 			num(-180, 180)(p["longitude"])
-			describe(p["radius_km"], "radius around latitude/longitude in km, default 50")
+			describe(p["radius_km"], "km, default 50")
 			p["radius_km"].ExclusiveMinimum, p["radius_km"].Maximum = ptr(0.0), ptr(20038.0)
-			describe(p["limit"], fmt.Sprintf("stations per page, default %d, at most %d (larger is clamped)", DefaultStationsLimit, MaxStationsLimit))
+			describe(p["limit"], fmt.Sprintf("default %d, max %d (larger is clamped)", DefaultStationsLimit, MaxStationsLimit))
 			p["limit"].Minimum = ptr(1.0)
 			describe(p["cursor"], "nextCursor of the previous page")
-			describe(p["page"], "Deprecated (removed in the next release): 1-based page number; use cursor")
+			describe(p["page"], "deprecated: 1-based page number; use cursor")
 			p["page"].Minimum, p["page"].Deprecated = ptr(1.0), true
 		}, ts.listStations)
 }
@@ -606,8 +598,7 @@ type StationDescription struct {
 
 func addDescribeStation(srv *mcp.Server, ts *toolset) error {
 	return add(srv, ts, ToolDescribeStation, "Describe station",
-		"Everything known about one station: name, description, type, status, location, provider, feed, reporting interval, "+
-			"the parameters it reports with their units, and the age of its newest reading."+deprecatedNote("station_id", "sensor_id"),
+		"One station's metadata, reporting interval, parameters with units, and its newest reading's age."+deprecatedNote("station_id", "sensor_id"),
 		func(p map[string]*jsonschema.Schema) {
 			describeTarget(p)
 		}, ts.describeStation)

@@ -9,12 +9,13 @@ import (
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/freshness"
 	"github.com/sensorgate/sensorgate/pkg/ids"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
 
 // DefaultReportingInterval is assumed for a station that does not state its own.
-const DefaultReportingInterval = time.Hour
+const DefaultReportingInterval = freshness.DefaultInterval
 
 // StationRef identifies the station a result is about.
 type StationRef struct {
@@ -87,16 +88,15 @@ func (ts *toolset) provenance(st contract.Station, r *store.Reading) Provenance 
 }
 
 func interval(st contract.Station) time.Duration {
-	if st.ReportingIntervalS > 0 {
-		return time.Duration(st.ReportingIntervalS) * time.Second
-	}
-	return DefaultReportingInterval
+	return freshness.ExpectedInterval(st.ReportingIntervalS)
 }
 
-// staleAfter is the one staleness rule of sensorgate (docs/api-decisions.md "Area latest
-// with staleness"), the same in REST and every MCP tool family: stale when the age
-// exceeds twice the station's expected reporting interval (3600 s when unknown).
-func staleAfter(st contract.Station) time.Duration { return 2 * interval(st) }
+// staleAfter is the one staleness rule of sensorgate (pkg/freshness, docs/api-decisions.md
+// "Area latest with staleness"), the same in REST and every MCP tool family: stale when
+// the age exceeds twice the station's expected reporting interval (3600 s when unknown).
+func staleAfter(st contract.Station) time.Duration {
+	return time.Duration(freshness.Rule{}.StaleAfter(st.ReportingIntervalS)) * time.Second
+}
 
 // age is whole seconds from t to now; a timestamp in the future (a clock ahead of ours)
 // is age 0 rather than negative.

@@ -189,7 +189,7 @@ func describeStationID(p map[string]*jsonschema.Schema) { describeTarget(p) }
 // describeTarget describes sensor_id and its deprecated alias station_id.
 func describeTarget(p map[string]*jsonschema.Schema) {
 	describe(p["sensor_id"], stationIDDescription)
-	describe(p["station_id"], "Deprecated (removed in the next release): the old name of sensor_id")
+	describe(p["station_id"], "deprecated name of sensor_id")
 	p["station_id"].Deprecated = true
 }
 
@@ -210,6 +210,9 @@ func add[In, Out any](srv *mcp.Server, ts *toolset, tool, title, desc string, tw
 		return err
 	}
 	out, err := schemaFor[Out](nil)
+	if err == nil {
+		out, err = trimOutput(out)
+	}
 	if err != nil {
 		return err
 	}
@@ -230,7 +233,6 @@ func add[In, Out any](srv *mcp.Server, ts *toolset, tool, title, desc string, tw
 		InputSchema:  in,
 		OutputSchema: out,
 		Annotations: &mcp.ToolAnnotations{
-			Title:          title,
 			ReadOnlyHint:   true,
 			IdempotentHint: true,
 			OpenWorldHint:  ptr(false),

@@ -2,7 +2,9 @@ package tools_test
 
 import (
 	"encoding/json"
+	"io"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sensorgate/sensorgate/pkg/ids"
+	"github.com/sensorgate/sensorgate/services/runtime/store"
 	"github.com/sensorgate/sensorgate/services/tools"
 )
 
@@ -461,6 +464,32 @@ func TestStoreFailure(t *testing.T) {
 		res := call(t, cs, name, map[string]any{}, map[string]any{"sensor_external_id": "41002"}, nil)
 		if !res.IsError || !strings.Contains(text(res), `the readings store of service "ocean" did not answer`) {
 			t.Errorf("%s with a closed store: isError=%v %q", name, res.IsError, text(res))
+		}
+	}
+}
+
+// TestToolListSize measures each service's tools/list answer as the gateway forwards it:
+// it is listed at the service, sensor and project scopes (the project's own tools come on
+// top, about 4 KB), and every scope's answer must stay under 20 KB (docs/mcp.md): 15 KB here.
+func TestToolListSize(t *testing.T) {
+	t.Parallel()
+	const budget = 15 << 10
+	for id, fixture := range map[string]func(*testing.T) []store.Batch{"ocean": oceanFixture, "weather": weatherFixture, "airquality": airFixture} {
+		url := serve(t, id, fixture(t)...)
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"tools"`) {
+			t.Fatalf("%s tools/list: %d %s", id, resp.StatusCode, b)
+		}
+		t.Logf("%s tools/list: %d bytes", id, len(b))
+		if len(b) > budget {
+			t.Errorf("%s tools/list is %d bytes, over %d", id, len(b), budget)
 		}
 	}
 }

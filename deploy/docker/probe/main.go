@@ -3,7 +3,10 @@
 // have no shell, curl or wget, so the HEALTHCHECK needs a static binary of its own; it is
 // a separate module without dependencies so that it builds anywhere in a second.
 //
-// Usage: probe [URL]   (default: $PROBE_URL)
+// Usage: probe [-print] [URL]   (default: $PROBE_URL)
+//
+// -print copies the answer's body to stdout, so that tests can read a replica's /metrics
+// through `docker exec` on an image without any other tool.
 package main
 
 import (
@@ -23,11 +26,18 @@ const timeout = 2500 * time.Millisecond
 
 func main() {
 	target := os.Getenv("PROBE_URL")
-	if len(os.Args) > 1 {
-		target = os.Args[1]
+	args := os.Args[1:]
+	var out io.Writer = io.Discard
+	if len(args) > 0 && args[0] == "-print" {
+		out, args = os.Stdout, args[1:]
+	}
+	if len(args) > 0 {
+		target = args[0]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	err := check(ctx, http.DefaultTransport, target)
+	// The container's own internal token, for the routes behind it (/metrics of a service);
+	// the health probes do not need it.
+	err := check(ctx, tokenTransport{http.DefaultTransport, os.Getenv("INTERNAL_TOKEN")}, target, out)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "probe:", err)
@@ -35,9 +45,9 @@ func main() {
 	}
 }
 
-// check GETs target and reports why it is not healthy: a bad URL, no answer, or a status
-// outside 2xx.
-func check(ctx context.Context, rt http.RoundTripper, target string) error {
+// check GETs target, copies its body to body, and reports why it is not healthy: a bad
+// URL, no answer, or a status outside 2xx.
+func check(ctx context.Context, rt http.RoundTripper, target string, body io.Writer) error {
 	if target == "" {
 		return errors.New("no URL: pass it as the argument or set PROBE_URL")
 	}
@@ -54,9 +64,25 @@ func check(ctx context.Context, rt http.RoundTripper, target string) error {
 		return fmt.Errorf("GET %s: %w", u, err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if _, err := io.Copy(body, io.LimitReader(resp.Body, 16<<20)); err != nil {
+		return fmt.Errorf("GET %s: read: %w", u, err)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("GET %s: status %d", u, resp.StatusCode)
 	}
 	return nil
+}
+
+// tokenTransport sends X-Internal-Token when the environment holds one.
+type tokenTransport struct {
+	rt    http.RoundTripper
+	token string
+}
+
+func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("X-Internal-Token", t.token)
+	}
+	return t.rt.RoundTrip(r)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -51,10 +52,14 @@ func TestCheck(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
-			err := check(ctx, http.DefaultTransport, tt.url)
+			var body strings.Builder
+			err := check(ctx, http.DefaultTransport, tt.url, &body)
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("check(%q) = %v, want healthy", tt.url, err)
+				}
+				if body.String() != `{"status":"ok"}` {
+					t.Fatalf("check(%q) copied body %q, want the answer's", tt.url, body.String())
 				}
 				return
 			}
@@ -62,5 +67,28 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("check(%q) = %v, want an error containing %q", tt.url, err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// The container's internal token goes along when set, so -print can read a service's
+// /metrics; without one no header is sent.
+func TestTokenTransport(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Internal-Token") != "s3cret" {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		_, _ = w.Write([]byte("metrics"))
+	}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var body strings.Builder
+	if err := check(ctx, tokenTransport{http.DefaultTransport, "s3cret"}, srv.URL+"/metrics", &body); err != nil || body.String() != "metrics" {
+		t.Fatalf("with the token: %v, body %q", err, body.String())
+	}
+	if err := check(ctx, tokenTransport{http.DefaultTransport, ""}, srv.URL+"/metrics", io.Discard); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("without a token: %v, want status 403", err)
 	}
 }

@@ -80,7 +80,14 @@ func TestConcurrentClientsGetTheirOwnAnswers(t *testing.T) {
 	)
 	longValue := strings.Repeat("x", 3000)
 	longMethod := strings.Repeat("M", 300)
-	stop := time.Now().Add(duration)
+	// At least duration, and on until minChecked answers were judged (a race-built gateway
+	// on a loaded machine is slow), but never past hardStop.
+	const minChecked = 200
+	stop, hardStop := time.Now().Add(duration), time.Now().Add(duration+90*time.Second)
+	running := func() bool {
+		now := time.Now()
+		return now.Before(stop) || (checked.Load() < minChecked && now.Before(hardStop))
+	}
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Add(1)
@@ -91,7 +98,7 @@ func TestConcurrentClientsGetTheirOwnAnswers(t *testing.T) {
 			tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, DisableCompression: true}
 			defer tr.CloseIdleConnections()
 			hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-			for time.Now().Before(stop) {
+			for running() {
 				s := sensors[rng.IntN(len(sensors))]
 				ref := s.ID
 				if rng.IntN(2) == 0 {
@@ -182,7 +189,7 @@ func TestConcurrentClientsGetTheirOwnAnswers(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d clients for %s: %d readings answers checked (2xx), %d other answers, %d sensors", clients, duration, checked.Load(), others.Load(), len(perSensor))
+	t.Logf("%d clients for %s at least: %d readings answers checked (2xx), %d other answers, %d sensors", clients, duration, checked.Load(), others.Load(), len(perSensor))
 	for i, w := range wrong {
 		if i == 20 {
 			t.Errorf("... and %d more", len(wrong)-20)
@@ -190,7 +197,7 @@ func TestConcurrentClientsGetTheirOwnAnswers(t *testing.T) {
 		}
 		t.Error(w)
 	}
-	if checked.Load() < 200 || len(perSensor) < 2 {
+	if checked.Load() < minChecked || len(perSensor) < 2 {
 		t.Fatalf("too few readings answers to judge: %d over %d sensors", checked.Load(), len(perSensor))
 	}
 

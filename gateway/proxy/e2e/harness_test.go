@@ -86,6 +86,8 @@ type proc struct {
 	log  string
 	mu   sync.Mutex
 	cmd  *exec.Cmd
+	// exited is closed when the running process has been waited for.
+	exited chan struct{}
 }
 
 func startProc(t *testing.T, name, path string, env []string, args ...string) *proc {
@@ -121,9 +123,10 @@ func (p *proc) start() {
 	if err := cmd.Start(); err != nil {
 		p.t.Fatalf("start %s: %v", p.name, err)
 	}
-	go func() { _ = cmd.Wait(); _ = f.Close() }()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); _ = f.Close(); close(exited) }()
 	p.mu.Lock()
-	p.cmd = cmd
+	p.cmd, p.exited = cmd, exited
 	p.mu.Unlock()
 }
 
@@ -133,12 +136,9 @@ func (p *proc) kill() {
 	defer p.mu.Unlock()
 	if p.cmd != nil && p.cmd.Process != nil {
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		deadline := time.Now().Add(5 * time.Second)
-		for p.cmd.ProcessState == nil && time.Now().Before(deadline) {
-			if err := p.cmd.Process.Signal(syscall.Signal(0)); err != nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		select { // Wait, on the goroutine of start, owns the process state
+		case <-p.exited:
+		case <-time.After(5 * time.Second):
 		}
 		p.cmd = nil
 	}

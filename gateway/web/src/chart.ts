@@ -31,7 +31,7 @@ export class Chart {
       axes: [{}, { label: unit, size: 56 }],
       // The y range follows the data (uPlot's default starts at 0 for positive values,
       // which flattens 1,013 hPa into a line).
-      scales: { x: { time: true }, y: { range: (_u, min, max) => uPlot.rangeNum(min, max, 0.1, true) } },
+      scales: { x: { time: true }, y: { range: (_u, min, max) => padRange(min, max) } },
       legend: { live: true },
     };
     this.plot?.destroy();
@@ -52,4 +52,11 @@ export class Chart {
     delete this.box.dataset.buckets;
     delete this.box.dataset.points;
   }
+}
+
+/** padRange is the y range of the data with a tenth of its span added on each side. */
+function padRange(min: number | null, max: number | null): [number, number] {
+  if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+  const pad = max > min ? (max - min) * 0.1 : Math.max(Math.abs(max) * 0.01, 0.5);
+  return [min - pad, max + pad];
 }

@@ -77,29 +77,33 @@ export class WorldMap {
     this.redraw();
   }
 
-  setView(v: View): void {
+  setView(v: View, full = true): void {
     this.view = {
       lon: ((((v.lon + 180) % 360) + 360) % 360) - 180,
       lat: Math.max(-maxLat, Math.min(maxLat, v.lat)),
       zoom: Math.max(1, Math.min(maxZoom, v.zoom)),
     };
-    this.redraw();
+    if (full) this.redraw();
     this.onView(this.view);
   }
 
   /** bbox is the part of the world in view, or null when the whole width of the world is. */
   bbox(): BBox | null {
     this.configure();
-    const tl = this.proj.invert!([0, 0]);
-    const br = this.proj.invert!([this.width, this.height]);
-    if (!tl || !br) return null;
-    const south = Math.max(-90, br[1]);
-    const north = Math.min(90, tl[1]);
-    if (br[0] - tl[0] >= 360) {
+    // Latitudes from the middle column (invert wraps longitudes into [-180, 180], so the
+    // corners cannot give the longitude span); the span from the scale, which is linear in
+    // longitude on a Mercator map.
+    const top = this.proj.invert!([this.width / 2, 0]);
+    const bottom = this.proj.invert!([this.width / 2, this.height]);
+    if (!top || !bottom) return null;
+    const north = Math.min(90, top[1]);
+    const south = Math.max(-90, bottom[1]);
+    const span = ((this.width / this.proj.scale()) * 180) / Math.PI;
+    if (span >= 360) {
       return north >= 85 && south <= -85 ? null : { minLon: -180, maxLon: 180, minLat: south, maxLat: north };
     }
     const wrap = (x: number) => ((((x + 180) % 360) + 360) % 360) - 180;
-    return { minLon: wrap(tl[0]), maxLon: wrap(br[0]), minLat: south, maxLat: north };
+    return { minLon: wrap(this.view.lon - span / 2), maxLon: wrap(this.view.lon + span / 2), minLat: south, maxLat: north };
   }
 
   /** pointAt returns the id of the marker nearest (x, y) within a touch-sized radius. */
@@ -126,8 +130,9 @@ export class WorldMap {
   }
 
   /** benchmark draws n random points frames times and returns the mean milliseconds per
-   * frame, then restores the real points (measures the 10,000-point claim; not a test). */
-  benchmark(n: number, frames: number): number {
+   * full frame and per drag frame, then restores the real points (measures the
+   * 10,000-point claim; not a test). */
+  benchmark(n: number, frames: number): { full: number; drag: number } {
     const saved = this.points;
     const style = saved[0]?.style ?? { color: "#56B4E9", shape: "circle" as const, label: "" };
     const fake: MapPoint[] = [];
@@ -136,9 +141,16 @@ export class WorldMap {
     this.xy = new Float32Array(n * 2);
     const t0 = performance.now();
     for (let i = 0; i < frames; i++) this.draw();
-    const ms = (performance.now() - t0) / frames;
+    const full = (performance.now() - t0) / frames;
+    // A drag frame: the last full frame (with the n points) moved by a few pixels.
+    const t1 = performance.now();
+    for (let i = 0; i < frames; i++) {
+      this.shift = { x: i % 7, y: i % 5 };
+      this.drawShifted();
+    }
+    const drag = (performance.now() - t1) / frames;
     this.setPoints(saved);
-    return ms;
+    return { full, drag };
   }
 
   zoomBy(f: number, x = this.width / 2, y = this.height / 2): void {
@@ -154,10 +166,10 @@ export class WorldMap {
   }
 
   /** panBy moves the view so that the map moves by (-dx, -dy) pixels. */
-  panBy(dx: number, dy: number): void {
+  panBy(dx: number, dy: number, full = true): void {
     this.configure();
     const c = this.proj.invert!([this.width / 2 + dx, this.height / 2 + dy]);
-    if (c) this.setView({ ...this.view, lon: c[0], lat: c[1] });
+    if (c) this.setView({ ...this.view, lon: c[0], lat: c[1] }, full);
   }
 
   private baseScale(): number {
@@ -186,11 +198,51 @@ export class WorldMap {
   }
 
   redraw(): void {
+    this.fast = false;
+    this.schedule();
+  }
+
+  private schedule(): void {
     if (this.frame) return;
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
-      this.draw();
+      if (this.fast && this.cacheValid) this.drawShifted();
+      else this.draw();
     });
+  }
+
+  // While a drag pans the map, each frame is the last full frame moved by the drag (a
+  // Mercator pan is a pure translation), which costs one bitmap copy whatever the number
+  // of points; the full frame is drawn again when the pointer rests for 120 ms or lifts.
+  private cache = document.createElement("canvas");
+  private cacheValid = false;
+  private shift = { x: 0, y: 0 };
+  private fast = false;
+  private settle = 0;
+
+  /** dragBy pans by a pointer drag of (dx, dy) pixels, drawing the cheap shifted frame. */
+  private dragBy(dx: number, dy: number): void {
+    this.configure();
+    const anchor = this.proj.invert!([this.width / 2, this.height / 2]);
+    this.panBy(dx, dy, false);
+    this.configure();
+    const moved = anchor && this.proj(anchor);
+    if (moved) {
+      this.shift.x += moved[0] - this.width / 2;
+      this.shift.y += moved[1] - this.height / 2;
+    }
+    this.fast = true;
+    this.schedule();
+    clearTimeout(this.settle);
+    this.settle = window.setTimeout(() => this.redraw(), 120);
+  }
+
+  private drawShifted(): void {
+    const { ctx } = this;
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.fillStyle = mapColors.ocean;
+    ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
+    ctx.drawImage(this.cache, Math.round(this.shift.x * this.dpr), Math.round(this.shift.y * this.dpr));
   }
 
   private draw(): void {
@@ -257,6 +309,15 @@ export class WorldMap {
       ctx.stroke();
     }
     this.drawn = drawn;
+    if (this.cache.width !== this.canvas.width || this.cache.height !== this.canvas.height) {
+      this.cache.width = this.canvas.width;
+      this.cache.height = this.canvas.height;
+    }
+    const cc = this.cache.getContext("2d")!;
+    cc.clearRect(0, 0, this.cache.width, this.cache.height);
+    cc.drawImage(this.canvas, 0, 0);
+    this.cacheValid = true;
+    this.shift = { x: 0, y: 0 };
     this.canvas.dataset.points = String(this.points.length);
     this.canvas.dataset.drawn = String(drawn);
   }
@@ -287,7 +348,7 @@ export class WorldMap {
         const d1 = Math.hypot(p.x - other.x, p.y - other.y);
         if (d0 > 0) this.zoomBy(d1 / d0, (p.x + other.x) / 2, (p.y + other.y) / 2);
       } else {
-        this.panBy(prev.x - p.x, prev.y - p.y);
+        this.dragBy(prev.x - p.x, prev.y - p.y);
       }
       this.moved += Math.abs(prev.x - p.x) + Math.abs(prev.y - p.y);
       this.pointers.set(e.pointerId, p);
@@ -295,6 +356,7 @@ export class WorldMap {
     const up = (e: PointerEvent) => {
       if (!this.pointers.has(e.pointerId)) return;
       this.pointers.delete(e.pointerId);
+      if (this.fast) this.redraw();
       if (this.moved < 5 && e.type === "pointerup") {
         const p = local(e);
         const id = this.pointAt(p.x, p.y);

@@ -169,6 +169,7 @@ func ParseData(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	p := newParser()
+	p.b.SetRecords(len(recs))
 	for i, raw := range recs {
 		n := i + 1
 		var r dataRecord
@@ -271,6 +272,7 @@ func ParseObservations(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	p := newParser()
+	p.b.SetRecords(len(recs))
 	for i, raw := range recs {
 		n := i + 1
 		var r obsRecord

@@ -191,6 +191,7 @@ func ParseDeviceData(mac string, data []byte) (observation.Batch, error) {
 		return observation.Batch{}, fmt.Errorf("%w: device data is not an array of records: %w", ErrNotAmbient, err)
 	}
 	p := &parser{b: batch.New(ProviderSlug), infos: map[string]stationInfo{}}
+	p.b.SetRecords(len(recs))
 	for i, raw := range recs {
 		p.record(id, i+1, raw, nil, nil)
 	}
@@ -235,6 +236,7 @@ func ParseDevices(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, fmt.Errorf("%w: want a device object or an array of devices", ErrNotAmbient)
 	}
 	p := &parser{b: batch.New(ProviderSlug), infos: map[string]stationInfo{}}
+	p.b.SetRecords(len(raws))
 	for i, raw := range raws {
 		n := i + 1
 		var d device

@@ -99,6 +99,7 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 	rawFormat := rawPrefix + productName
 	prefix := append([]byte(`{"metadata":`), mdc...)
 	prefix = append(prefix, `,"data":[`...)
+	b.SetRecords(len(r.Data))
 	for i, raw := range r.Data {
 		n := i + 1
 		var rec record

@@ -171,6 +171,7 @@ func ParseCurrent(data []byte) (observation.Batch, error) {
 			}
 		}
 	}
+	b.SetRecords(len(suites) + btoi(bar != nil))
 	sort.SliceStable(suites, func(i, j int) bool { return suites[i].tx < suites[j].tx })
 	b.Note(id, nil, nil)
 	if len(suites) == 0 && bar != nil {
@@ -228,4 +229,11 @@ func base(id string) contract.Station {
 		SensorType: SensorType, Status: "active", ProviderSlug: ProviderSlug, FeedSlug: FeedSlug,
 		ReportingIntervalS: ReportingIntervalS,
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -58,6 +58,7 @@ func ParseText(data []byte, ref time.Time) (observation.Batch, error) {
 	if decoded == 0 && n > 0 {
 		return observation.Batch{}, fmt.Errorf("%w: no line is a METAR report", ErrNotMETAR)
 	}
+	b.SetRecords(decoded)
 	return b.Finish(base), nil
 }
 
@@ -104,6 +105,7 @@ func ParseADDSJSON(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, fmt.Errorf("%w: data.METAR: %w", ErrNotMETAR, err)
 	}
 	b := batch.New(ProviderSlug)
+	b.SetRecords(len(recs))
 	for i, raw := range recs {
 		n := i + 1
 		var rec addsRecord

@@ -203,6 +203,7 @@ func ParseStdmet(stationID string, data []byte) (observation.Batch, error) {
 		b.SetRank(observation.RankQualityControlled)
 	}
 	times := map[string][]time.Time{}
+	rows := 0
 	for n := start; n < len(lines); n++ {
 		line := lines[n]
 		if strings.TrimSpace(line) == "" {
@@ -212,6 +213,7 @@ func ParseStdmet(stationID string, data []byte) (observation.Batch, error) {
 		if strings.HasPrefix(strings.TrimSpace(line), "#") {
 			continue // repeated header blocks of concatenated files
 		}
+		rows++
 		f := strings.Fields(line)
 		id := fixedID
 		if stnc >= 0 && stnc < len(f) {
@@ -246,6 +248,7 @@ func ParseStdmet(stationID string, data []byte) (observation.Batch, error) {
 		for _, vc := range vcols {
 			tok := f[vc.idx]
 			if tok == "MM" {
+				b.Missing()
 				continue
 			}
 			v, err := strconv.ParseFloat(tok, 64)
@@ -254,6 +257,7 @@ func ParseStdmet(stationID string, data []byte) (observation.Batch, error) {
 				continue
 			}
 			if v == vc.col.sentinel {
+				b.Missing()
 				continue
 			}
 			ms.Add(vc.name, vc.col.param, v, vc.unit)
@@ -271,6 +275,7 @@ func ParseStdmet(stationID string, data []byte) (observation.Batch, error) {
 			times[id] = append(times[id], ts)
 		}
 	}
+	b.SetRecords(rows)
 	return b.Finish(func(id string) contract.Station {
 		st := stationFromID(id)
 		st.ReportingIntervalS = batch.Interval(times[id], st.ReportingIntervalS)

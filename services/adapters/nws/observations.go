@@ -89,6 +89,7 @@ func ParseObservations(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, fmt.Errorf("%w: type is %q", ErrNotGeoJSON, truncate(env.Type, 40))
 	}
 	b := batch.New(ProviderSlug)
+	b.SetRecords(len(features))
 	for i, raw := range features {
 		parseFeature(b, i+1, raw)
 	}
@@ -127,7 +128,11 @@ func parseFeature(b *batch.Builder, n int, raw json.RawMessage) {
 	}
 	ms := b.Start(id, n)
 	add := func(field, param string, q *quantity) bool {
-		if q == nil || q.Value == nil {
+		if q == nil {
+			return false
+		}
+		if q.Value == nil {
+			b.Missing()
 			return false
 		}
 		if qcFailed(q.QC) {

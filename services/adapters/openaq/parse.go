@@ -179,6 +179,7 @@ func ParseLatest(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	p := newParser()
+	p.b.SetRecords(len(env.Results))
 	for i, raw := range env.Results {
 		n := i + 1
 		var r latestResult
@@ -265,6 +266,7 @@ func ParseMeasurements(data []byte) (observation.Batch, error) {
 	}
 	groups := map[key]*group{}
 	var order []*group
+	p.b.SetRecords(len(env.Results))
 	for i, raw := range env.Results {
 		n := i + 1
 		var r measurementRecord

@@ -126,6 +126,7 @@ func ParseV3Sensors(stationID string, data []byte) (observation.Batch, error) {
 	}
 	groups := map[time.Time]*group{}
 	var order []*group
+	p.b.SetRecords(len(env.Results))
 	for i, raw := range env.Results {
 		n := i + 1
 		var r struct {
@@ -189,6 +190,7 @@ func ParseV3Measurements(stationID string, data []byte) (observation.Batch, erro
 	}
 	p := newParser()
 	p.b.Note(id, nil, nil)
+	p.b.SetRecords(len(env.Results))
 	for i, raw := range env.Results {
 		n := i + 1
 		var r struct {
@@ -270,6 +272,7 @@ func ParseV3ParameterLatest(path string, data []byte) (observation.Batch, error)
 	}
 	par, known := v3ParameterIDs[pid]
 	p := newParser()
+	p.b.SetRecords(len(env.Results))
 	for i, raw := range env.Results {
 		n := i + 1
 		var r struct {

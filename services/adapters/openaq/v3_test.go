@@ -109,6 +109,7 @@ func TestParseV3Bad(t *testing.T) {
 }
 
 func FuzzParseV3(f *testing.F) {
+	f.Add(adaptertest.ProviderFile(f, "openaq/v3_parameters_2_latest.json"))
 	for _, n := range []string{"v3_sensors.json", "v3_locations_limit100.json", "v3_locations_3_sensors.json", "v3_sensors_3_measurements_excerpt.json"} {
 		s := adaptertest.Testdata(f, n)
 		f.Add(s)
@@ -120,10 +121,37 @@ func FuzzParseV3(f *testing.F) {
 			ParseV3Locations,
 			func(d []byte) (observation.Batch, error) { return ParseV3Sensors("v3-1", d) },
 			func(d []byte) (observation.Batch, error) { return ParseV3Measurements("v3-1", d) },
+			func(d []byte) (observation.Batch, error) { return ParseV3ParameterLatest("/v3/parameters/2/latest", d) },
 		} {
 			if b, err := parse(data); err == nil {
 				adaptertest.CheckBatch(t, b)
 			}
 		}
 	})
+}
+
+// TestV3ParameterLatest: the recorded /v3/parameters/2/latest page (PM2.5 at 7 testing-site
+// locations): the first record, location 1, 8.15 µg/m³ at 2025-07-09 01:30Z, read by hand.
+func TestV3ParameterLatest(t *testing.T) {
+	t.Parallel()
+	b, err := Adapter{}.Parse(observation.Payload{Format: FormatV3ParameterLatest, Path: "openaq/v3_parameters_2_latest.json",
+		Body: adaptertest.ProviderFile(t, "openaq/v3_parameters_2_latest.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adaptertest.CheckBatch(t, b)
+	if len(b.Observations) != 7 || b.Records != 7 {
+		t.Fatalf("observations %d records %d, rejections %v", len(b.Observations), b.Records, adaptertest.Reasons(b))
+	}
+	o := b.Observations[0]
+	if v, _ := adaptertest.Value(o, canon.PM25); o.StationID != "v3-1" || v != 8.15 || !o.Time.Equal(time.Date(2025, 7, 9, 1, 30, 0, 0, time.UTC)) {
+		t.Errorf("first = %+v", o)
+	}
+	if _, err := ParseV3ParameterLatest("/v3/latest", []byte(`{"meta":{},"results":[]}`)); err == nil {
+		t.Error("no parameter in the path: want an error")
+	}
+	b, err = ParseV3ParameterLatest("/v3/parameters/7/latest", adaptertest.ProviderFile(t, "openaq/v3_parameters_2_latest.json"))
+	if err != nil || len(b.Observations) != 0 || adaptertest.Reasons(b)[batch.ReasonUnsupportedParam] != 7 {
+		t.Errorf("unknown parameter id: %v, %v", adaptertest.Reasons(b), err)
+	}
 }

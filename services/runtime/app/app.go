@@ -20,6 +20,7 @@ import (
 	"github.com/sensorgate/sensorgate/services/runtime/config"
 	"github.com/sensorgate/sensorgate/services/runtime/httpapi"
 	"github.com/sensorgate/sensorgate/services/runtime/ingest"
+	"github.com/sensorgate/sensorgate/services/runtime/ingest/lease"
 	"github.com/sensorgate/sensorgate/services/runtime/live"
 	"github.com/sensorgate/sensorgate/services/runtime/mcpserver"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
@@ -112,11 +113,26 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 	for slug, pc := range cfg.Providers {
 		live[slug] = ingest.LiveConfig{BaseURL: pc.BaseURL, Stations: pc.Stations, APIKey: pc.APIKey, Interval: pc.Interval}
 	}
+	// Replicas sharing a PostgreSQL readings database ingest each provider from one holder
+	// of its lease (services/runtime/ingest/lease); SQLite is one process's own file.
+	var ingestLease ingest.Lease
+	if cfg.ReadingsDatabaseURL != "" {
+		pl, err := lease.NewPostgres(cfg.ReadingsDatabaseURL, def.ID)
+		if err != nil {
+			return fmt.Errorf("%s: %w", def.ID, err)
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = pl.Close(cctx)
+		}()
+		ingestLease = pl
+	}
 	sched, err := ingest.New(ingest.Options{
 		Mode: cfg.SourceMode, Store: st, Providers: def.Providers,
 		Sim:     observation.SimConfig{Seed: cfg.SimSeed, Stations: cfg.SimStations},
 		SimDays: cfg.SimDays, Dir: cfg.SourceDir, Live: live, UserAgent: cfg.UserAgent,
-		WriteTimeout: cfg.ShutdownTimeout, Logger: log,
+		WriteTimeout: cfg.ShutdownTimeout, Lease: ingestLease, Logger: log,
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", def.ID, err)
@@ -157,7 +173,7 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 				return false
 			}
 		},
-		LastIngest: sched.LastIngest, Events: events, MCP: mcpSrv, InternalToken: cfg.InternalToken, Logger: log,
+		LastIngest: sched.LastIngest, IngestReport: sched.Report, Events: events, MCP: mcpSrv, InternalToken: cfg.InternalToken, Logger: log,
 		Metrics: metrics, Registry: reg, Tracing: tracing,
 	})
 
@@ -232,13 +248,11 @@ func storeKind(c config.Config) string {
 }
 
 func newLogger(c config.Config, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(c.LogLevel))
-	opts := &slog.HandlerOptions{Level: lvl}
-	// The context handler puts the request id (and trace id) on every line logged with a
-	// request's context.
-	if c.LogFormat == "json" {
-		return slog.New(obs.NewContextHandler(slog.NewJSONHandler(w, opts)))
+	// The one logger of pkg/obs: request and trace ids from the context on every line, and
+	// keys, tokens and URL passwords redacted.
+	l, err := obs.NewLogger(w, obs.LogConfig{Format: c.LogFormat, Level: c.LogLevel})
+	if err != nil { // the configuration validated both already
+		return slog.New(obs.NewContextHandler(slog.NewTextHandler(w, nil)))
 	}
-	return slog.New(obs.NewContextHandler(slog.NewTextHandler(w, opts)))
+	return l
 }

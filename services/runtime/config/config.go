@@ -109,6 +109,18 @@ func EnvNames(providerSlugs []string) []string {
 var TracingEnv = []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
 	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"}
 
+// DefaultSQLitePath is the embedded store of a service in a source mode. Each mode has its
+// own file, so that the recorded stations of files mode never sit beside the simulated
+// ones (answering 404 on latest while listed active) when the same checkout runs the other
+// mode next: ./data/<service>.db for simulate (the default mode, the file it always had),
+// ./data/<service>-files.db and ./data/<service>-live.db for the others.
+func DefaultSQLitePath(serviceID, mode string) string {
+	if mode == "" || mode == "simulate" {
+		return "./data/" + serviceID + ".db"
+	}
+	return "./data/" + serviceID + "-" + mode + ".db"
+}
+
 // Load reads the configuration of service serviceID (default port defaultPort) from getenv
 // and args (flags win). Every mistake is reported, joined in one error.
 func Load(serviceID string, defaultPort int, providerSlugs []string, args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
@@ -124,7 +136,7 @@ func Load(serviceID string, defaultPort int, providerSlugs []string, args []stri
 	fs.StringVar(&c.Addr, "addr", env(EnvAddr, fmt.Sprintf("127.0.0.1:%d", defaultPort)), "listen address ("+EnvAddr+")")
 	publicPort := fs.String("public-port", env(EnvPublicPort, ""), "port advertised in /v1/meta ("+EnvPublicPort+"; default the listen port)")
 	fs.StringVar(&c.ReadingsDatabaseURL, "readings-database-url", env(EnvDatabaseURL, ""), "PostgreSQL URL of the readings store ("+EnvDatabaseURL+"; empty: SQLite)")
-	fs.StringVar(&c.SQLitePath, "sqlite-path", env(EnvSQLitePath, "./data/"+serviceID+".db"), "SQLite file when no database URL is set ("+EnvSQLitePath+")")
+	fs.StringVar(&c.SQLitePath, "sqlite-path", env(EnvSQLitePath, ""), "SQLite file when no database URL is set ("+EnvSQLitePath+"; default ./data/<service>.db in simulate mode, ./data/<service>-<mode>.db in files and live mode)")
 	fs.StringVar(&c.SourceMode, "source-mode", env(EnvSourceMode, "simulate"), "simulate, files or live ("+EnvSourceMode+")")
 	fs.StringVar(&c.SourceDir, "source-dir", env(EnvSourceDir, ""), "folder of recorded payloads for files mode ("+EnvSourceDir+")")
 	simStations := fs.String("sim-stations", env(EnvSimStations, "24"), "synthetic stations per provider ("+EnvSimStations+")")
@@ -144,6 +156,9 @@ func Load(serviceID string, defaultPort int, providerSlugs []string, args []stri
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if c.SQLitePath == "" {
+		c.SQLitePath = DefaultSQLitePath(serviceID, c.SourceMode)
 	}
 
 	var errs []error

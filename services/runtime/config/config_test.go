@@ -36,6 +36,11 @@ func TestLoad(t *testing.T) {
 					len(p.Stations) != 2 || p.Stations[1] != "tplm2" || p.Interval != 5*time.Minute || c.RetentionDays != 90 {
 					return "env or flags not applied"
 				}
+				// Each source mode has its own embedded store: live data never sits beside
+				// the simulated stations of ./data/ocean.db.
+				if c.SQLitePath != "./data/ocean-live.db" {
+					return "live mode's default SQLite path is " + c.SQLitePath
+				}
 				return ""
 			}},
 		{name: "every mistake reported", env: map[string]string{"SERVICE_ADDR": "nonsense", "SOURCE_MODE": "psychic", "SIM_STATIONS": "0",
@@ -45,6 +50,18 @@ func TestLoad(t *testing.T) {
 				"RETENTION_DAYS"}},
 		{name: "retention days not a number", env: map[string]string{"RETENTION_DAYS": "30d"}, wantErr: []string{"RETENTION_DAYS"}},
 		{name: "files mode needs a folder", env: map[string]string{"SOURCE_MODE": "files"}, wantErr: []string{"SOURCE_DIR"}},
+		{name: "files mode store apart", env: map[string]string{"SOURCE_MODE": "files", "SOURCE_DIR": "/x"}, check: func(c config.Config) string {
+			if c.SQLitePath != "./data/ocean-files.db" {
+				return "files mode's default SQLite path is " + c.SQLitePath
+			}
+			return ""
+		}},
+		{name: "explicit SQLite path wins", env: map[string]string{"SOURCE_MODE": "files", "SOURCE_DIR": "/x", "READINGS_SQLITE_PATH": "/tmp/o.db"}, check: func(c config.Config) string {
+			if c.SQLitePath != "/tmp/o.db" {
+				return "READINGS_SQLITE_PATH not applied: " + c.SQLitePath
+			}
+			return ""
+		}},
 		{name: "unknown flag", args: []string{"-nope"}, wantErr: []string{"nope"}},
 	}
 	for _, c := range cases {

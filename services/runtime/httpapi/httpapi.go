@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sensorgate/sensorgate/services/runtime/ingest"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -37,6 +38,9 @@ type Deps struct {
 	ProviderHealthy func(contract.ProviderHealth) bool
 	// Ready reports whether the first ingest cycle has finished.
 	Ready func() bool
+	// IngestReport is the ingest report (per document: records read, readings stored,
+	// drops by reason, time span), served at ingest.PathReport; nil answers an empty one.
+	IngestReport func() ingest.Report
 	// LastIngest is the time of the newest batch written.
 	LastIngest func() *time.Time
 	// Events is the log of stored readings served at /v1/events (package live); nil
@@ -80,6 +84,9 @@ func NewServer(d Deps) *Server {
 	}
 	if d.Ready == nil {
 		d.Ready = func() bool { return true }
+	}
+	if d.IngestReport == nil {
+		d.IngestReport = func() ingest.Report { return ingest.Report{Documents: []ingest.DocumentReport{}} }
 	}
 	if d.LastIngest == nil {
 		d.LastIngest = func() *time.Time { return nil }

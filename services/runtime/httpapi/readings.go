@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -64,7 +65,13 @@ func (s *Server) readings() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		rs, total, err := s.d.Store.Readings(r.Context(), id, q)
+		sq := q
+		if q.Lineage {
+			// Lineage names source fields by the readings' source format, which the store
+			// reads with the raw fragments.
+			sq.Format = contract.FormatRaw
+		}
+		rs, total, err := s.d.Store.Readings(r.Context(), id, sq)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -206,23 +213,20 @@ func appendReading(buf *bytes.Buffer, st contract.Station, r store.Reading, q co
 		return nil
 	}
 	buf.WriteString(`"measurements":`)
-	if len(q.Parameters) == 0 {
+	if len(q.Parameters) == 0 && !q.Lineage {
 		buf.Write(r.Measurements)
 	} else {
 		var ms []canon.Measurement
 		if err := json.Unmarshal(r.Measurements, &ms); err != nil {
 			return fmt.Errorf("reading %s of %s: stored measurements: %w", r.ID, st.ExternalID, err)
 		}
-		keep := ms[:0]
-		for _, m := range ms {
-			for _, p := range q.Parameters {
-				if m.Parameter == p {
-					keep = append(keep, m)
-					break
-				}
-			}
+		var b []byte
+		var err error
+		if q.Lineage {
+			b, err = json.Marshal(withLineage(ms, r.RawFormat, q.Parameters))
+		} else {
+			b, err = json.Marshal(keepParameters(ms, q.Parameters))
 		}
-		b, err := json.Marshal(keep)
 		if err != nil {
 			return err
 		}
@@ -295,4 +299,46 @@ func appendUUID(dst []byte, u uuid.UUID) []byte {
 		dst = append(dst, hexdig[b>>4], hexdig[b&0xf])
 	}
 	return dst
+}
+
+func keepParameters(ms []canon.Measurement, params []string) []canon.Measurement {
+	if len(params) == 0 {
+		return ms
+	}
+	keep := ms[:0]
+	for _, m := range ms {
+		if slices.Contains(params, m.Parameter) {
+			keep = append(keep, m)
+		}
+	}
+	return keep
+}
+
+// lineageMeasurement is a served measurement with its conversion (lineage=true).
+type lineageMeasurement struct {
+	canon.Measurement
+	Conversion canon.Conversion `json:"conversion"`
+}
+
+// withLineage adds to each measurement its conversion from canon's one rule table (the
+// table the adapters converted with), computed over the whole reading so that a value
+// computed from another (OpenAQ's AQI from PM2.5) names it, then keeps params.
+func withLineage(ms []canon.Measurement, rawFormat string, params []string) []lineageMeasurement {
+	conv := canon.Lineage(ms, rawFormat)
+	out := make([]lineageMeasurement, 0, len(ms))
+	for i, m := range ms {
+		if len(params) == 0 || slices.Contains(params, m.Parameter) {
+			out = append(out, lineageMeasurement{Measurement: m, Conversion: conv[i]})
+		}
+	}
+	return out
+}
+
+// ingestReport answers GET /internal/v1/ingest/report: the latest ingest of every document
+// (recorded file, fetched URL, simulated payload) with its counts (docs/adapters.md
+// "Ingest report").
+func (s *Server) ingestReport() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.d.IngestReport())
+	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/services/runtime/ingest"
 )
 
 // routes is the whole internal API of a backing service.
@@ -24,6 +25,7 @@ func (s *Server) routes() http.Handler {
 	s.handle(mux, http.MethodPost, contract.PathLatestBatch, s.latestBatch())
 	s.handle(mux, http.MethodGet, contract.PathEvents, s.events())
 	s.handle(mux, http.MethodPost, contract.PathMCP, s.mcp)
+	s.handle(mux, http.MethodGet, ingest.PathReport, s.ingestReport())
 	if s.d.Registry != nil {
 		s.handle(mux, http.MethodGet, obs.PathMetrics, obs.MetricsHandler(s.d.Registry).ServeHTTP)
 	}

@@ -43,20 +43,43 @@ type Options struct {
 	HTTPClient *retryablehttp.Client
 	// WriteTimeout bounds one batch's transaction, also while draining at shutdown.
 	WriteTimeout time.Duration
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// Lease, when set, lets only its holder ingest each provider: replicas sharing one
+	// PostgreSQL readings database would otherwise all poll the providers and write the
+	// same readings. Nil (SQLite, one process): every provider is ingested here.
+	Lease Lease
+	// LeaseRetry is how often a standby replica tries to take a provider's lease (default
+	// 10 s, at most half the provider's poll interval), so a dead holder's providers are
+	// taken over well within 30 s and within one poll interval.
+	LeaseRetry time.Duration
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
+
+// Lease is a per-provider lock shared by the replicas of a service (package lease).
+type Lease interface {
+	// Hold takes or keeps the provider's lease and reports whether this process holds it.
+	Hold(ctx context.Context, provider string) (bool, error)
+	// Release gives the provider's lease up (at shutdown, for a quick takeover).
+	Release(ctx context.Context, provider string) error
+}
+
+// Lease states reported in a provider's health.
+const (
+	LeaseHeld    = "held"
+	LeaseStandby = "standby"
+)
 
 // Scheduler runs one ingest loop per provider.
 type Scheduler struct {
-	o      Options
-	log    *slog.Logger
-	mu     sync.Mutex
-	state  map[string]*providerState
-	order  []string
-	loops  map[string]source
-	primed sync.WaitGroup
-	ready  chan struct{}
+	o       Options
+	log     *slog.Logger
+	mu      sync.Mutex
+	state   map[string]*providerState
+	order   []string
+	loops   map[string]source
+	primed  sync.WaitGroup
+	ready   chan struct{}
+	reports *reportLog
 }
 
 type providerState struct {
@@ -69,6 +92,7 @@ type providerState struct {
 	duplicates    int64
 	rejected      map[string]int64
 	cycles        int
+	lease         string // LeaseHeld, LeaseStandby, or empty without a lease
 }
 
 // New validates the options and builds the sources.
@@ -84,6 +108,9 @@ func New(o Options) (*Scheduler, error) {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 2 * time.Minute
+	}
+	if o.LeaseRetry <= 0 {
+		o.LeaseRetry = 10 * time.Second
 	}
 	if o.FilesRescan <= 0 {
 		o.FilesRescan = time.Minute
@@ -105,7 +132,7 @@ func New(o Options) (*Scheduler, error) {
 		// status rather than "giving up".
 		o.HTTPClient.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	}
-	s := &Scheduler{o: o, log: o.Logger, state: map[string]*providerState{}, loops: map[string]source{}, ready: make(chan struct{})}
+	s := &Scheduler{o: o, log: o.Logger, state: map[string]*providerState{}, loops: map[string]source{}, ready: make(chan struct{}), reports: newReportLog()}
 	for _, p := range o.Providers {
 		slug := p.Slug()
 		st := &providerState{mode: o.Mode, rejected: map[string]int64{}}
@@ -213,7 +240,27 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) loop(ctx context.Context, p Provider, src source) {
 	slug := p.Slug()
 	first := true
+	if s.o.Lease != nil {
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := s.o.Lease.Release(rctx, slug); err != nil {
+				s.log.Warn("ingest: lease release", "provider", slug, "err", err)
+			}
+		}()
+	}
 	for {
+		if !s.holdLease(ctx, slug) {
+			// A standby is ready at once: it serves reads from the shared store.
+			if first {
+				first = false
+				s.primed.Done()
+			}
+			if !sleep(ctx, min(s.o.LeaseRetry, src.interval()/2)) {
+				return
+			}
+			continue
+		}
 		items, err := src.poll(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.fail(slug, err)
@@ -247,13 +294,45 @@ func (s *Scheduler) loop(ctx context.Context, p Provider, src source) {
 			first = false
 			s.primed.Done()
 		}
-		t := time.NewTimer(src.interval())
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, src.interval()) {
 			return
-		case <-t.C:
 		}
+	}
+}
+
+// holdLease reports whether this process ingests slug now, logging every change of hands.
+func (s *Scheduler) holdLease(ctx context.Context, slug string) bool {
+	if s.o.Lease == nil {
+		return true
+	}
+	held, err := s.o.Lease.Hold(ctx, slug)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("ingest: lease", "provider", slug, "err", err)
+	}
+	state := LeaseStandby
+	if held {
+		state = LeaseHeld
+	}
+	s.mu.Lock()
+	st := s.state[slug]
+	was := st.lease
+	st.lease = state
+	s.mu.Unlock()
+	if was != state {
+		s.log.Info("ingest: lease "+state, "provider", slug)
+	}
+	return held
+}
+
+// sleep waits d or until ctx ends, and reports whether to go on.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -263,10 +342,15 @@ func (s *Scheduler) loop(ctx context.Context, p Provider, src source) {
 // landed that its batch was written.
 func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) (ack, landed bool) {
 	slug := p.Slug()
+	rep := DocumentReport{Provider: slug, Mode: s.o.Mode, Document: it.origin, Format: it.payload.Format,
+		IngestedAt: contract.Time{Time: s.o.Now().UTC()}, Dropped: map[string]int{}}
+	defer func() { s.record(rep) }()
 	b, err := p.Adapter.Parse(it.payload)
 	if err != nil {
 		s.fail(slug, fmt.Errorf("parse %s: %w", it.origin, err))
-		s.reject(slug, map[string]int64{"unreadable_payload": 1})
+		s.reject(slug, map[string]int64{DropUnreadable: 1})
+		rep.Dropped[DropUnreadable] = 1
+		rep.Error = err.Error()
 		return true, false
 	}
 	now := s.o.Now()
@@ -274,8 +358,11 @@ func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) (ack, lande
 	for _, r := range b.Rejections {
 		reasons[r.Reason]++
 	}
+	if b.MissingValues > 0 {
+		reasons[DropMissingMarker] += int64(b.MissingValues)
+	}
 	obs := b.Observations[:0:0]
-	var newest time.Time
+	var newest, oldest time.Time
 	for _, o := range b.Observations {
 		// A clock far ahead is a broken row, not a forecast.
 		if o.Time.After(now.Add(6*time.Hour)) || o.Time.Year() < 1970 {
@@ -285,7 +372,19 @@ func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) (ack, lande
 		if o.Time.After(newest) {
 			newest = o.Time
 		}
+		if oldest.IsZero() || o.Time.Before(oldest) {
+			oldest = o.Time
+		}
+		o.Source.Document = it.origin
+		if s.o.Mode == ModeSimulate {
+			o.Source.Rank = observation.RankSimulated
+		}
 		obs = append(obs, o)
+	}
+	rep.RecordsRead, rep.Observations, rep.Stations = b.Records, len(obs), len(b.Stations)
+	rep.FirstTimestamp, rep.LastTimestamp = timePtr(oldest), timePtr(newest)
+	for k, v := range reasons {
+		rep.Dropped[k] = int(v)
 	}
 	if len(b.Stations) == 0 && len(obs) == 0 {
 		s.reject(slug, reasons)
@@ -308,8 +407,10 @@ func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) (ack, lande
 	if err != nil {
 		s.fail(slug, fmt.Errorf("store %s: %w", it.origin, err))
 		s.log.Error("ingest: store", "provider", slug, "origin", it.origin, "err", err)
+		rep.Error = "store: " + err.Error()
 		return false, false
 	}
+	rep.ReadingsStored, rep.Duplicates = res.Inserted, res.Duplicates
 	s.mu.Lock()
 	st := s.state[slug]
 	st.lastSuccess = now
@@ -322,10 +423,30 @@ func (s *Scheduler) ingest(ctx context.Context, p Provider, it item) (ack, lande
 		st.rejected[k] += v
 	}
 	s.mu.Unlock()
-	s.log.Debug("ingest: batch", "provider", slug, "origin", it.origin, "inserted", res.Inserted,
-		"duplicates", res.Duplicates, "stations", res.Stations, "rejected", len(b.Rejections))
 	return true, true
 }
+
+// record keeps a document's report and logs it: one line per recorded file or live fetch
+// (simulated payloads, one a station and tick, at debug level).
+func (s *Scheduler) record(r DocumentReport) {
+	s.reports.add(r)
+	level := slog.LevelInfo
+	if s.o.Mode == ModeSimulate {
+		level = slog.LevelDebug
+	}
+	attrs := []any{"provider", r.Provider, "document", r.Document, "format", r.Format, "records_read", r.RecordsRead,
+		"observations", r.Observations, "readings_stored", r.ReadingsStored, "duplicates", r.Duplicates, "dropped", r.Dropped}
+	if r.FirstTimestamp != nil {
+		attrs = append(attrs, "first", r.FirstTimestamp.Time, "last", r.LastTimestamp.Time)
+	}
+	if r.Error != "" {
+		attrs = append(attrs, "err", r.Error)
+	}
+	s.log.Log(context.Background(), level, "ingest: document", attrs...)
+}
+
+// Report returns the latest ingest report of every document, by provider and document.
+func (s *Scheduler) Report() Report { return s.reports.snapshot() }
 
 func (s *Scheduler) fail(slug string, err error) {
 	s.mu.Lock()
@@ -354,7 +475,7 @@ func (s *Scheduler) Health() []contract.ProviderHealth {
 	out := make([]contract.ProviderHealth, 0, len(s.order))
 	for _, slug := range s.order {
 		st := s.state[slug]
-		h := contract.ProviderHealth{Slug: slug, Mode: st.mode, LastError: st.lastErrorText, RowsIngested: st.ingested, RowsRejected: map[string]int64{}}
+		h := contract.ProviderHealth{Slug: slug, Mode: st.mode, Lease: st.lease, LastError: st.lastErrorText, RowsIngested: st.ingested, RowsRejected: map[string]int64{}}
 		for k, v := range st.rejected {
 			h.RowsRejected[k] = v
 		}
@@ -375,10 +496,14 @@ func (s *Scheduler) Health() []contract.ProviderHealth {
 
 // Healthy reports whether a provider's last attempt succeeded (false also when it has no
 // in the mode it runs in or has not succeeded yet after its first cycle); a provider
-// switched off for want of a source in this mode counts as healthy.
+// switched off for want of a source in this mode, or ingested by another replica (lease
+// standby), counts as healthy.
 func Healthy(h contract.ProviderHealth) bool {
 	if h.Mode == ModeOff {
 		return true
+	}
+	if h.Lease == LeaseStandby {
+		return true // another replica ingests this provider; this one serves reads
 	}
 	if h.LastSuccessAt == nil {
 		return false

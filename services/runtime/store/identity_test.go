@@ -75,3 +75,42 @@ func TestIdentityIsByteExact(t *testing.T) {
 		})
 	}
 }
+
+// TestNeverReportedStatus: a station known from metadata only is never_reported (out of
+// "active" filters); its first reading makes it active and moves its updated_at (so the
+// gateway's incremental sync sees it); metadata ingested again does not take that back.
+func TestNeverReportedStatus(t *testing.T) {
+	t.Parallel()
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t)
+			ctx := context.Background()
+			meta := store.Batch{Provider: "ndbc", Feed: "ndbc-stdmet", FetchedAt: time.Now(), Stations: []contract.Station{
+				{ExternalID: "41002", Name: "South Hatteras", Status: observation.StatusNeverReported, ProviderSlug: "ndbc", FeedSlug: "ndbc-stdmet"},
+			}}
+			if _, err := s.Ingest(ctx, meta); err != nil {
+				t.Fatal(err)
+			}
+			st, err := s.Station(ctx, "41002")
+			if err != nil || st.Status != observation.StatusNeverReported {
+				t.Fatalf("metadata only: %+v, %v", st, err)
+			}
+			before := st.UpdatedAt
+			time.Sleep(5 * time.Millisecond) // updated_at has millisecond resolution
+			if _, err := s.Ingest(ctx, ndbcBatch("41002", time.Date(2018, 8, 1, 0, 0, 0, 0, time.UTC), 2)); err != nil {
+				t.Fatal(err)
+			}
+			st, err = s.Station(ctx, "41002")
+			if err != nil || st.Status != observation.StatusActive || !st.UpdatedAt.After(before.Time) {
+				t.Fatalf("after a reading: %+v, %v", st, err)
+			}
+			if _, err := s.Ingest(ctx, meta); err != nil {
+				t.Fatal(err)
+			}
+			if st, _ = s.Station(ctx, "41002"); st.Status != observation.StatusActive {
+				t.Fatalf("metadata again: status %q", st.Status)
+			}
+		})
+	}
+}

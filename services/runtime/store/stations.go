@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/observation"
 )
 
 // stationKey is the identity of a station within its service: the provider's external id,
@@ -56,6 +57,9 @@ func (s *sqlStore) mergeStations(ctx context.Context, b Batch) ([]contract.Stati
 			} else {
 				st = add(contract.Station{ExternalID: o.StationID, Name: o.StationID})
 			}
+		}
+		if st.Status == observation.StatusNeverReported {
+			st.Status = observation.StatusActive // reports in this batch
 		}
 		for _, m := range o.Measurements {
 			if !contains(st.DataTypes, m.Parameter) {
@@ -188,8 +192,8 @@ func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Statio
 		if st.ReportingIntervalS == 0 {
 			st.ReportingIntervalS = in.ReportingIntervalS
 		}
-		if st.Status == "" {
-			st.Status = in.Status
+		if st.Status == "" || (st.Status == observation.StatusNeverReported && in.Status == observation.StatusActive) {
+			st.Status = in.Status // first reading of a station known from metadata
 		}
 	}
 	if exists {
@@ -216,6 +220,11 @@ func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Statio
 		if st.Name == st.ExternalID && cur.Name != "" {
 			st.Name = cur.Name
 		}
+	}
+	// A station with a reading, stored or in this batch, has reported: metadata that calls
+	// it never_reported (every metadata-only payload does) does not take that back.
+	if st.Status == observation.StatusNeverReported && (st.LastReadingAt != nil || (exists && cur.LastReadingAt != nil)) {
+		st.Status = observation.StatusActive
 	}
 	sort.Strings(st.DataTypes)
 	if st.DataTypes == nil {

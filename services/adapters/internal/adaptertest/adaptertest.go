@@ -78,6 +78,23 @@ func CheckBatch(tb testing.TB, b observation.Batch) {
 			if !ok {
 				tb.Fatalf("observation %d of %s: unknown parameter %q", i, o.StationID, m.Parameter)
 			}
+			if sf := canon.SourceField(o.RawFormat, m.Parameter); sf == "" || (m.SourceField != "" && !canon.KnownSourceField(o.RawFormat, m.Parameter, m.SourceField)) {
+				tb.Fatalf("observation %d of %s (%s): %s from field %q, but canon's lineage table says %q", i, o.StationID, o.RawFormat, m.Parameter, m.SourceField, sf)
+			}
+			// Lineage: the rule lineage=true names, applied to the source value, gives the
+			// stored value (canon's tests check each rule's formula text against its function).
+			for _, c := range canon.Lineage(o.Measurements, o.RawFormat) {
+				if c.SourceField == "" || c.Rule == "" {
+					tb.Fatalf("observation %d of %s (%s): lineage %+v names no field or rule", i, o.StationID, o.RawFormat, c)
+				}
+			}
+			if r, ok := canon.RuleFor(m.Parameter, m.UnitOriginal); ok && canon.SourceField(o.RawFormat, m.Parameter) != "" {
+				if v := math.Round(r.Apply(m.ValueOriginal)*1e4) / 1e4; v != m.Value {
+					tb.Fatalf("observation %d of %s: %s rule %s(%v) = %v, stored %v", i, o.StationID, m.Parameter, r.Name, m.ValueOriginal, v, m.Value)
+				}
+			} else if c := canon.Lineage([]canon.Measurement{m}, o.RawFormat)[0]; c.Rule != canon.ComputedAQIPM25 {
+				tb.Fatalf("observation %d of %s: %s has no conversion rule (%+v)", i, o.StationID, m.Parameter, c)
+			}
 			if m.Unit != p.Unit {
 				tb.Fatalf("observation %d of %s: %s unit %q, want %q", i, o.StationID, m.Parameter, m.Unit, p.Unit)
 			}

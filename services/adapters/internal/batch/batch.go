@@ -67,6 +67,13 @@ func New(provider string) *Builder {
 		rank: observation.RankPreliminary}
 }
 
+// SetRecords records how many rows or records the payload held (for the ingest report's
+// records_read); adapters call it with the length of what they walk.
+func (b *Builder) SetRecords(n int) { b.batch.Records = n }
+
+// Missing counts one value the source marked missing (see observation.Batch.MissingValues).
+func (b *Builder) Missing() { b.batch.MissingValues++ }
+
 // SetRank sets the source rank of the observations emitted from now on (default
 // observation.RankPreliminary); NDBC's quality-controlled historical files rank higher.
 func (b *Builder) SetRank(rank int) { b.rank = rank }
@@ -189,8 +196,12 @@ func (b *Builder) Finish(base func(id string) contract.Station) observation.Batc
 		if !f.last.IsZero() {
 			st.LastReadingAt = &contract.Time{Time: f.last}
 		}
-		if st.Status == "" {
-			st.Status = "active"
+		switch {
+		case f.last.IsZero() && st.LastReadingAt == nil && (st.Status == "" || st.Status == observation.StatusActive):
+			// Known from metadata only: the store makes it active with its first reading.
+			st.Status = observation.StatusNeverReported
+		case st.Status == "":
+			st.Status = observation.StatusActive
 		}
 		out.Stations = append(out.Stations, st)
 	}

@@ -1,0 +1,277 @@
+package security
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+)
+
+// bins holds the binaries built once for the package.
+var bins struct {
+	dir string
+	err error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sensorgate-security-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bins.dir = dir
+	for name, pkg := range map[string]string{
+		"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+		"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
+	} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
+		if err != nil {
+			bins.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+			break
+		}
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func bin(t *testing.T, name string) string {
+	t.Helper()
+	if bins.err != nil {
+		t.Fatal(bins.err)
+	}
+	return filepath.Join(bins.dir, name)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// proc is a child process of the test, killed when the test ends; its output goes to a
+// log file shown when the test fails.
+type proc struct {
+	name string
+	log  string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+}
+
+func startProc(t *testing.T, name, path string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, log: filepath.Join(t.TempDir(), name+".log")}
+	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { _ = cmd.Wait(); _ = f.Close() }()
+	p.cmd = cmd
+	t.Cleanup(func() {
+		p.mu.Lock()
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		p.mu.Unlock()
+		if t.Failed() {
+			b, _ := os.ReadFile(p.log)
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Logf("--- %s log (end) ---\n%s", name, b)
+		}
+	})
+	return p
+}
+
+// logText is what the process has logged so far.
+func (p *proc) logText() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
+}
+
+// waitOK polls url until it answers 200.
+func waitOK(t *testing.T, url string, hdr ...string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		r := do(http.MethodGet, url, nil, hdr...)
+		if r.status == 200 {
+			return
+		}
+		last = fmt.Sprintf("%d %s %v", r.status, r.body, r.err)
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s did not answer 200 within 90s; last: %s", url, last)
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+	err    error
+}
+
+// envelope decodes the error envelope, failing unless the body is exactly {error, code}.
+func (r reply) envelope(t *testing.T) apierr.Error {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("error body %q is not JSON: %v", r.body, err)
+	}
+	e := apierr.Error{}
+	e.Message, _ = m["error"].(string)
+	e.Code, _ = m["code"].(string)
+	if len(m) != 2 || e.Message == "" || e.Code == "" {
+		t.Errorf("error body %s is not the envelope {error, code}", r.body)
+	}
+	if !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+		t.Errorf("error answer %d has content type %q", r.status, r.header.Get("Content-Type"))
+	}
+	return e
+}
+
+// wantError checks status, envelope and code.
+func (r reply) wantError(t *testing.T, what string, status int, code string) apierr.Error {
+	t.Helper()
+	if r.status != status {
+		t.Errorf("%s: %d %s, want %d %s", what, r.status, r.body, status, code)
+		return apierr.Error{}
+	}
+	e := r.envelope(t)
+	if e.Code != code {
+		t.Errorf("%s: code %s (%s), want %s", what, e.Code, e.Message, code)
+	}
+	return e
+}
+
+var client = &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// from returns a client whose connections come from ip (any 127/8 address is this
+// machine): the wrong-key throttle counts by client address, so the suite's attacks come
+// from addresses of their own and do not throttle the other groups' requests.
+func from(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	return &http.Client{Timeout: 30 * time.Second, CheckRedirect: client.CheckRedirect,
+		Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+func do(method, url string, body []byte, hdr ...string) reply {
+	return doWith(client, method, url, body, hdr...)
+}
+
+func doWith(c *http.Client, method, url string, body []byte, hdr ...string) reply {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, url, rd)
+	if err != nil {
+		return reply{err: err}
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	if body != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return reply{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: b, err: err}
+}
+
+// gatewayEnv is the environment of a gateway process.
+type gatewayEnv struct {
+	addr, databaseURL, redisURL, services, token string
+	extra                                        []string
+}
+
+func (g gatewayEnv) list() []string {
+	return append([]string{
+		"GATEWAY_ADDR=" + g.addr, "DATABASE_URL=" + g.databaseURL, "REDIS_URL=" + g.redisURL,
+		"SENSORGATE_ENV=production", "SERVICE_URLS=" + g.services, "INTERNAL_TOKEN=" + g.token,
+		"RATE_LIMIT_PLANS=default=1000000/h,tiny=5/h", "SYNC_INTERVAL=1s", "PROBE_INTERVAL=1s",
+		"KEY_CACHE_TTL=1m", "READINGS_CACHE_TTL=0", "LOG_LEVEL=info", "LOG_FORMAT=text", "OTEL_SDK_DISABLED=true",
+	}, g.extra...)
+}
+
+func (g gatewayEnv) url() string { return "http://" + g.addr }
+
+// admin runs a gateway admin command and returns its output.
+func admin(t *testing.T, g gatewayEnv, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin(t, "gateway"), args...)
+	cmd.Env = append(os.Environ(), g.list()...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gateway %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// createKey runs `gateway keys create` and returns the key it prints.
+func createKey(t *testing.T, g gatewayEnv, owner, plan string) string {
+	t.Helper()
+	out := admin(t, g, "keys", "create", "--owner", owner, "--env", "production", "--plan", plan)
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "sg_live_") && !strings.Contains(line, " ") {
+			return line
+		}
+	}
+	t.Fatalf("keys create printed no key:\n%s", out)
+	return ""
+}
+
+// startRedis starts a redis-server of the test's own.
+func startRedis(t *testing.T) string {
+	t.Helper()
+	port := freePort(t)
+	startProc(t, "redis", "redis-server", nil, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server on %d: %v", port, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/contract"
+)
+
+// quantile of sorted durations.
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	return d[min(len(d)-1, int(q*float64(len(d))))]
+}
+
+// BenchmarkAreaLatest1000: area latest of 1,000 sensors spread over three services (real
+// services on PostgreSQL, one gateway); reports p50 and p99 of the whole request.
+//
+//	scripts/testenv.sh go test -run '^$' -bench AreaLatest1000 -benchtime 300x ./gateway/stream/e2e/
+func BenchmarkAreaLatest1000(b *testing.B) {
+	st := startStack(b, stackOptions{services: []string{"ocean", "weather", "airquality"}, simStations: 170})
+	g := st.startGateway(b, "gateway", 1000)
+	url := g.url + "/api/v1/readings/latest?limit=1000"
+	services := map[string]bool{}
+	var a latestAnswer
+	if r := get(b, url); r.status != 200 || json.Unmarshal(r.body, &a) != nil || len(a.Items) != 1000 {
+		b.Fatalf("warm-up: %d, %d items", r.status, len(a.Items))
+	}
+	for _, it := range a.Items {
+		services[it.ServiceID] = true
+	}
+	if len(services) != 3 {
+		b.Fatalf("the 1000 sensors come from %d services, want 3", len(services))
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if r := get(b, url); r.status != 200 {
+			b.Fatalf("status %d", r.status)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(quantile(lat, 0.5).Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(quantile(lat, 0.99).Microseconds())/1000, "p99_ms")
+}
+
+// BenchmarkStreamDelivery1000: 1,000 open area streams on one gateway while the services
+// store readings at their simulated cadence (event logs in Redis); the delay of each
+// delivered reading is its arrival at the client minus the time its service logged it
+// (the log position's milliseconds, right after the batch committed).
+//
+//	scripts/testenv.sh go test -run '^$' -bench StreamDelivery1000 -benchtime 1x ./gateway/stream/e2e/
+func BenchmarkStreamDelivery1000(b *testing.B) {
+	const streams = 1000
+	st := startStack(b, stackOptions{services: []string{"ocean", "weather"}, simStations: 300, redis: true})
+	g := st.startGateway(b, "gateway", 300, "STREAM_MAX_PER_KEY=1000")
+	for i := 0; i < b.N; i++ {
+		var (
+			mu     sync.Mutex
+			delays []time.Duration
+			wg     sync.WaitGroup
+		)
+		opened := make([]*sse, 0, streams)
+		for j := 0; j < streams; j++ {
+			s, r := openStream(b, g.url+"/api/v1/readings/stream")
+			if s == nil {
+				b.Fatalf("stream %d: %d %s", j, r.status, r.body)
+			}
+			opened = append(opened, s)
+		}
+		for _, s := range opened {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				evs, _, _ := s.collect(b, 45*time.Second)
+				var local []time.Duration
+				for _, f := range evs {
+					var e readingEvent
+					if json.Unmarshal([]byte(f.data), &e) != nil {
+						continue
+					}
+					if p, ok := cursorPos(f.id, e.ServiceID); ok {
+						local = append(local, f.at.Sub(time.UnixMilli(int64(p.MS))))
+					}
+				}
+				mu.Lock()
+				delays = append(delays, local...)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		for _, s := range opened {
+			s.close()
+		}
+		slices.Sort(delays)
+		if len(delays) == 0 {
+			b.Fatal("no reading delivered in 45 s")
+		}
+		b.ReportMetric(float64(len(delays)), "deliveries")
+		b.ReportMetric(float64(quantile(delays, 0.5).Microseconds())/1000, "p50_ms")
+		b.ReportMetric(float64(quantile(delays, 0.99).Microseconds())/1000, "p99_ms")
+		b.ReportMetric(float64(delays[len(delays)-1].Microseconds())/1000, "max_ms")
+	}
+}
+
+// cursorPos reads the position of service in an event id (the test knows the cursor's
+// form; clients treat it as opaque).
+func cursorPos(id, service string) (contract.Position, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(id)
+	if err != nil {
+		return contract.Position{}, false
+	}
+	for _, part := range strings.Split(string(raw), ",") {
+		if svc, pos, ok := strings.Cut(part, "="); ok && svc == service {
+			p, err := contract.ParsePosition(pos)
+			return p, err == nil
+		}
+	}
+	return contract.Position{}, false
+}

@@ -1,0 +1,121 @@
+package lease_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/sensorgate/sensorgate/pkg/testenv"
+	"github.com/sensorgate/sensorgate/services/runtime/ingest/lease"
+)
+
+func newLease(t *testing.T, url, service string) *lease.Postgres {
+	t.Helper()
+	l, err := lease.NewPostgres(url, service)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	return l
+}
+
+func hold(t *testing.T, l *lease.Postgres, provider string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := l.Hold(ctx, provider)
+	if err != nil {
+		t.Logf("hold %s: %v", provider, err)
+	}
+	return got
+}
+
+// One holder per (service, provider); other providers and other services are independent;
+// Release and Close hand the lease to the next one that asks.
+func TestOneHolderPerProvider(t *testing.T) {
+	url := testenv.Postgres(t)
+	a, b := newLease(t, url, "ocean"), newLease(t, url, "ocean")
+	other := newLease(t, url, "weather")
+
+	if !hold(t, a, "ndbc") {
+		t.Fatal("a: first Hold of ndbc = false")
+	}
+	if !hold(t, a, "ndbc") {
+		t.Fatal("a: Hold of a held lease = false")
+	}
+	if hold(t, b, "ndbc") {
+		t.Fatal("b took ndbc while a holds it")
+	}
+	if !hold(t, b, "coops") {
+		t.Fatal("b: coops is free but Hold = false")
+	}
+	if !hold(t, other, "ndbc") {
+		t.Fatal("weather's ndbc lease is not ocean's, but Hold = false")
+	}
+	if err := a.Release(context.Background(), "ndbc"); err != nil {
+		t.Fatal(err)
+	}
+	if !hold(t, b, "ndbc") {
+		t.Fatal("b: ndbc released by a, Hold = false")
+	}
+	if hold(t, a, "ndbc") {
+		t.Fatal("a took ndbc back while b holds it")
+	}
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !hold(t, a, "ndbc") || !hold(t, a, "coops") {
+		t.Fatal("a: b closed its connection, yet a cannot take ndbc and coops")
+	}
+}
+
+// A holder whose connection is cut (as when PostgreSQL restarts or a network drops it)
+// reports the lease lost instead of ingesting on a lock it no longer has, the lease goes to
+// another replica, and the first one becomes a standby on a fresh connection.
+func TestLostConnectionGivesTheLeaseUp(t *testing.T) {
+	url := testenv.Postgres(t)
+	a, b := newLease(t, url, "ocean"), newLease(t, url, "ocean")
+	if !hold(t, a, "ndbc") {
+		t.Fatal("a: Hold = false")
+	}
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sensorgate-ocean-lease' AND datname = current_database() AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("terminated %d lease sessions, want the holder's one", n)
+	}
+	if !hold(t, b, "ndbc") {
+		t.Fatal("b: the holder's session ended, yet Hold = false")
+	}
+	if hold(t, a, "ndbc") {
+		t.Fatal("a still reports the lease after its connection was cut")
+	}
+	if hold(t, a, "ndbc") {
+		t.Fatal("a (reconnected) took the lease b holds")
+	}
+}
+
+func TestKeyIsStableAndDistinct(t *testing.T) {
+	if lease.Key("ocean", "ndbc") != lease.Key("ocean", "ndbc") {
+		t.Fatal("Key is not deterministic")
+	}
+	seen := map[int64]string{}
+	for _, s := range []string{"ocean", "weather", "airquality"} {
+		for _, p := range []string{"ndbc", "coops", "nws", "imperial_station", "openaq", "airnow", "ambient", "davis"} {
+			k := lease.Key(s, p)
+			if prev, dup := seen[k]; dup {
+				t.Fatalf("Key(%s, %s) collides with %s", s, p, prev)
+			}
+			seen[k] = s + "/" + p
+		}
+	}
+}
