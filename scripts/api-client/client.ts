@@ -88,7 +88,8 @@ async function main(): Promise<void> {
   report("GET /api/v1/sensors/{id}/readings/aggregate", agg.response.status, agg.response.status === 200);
 
   const area = await api.GET("/api/v1/readings/latest", { params: { query: { limit: 5, max_age: "P1D" } } });
-  report("GET /api/v1/readings/latest", area.response.status, area.response.status === 200 && (area.data?.items.length ?? 0) > 0);
+  const items = typeof area.data === "object" && "items" in area.data ? area.data.items : [];
+  report("GET /api/v1/readings/latest", area.response.status, area.response.status === 200 && items.length > 0);
 
   const exp = await api.GET("/api/v1/readings/export", {
     params: { query: { sensor_ids: id, days: 1, format: "ndjson" } }, parseAs: "text",
