@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -73,16 +72,6 @@ func backends(t *testing.T) map[string]func(t *testing.T) env {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // admin runs one admin command through Run, as the binary would, and returns its output.
 func admin(t *testing.T, e env, args ...string) (string, error) {
 	t.Helper()
@@ -113,7 +102,7 @@ type gateway struct {
 // (and must stop cleanly) when the test ends.
 func startGateway(t *testing.T, e env) *gateway {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	e = e.with("GATEWAY_ADDR", addr)
 	g := &gateway{url: "http://" + addr, log: &syncBuffer{}}
 	g.client = &http.Client{Timeout: 30 * time.Second, Transport: openapi.ValidateTransport(t, nil)}

@@ -8,11 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -29,61 +27,6 @@ import (
 )
 
 const devKey = "sg_dev_export_test_key_0123456789abc"
-
-func build(t *testing.T, dir, name, pkg string) string {
-	t.Helper()
-	out := filepath.Join(dir, name)
-	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
-
-// start runs a binary until the test ends and returns the path of its log.
-func start(t *testing.T, path string, env ...string) string {
-	t.Helper()
-	logPath := filepath.Join(t.TempDir(), filepath.Base(path)+".log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		_ = f.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			if len(b) > 6000 {
-				b = b[len(b)-6000:]
-			}
-			t.Logf("--- %s log ---\n%s", filepath.Base(path), b)
-		}
-	})
-	return logPath
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 type reply struct {
 	status int
@@ -133,12 +76,12 @@ func TestExportMatchesPagedReadings(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	gwBin := build(t, dir, "gateway", "github.com/sensorgate/sensorgate/gateway/cmd/gateway")
-	oceanBin := build(t, dir, "ocean", "github.com/sensorgate/sensorgate/services/cmd/ocean")
-	oceanAddr, gwAddr := freeAddr(t), freeAddr(t)
-	oceanLog := start(t, oceanBin, "SERVICE_ADDR="+oceanAddr, "READINGS_DATABASE_URL="+testenv.Postgres(t),
+	gwBin := testenv.Build(t, dir, "gateway", "github.com/sensorgate/sensorgate/gateway/cmd/gateway")
+	oceanBin := testenv.Build(t, dir, "ocean", "github.com/sensorgate/sensorgate/services/cmd/ocean")
+	oceanAddr, gwAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	oceanLog := testenv.Start(t, oceanBin, "SERVICE_ADDR="+oceanAddr, "READINGS_DATABASE_URL="+testenv.Postgres(t),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=6", "SIM_DAYS=7", "SIM_SEED=3", "LOG_FORMAT=json")
-	start(t, gwBin, "GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(dir, "catalog.db"), "SENSORGATE_ENV=development",
+	testenv.Start(t, gwBin, "GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(dir, "catalog.db"), "SENSORGATE_ENV=development",
 		"DEV_API_KEY="+devKey, "SERVICE_URLS=ocean=http://"+oceanAddr, "SYNC_INTERVAL=1s", "PROBE_INTERVAL=1s")
 	base := "http://" + gwAddr + "/api/v1"
 

@@ -46,7 +46,7 @@ func realGateway(tb testing.TB, env map[string]string, key string) (string, targ
 func realGatewayWith(tb testing.TB, env map[string]string, mkKey func(ctx context.Context, dbURL string) string) (string, string, target) {
 	tb.Helper()
 	svc := startService(tb, 3)
-	addr := freeAddr(tb)
+	addr := testenv.FreeAddr(tb)
 	base := map[string]string{
 		"GATEWAY_ADDR":     addr,
 		"DATABASE_URL":     testenv.Postgres(tb),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 	"net/http"
 	"slices"
 	"strings"
@@ -341,7 +342,7 @@ func TestGateway(t *testing.T) {
 	t.Run("service down", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		dead := "http://" + freeAddr(t) // nothing listens there
+		dead := "http://" + testenv.FreeAddr(t) // nothing listens there
 		lat, lon := 10.0, 20.0
 		if _, err := g.Store.Sync(ctx, catalog.SyncBatch{
 			Service: catalog.Service{ID: "deadsvc", Name: "Dead", URL: dead, Status: "active"},

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -71,21 +70,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startService runs the ocean binary in simulate mode and waits until it is ready.
 func startService(tb testing.TB, stations int) string {
 	tb.Helper()
 	bin := serviceBinary(tb, "ocean")
-	addr := freeAddr(tb)
+	addr := testenv.FreeAddr(tb)
 	var out bytes.Buffer
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -85,16 +85,6 @@ func startProcess(t *testing.T, path string, env ...string) (logPath string) {
 	return logPath
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // waitFor polls url until cond accepts the answer.
 func waitFor(t *testing.T, what, url string, header http.Header, cond func(int, []byte) bool) {
 	t.Helper()
@@ -127,7 +117,7 @@ func TestProcessesMatchDocument(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	bins := buildBinaries(t)
-	oceanAddr, gwAddr := freeAddr(t), freeAddr(t)
+	oceanAddr, gwAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	oceanLog := startProcess(t, bins["ocean"],
 		"SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(dir, "ocean.db"),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=4", "SIM_DAYS=2", "SIM_SEED=5", "LOG_FORMAT=json")

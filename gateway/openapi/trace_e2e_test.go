@@ -3,6 +3,7 @@ package openapi_test
 import (
 	"bytes"
 	"encoding/hex"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -83,7 +84,7 @@ func TestTraceCrossesProcesses(t *testing.T) {
 	t.Cleanup(collector.Close)
 	otel := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_TRACES_SAMPLER=parentbased_always_on"}
 
-	oceanAddr, gwAddr := freeAddr(t), freeAddr(t)
+	oceanAddr, gwAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	startProcess(t, bins["ocean"], append(otel, "SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(dir, "ocean.db"),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=2", "SIM_DAYS=1", "SIM_SEED=3")...)
 	waitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, func(s int, _ []byte) bool { return s == 200 })

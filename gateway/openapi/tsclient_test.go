@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -138,7 +139,7 @@ func TestTypeScriptClient(t *testing.T) {
 
 	tmp := t.TempDir()
 	bins := buildBinaries(t)
-	oceanAddr, gwAddr := freeAddr(t), freeAddr(t)
+	oceanAddr, gwAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	startProcess(t, bins["ocean"],
 		"SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(tmp, "ocean.db"),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=3", "SIM_DAYS=1", "SIM_SEED=7", "LOG_FORMAT=json")

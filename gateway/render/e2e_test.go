@@ -7,10 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -21,59 +18,10 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/openapi"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/formats"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
 const devKey = "sg_dev_render_test_key_0123456789abc"
-
-func build(t *testing.T, dir, name, pkg string) string {
-	t.Helper()
-	out := filepath.Join(dir, name)
-	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
-
-func start(t *testing.T, path string, env ...string) {
-	t.Helper()
-	logPath := filepath.Join(t.TempDir(), filepath.Base(path)+".log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		_ = f.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("--- %s log ---\n%.4000s", filepath.Base(path), b)
-		}
-	})
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 type reply struct {
 	status int
@@ -92,12 +40,12 @@ func TestFormatsMatchJSON(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	gwBin := build(t, dir, "gateway", "github.com/sensorgate/sensorgate/gateway/cmd/gateway")
-	oceanBin := build(t, dir, "ocean", "github.com/sensorgate/sensorgate/services/cmd/ocean")
-	oceanAddr, gwAddr := freeAddr(t), freeAddr(t)
-	start(t, oceanBin, "SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(dir, "ocean.db"),
+	gwBin := testenv.Build(t, dir, "gateway", "github.com/sensorgate/sensorgate/gateway/cmd/gateway")
+	oceanBin := testenv.Build(t, dir, "ocean", "github.com/sensorgate/sensorgate/services/cmd/ocean")
+	oceanAddr, gwAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	testenv.Start(t, oceanBin, "SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(dir, "ocean.db"),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=3", "SIM_DAYS=2", "SIM_SEED=11")
-	start(t, gwBin, "GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(dir, "catalog.db"), "SENSORGATE_ENV=development",
+	testenv.Start(t, gwBin, "GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(dir, "catalog.db"), "SENSORGATE_ENV=development",
 		"DEV_API_KEY="+devKey, "SERVICE_URLS=ocean=http://"+oceanAddr, "SYNC_INTERVAL=1s", "PROBE_INTERVAL=1s")
 	base := "http://" + gwAddr
 	v, err := openapi.NewValidator()

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -58,16 +57,6 @@ func bin(t testing.TB, name string) string {
 		t.Fatal(bins.err)
 	}
 	return filepath.Join(bins.dir, name)
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // proc is a child process, killed when the test ends.
@@ -143,7 +132,7 @@ func startStack(t testing.TB, o stackOptions) *stack {
 	_, s.redisPfx = testenv.Redis(t)
 	var urls []string
 	for _, id := range o.services {
-		addr := freeAddr(t)
+		addr := testenv.FreeAddr(t)
 		env := []string{"SERVICE_ADDR=" + addr, "READINGS_DATABASE_URL=" + testenv.Postgres(t), "SIM_DAYS=0",
 			fmt.Sprintf("SIM_STATIONS=%d", o.simStations), "LOG_LEVEL=warn", "INTERNAL_TOKEN=" + internalToken}
 		if o.redis {
@@ -178,7 +167,7 @@ type gateway struct {
 // startGateway starts one gateway replica and waits until its catalog holds want sensors.
 func (s *stack) startGateway(t testing.TB, name string, want int, extra ...string) *gateway {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	g := &gateway{url: "http://" + addr}
 	g.p = startProc(t, name, append(append([]string{"GATEWAY_ADDR=" + addr}, s.env...), extra...))
 	waitStatus(t, g.url+"/healthz", 200, 60*time.Second)

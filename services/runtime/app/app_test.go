@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,16 +24,6 @@ import (
 	"github.com/sensorgate/sensorgate/services/runtime/app"
 	"github.com/sensorgate/sensorgate/services/runtime/mcpserver"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // echoTool is a stand-in domain tool: it returns the station it was asked about, falling
 // back to the sensor the gateway injected.
@@ -62,7 +51,7 @@ func echoTool(s *mcp.Server, d mcpserver.Deps) error {
 // ready; stopping it checks that Run returns cleanly.
 func service(t *testing.T, env map[string]string) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	if env["SERVICE_ADDR"] == "" {
 		env["SERVICE_ADDR"] = addr
 	}

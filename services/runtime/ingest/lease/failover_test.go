@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -87,16 +86,6 @@ type replica struct {
 	done chan struct{}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestKillHolderFailsOver runs three real ocean service processes on one PostgreSQL
 // readings database, polling a local stand-in for NDBC and CO-OPS every 4 s, and kills
 // the holder of NDBC's lease with SIGKILL (no shutdown, no unlock: PostgreSQL frees the
@@ -121,7 +110,7 @@ func TestKillHolderFailsOver(t *testing.T) {
 	const token = "lease-test-token"
 	var reps []*replica
 	for i := range 3 {
-		r := &replica{name: fmt.Sprintf("replica-%d", i), addr: freeAddr(t), done: make(chan struct{})}
+		r := &replica{name: fmt.Sprintf("replica-%d", i), addr: testenv.FreeAddr(t), done: make(chan struct{})}
 		logf, err := os.Create(filepath.Join(t.TempDir(), r.name+".log"))
 		if err != nil {
 			t.Fatal(err)
