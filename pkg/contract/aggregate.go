@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// The IANA zone database, built in: the release images are FROM scratch, with no
+	// /usr/share/zoneinfo, and tz= must name the same zones on every machine.
+	_ "time/tzdata"
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/timebucket"
