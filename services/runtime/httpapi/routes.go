@@ -32,7 +32,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", s.notFound)
 	// The mux is passed to the middleware directly (requireToken keeps the request), so
 	// the metrics see the pattern it matched, never the raw path.
+	// Every gateway long-polls the event log all day: its lines are debug, like probes'.
+	quiet := obs.DefaultQuiet()
+	quiet[contract.PathEvents] = true
 	return obs.Middleware(s.requireToken(mux), obs.HTTPOptions{
-		Logger: s.d.Logger, Metrics: s.d.Metrics, Tracing: s.d.Tracing, Quiet: obs.DefaultQuiet(),
+		Logger: s.d.Logger, Metrics: s.d.Metrics, Tracing: s.d.Tracing, Quiet: quiet,
 	})
 }
