@@ -48,43 +48,6 @@ func buildBinaries(t *testing.T) map[string]string {
 	return map[string]string{"gateway": filepath.Join(binaries.dir, "gateway"), "ocean": filepath.Join(binaries.dir, "ocean")}
 }
 
-// startProcess runs a freshly built binary until the test ends; its output goes to a file
-// that is shown when the test fails.
-func startProcess(t *testing.T, path string, env ...string) (logPath string) {
-	t.Helper()
-	logPath = filepath.Join(t.TempDir(), filepath.Base(path)+".log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", path, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		_ = f.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			if len(b) > 4000 {
-				b = b[len(b)-4000:]
-			}
-			t.Logf("--- %s log ---\n%s", filepath.Base(path), b)
-		}
-	})
-	return logPath
-}
-
 // waitFor polls url until cond accepts the answer.
 func waitFor(t *testing.T, what, url string, header http.Header, cond func(int, []byte) bool) {
 	t.Helper()
@@ -118,11 +81,11 @@ func TestProcessesMatchDocument(t *testing.T) {
 	dir := t.TempDir()
 	bins := buildBinaries(t)
 	oceanAddr, gwAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
-	oceanLog := startProcess(t, bins["ocean"],
+	oceanLog := testenv.Start(t, bins["ocean"],
 		"SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(dir, "ocean.db"),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=4", "SIM_DAYS=2", "SIM_SEED=5", "LOG_FORMAT=json")
 	waitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, func(s int, _ []byte) bool { return s == 200 })
-	gatewayLog := startProcess(t, bins["gateway"],
+	gatewayLog := testenv.Start(t, bins["gateway"],
 		"GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(dir, "catalog.db"), "SENSORGATE_ENV=development",
 		"DEV_API_KEY="+devKey, "SERVICE_URLS=ocean=http://"+oceanAddr, "SYNC_INTERVAL=1s", "PROBE_INTERVAL=1s",
 		"LOG_FORMAT=json")

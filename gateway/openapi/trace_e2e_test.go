@@ -85,10 +85,10 @@ func TestTraceCrossesProcesses(t *testing.T) {
 	otel := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_TRACES_SAMPLER=parentbased_always_on"}
 
 	oceanAddr, gwAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
-	startProcess(t, bins["ocean"], append(otel, "SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(dir, "ocean.db"),
+	testenv.Start(t, bins["ocean"], append(otel, "SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(dir, "ocean.db"),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=2", "SIM_DAYS=1", "SIM_SEED=3")...)
 	waitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, func(s int, _ []byte) bool { return s == 200 })
-	startProcess(t, bins["gateway"], append(otel, "GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(dir, "catalog.db"),
+	testenv.Start(t, bins["gateway"], append(otel, "GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(dir, "catalog.db"),
 		"SENSORGATE_ENV=development", "DEV_API_KEY="+devKey, "SERVICE_URLS=ocean=http://"+oceanAddr, "SYNC_INTERVAL=1s")...)
 	base := "http://" + gwAddr
 	var external string

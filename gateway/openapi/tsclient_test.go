@@ -140,11 +140,11 @@ func TestTypeScriptClient(t *testing.T) {
 	tmp := t.TempDir()
 	bins := buildBinaries(t)
 	oceanAddr, gwAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
-	startProcess(t, bins["ocean"],
+	testenv.Start(t, bins["ocean"],
 		"SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(tmp, "ocean.db"),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=3", "SIM_DAYS=1", "SIM_SEED=7", "LOG_FORMAT=json")
 	waitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, func(s int, _ []byte) bool { return s == 200 })
-	startProcess(t, bins["gateway"],
+	testenv.Start(t, bins["gateway"],
 		"GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(tmp, "catalog.db"), "SENSORGATE_ENV=development",
 		"DEV_API_KEY="+devKey, "SERVICE_URLS=ocean=http://"+oceanAddr, "SYNC_INTERVAL=1s", "PROBE_INTERVAL=1s",
 		"LOG_FORMAT=json")
