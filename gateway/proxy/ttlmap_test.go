@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -84,5 +86,34 @@ func TestTTLMapBoundedInBytes(t *testing.T) {
 	m.put("late", nil, t0.Add(2*time.Minute), t0.Add(2*time.Minute))
 	if n, b := m.len(), m.sizeBytes(); n != 1 || b != 4 {
 		t.Errorf("after everything else expired: %d entries, %d bytes; want 1, 4", n, b)
+	}
+}
+
+// TestTTLMapConcurrent puts and gets from many goroutines at once (run under -race in make
+// test): every hit is the value stored under its own key, and the byte count stays within
+// its bound and equal to the entries held.
+func TestTTLMapConcurrent(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(0, 0)
+	size := func(key string, v []byte) int64 { return int64(len(key) + len(v)) }
+	m := newTTLMap(time.Minute, 1000, 64<<10, size)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				key := "k" + strconv.Itoa((g*7+i)%97)
+				m.put(key, []byte(strings.Repeat(key, 40)), now, now)
+				if v, _, ok := m.get(key, now); ok && string(v) != strings.Repeat(key, 40) {
+					t.Errorf("get(%s) = a value of another key (%.12s...)", key, v)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if b := m.sizeBytes(); b > 64<<10 {
+		t.Errorf("%d bytes held over a %d byte bound", b, 64<<10)
 	}
 }
