@@ -264,7 +264,7 @@ func TestMigrateAdoptsOldRunnerVersions(t *testing.T) {
 			o.ServiceID = "ocean"
 			db := openSQL(t, o)
 			applyUpTo(t, db, dir, 1<<30)
-			mustExec(t, db, `INSERT INTO stations (skey, external_id, external_upper, provider, feed, name, updated_ms, last_reading_ms, reading_count)
+			mustExec(t, db, `INSERT INTO stations (skey, external_id, external_key, provider, feed, name, updated_ms, last_reading_ms, reading_count)
 				VALUES (1, 'OLD1', 'OLD1', 'ndbc', 'ndbc', 'Old', 0, 0, 0)`)
 			for range 2 {
 				s, err := Open(context.Background(), o)
