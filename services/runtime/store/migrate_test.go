@@ -227,7 +227,9 @@ func assertVersions(t *testing.T, db *sql.DB, dir string) {
 
 func testDatabases(t *testing.T) map[string]func(t *testing.T) (Options, string) {
 	return map[string]func(t *testing.T) (Options, string){
-		"sqlite":   func(t *testing.T) (Options, string) { return Options{SQLitePath: filepath.Join(t.TempDir(), "r.db")}, "sqlite" },
+		"sqlite": func(t *testing.T) (Options, string) {
+			return Options{SQLitePath: filepath.Join(t.TempDir(), "r.db")}, "sqlite"
+		},
 		"postgres": func(t *testing.T) (Options, string) { return Options{DatabaseURL: testenv.Postgres(t)}, "postgres" },
 	}
 }
