@@ -43,6 +43,9 @@ type Setting[C any] struct {
 	Usage   string
 	// Secret values are never shown by --help or in an error.
 	Secret bool
+	// Switch makes the flag a boolean one: given alone (-skip-load) it means true, and a
+	// value must be attached (-skip-load=false), as with the flag package's Bool.
+	Switch bool
 	// Set parses the value (the flag, else the variable, else Default; spaces trimmed) into
 	// c. It is called in table order, so a setting may depend on one declared before it.
 	// Nil for a variable another package reads itself through the same getenv (External).
@@ -122,7 +125,7 @@ func Register[C any](fs *flag.FlagSet, table []Setting[C], getenv func(string) s
 			}
 			seen[k] = true
 		}
-		v := &value{s: s.Default, secret: s.Secret, public: s.Default}
+		v := &value{s: s.Default, secret: s.Secret, public: s.Default, isBool: s.Switch}
 		if s.Env != "" {
 			if e := getenv(s.Env); e != "" {
 				v.s = e
@@ -295,7 +298,11 @@ type value struct {
 	s      string
 	secret bool
 	public string // the documented default
+	isBool bool
 }
+
+// IsBoolFlag makes a Switch row's flag boolean for the flag package.
+func (v *value) IsBoolFlag() bool { return v.isBool }
 
 func (v *value) String() string {
 	if v == nil {
