@@ -91,14 +91,13 @@ func Middleware(l Limiter, plans Plans, identify IdentityFunc, log *slog.Logger)
 		h := c.Writer.Header()
 		v.Headers(func(name, value string) { h[name] = []string{value} })
 		if v.Refusal != nil {
-			abort(c, v.Refusal.Status(), v.Refusal)
+			// The one error writer (pkg/apierr): the same envelope, Content-Type, no-store
+			// and nosniff as every other error; the x-ratelimit-* and Retry-After headers
+			// set above stay.
+			c.Abort()
+			apierr.Write(c.Writer, v.Refusal)
 			return
 		}
 		c.Next()
 	}
-}
-
-func abort(c *gin.Context, status int, e *apierr.Error) {
-	c.Header("Cache-Control", "no-store")
-	c.AbortWithStatusJSON(status, e)
 }
