@@ -48,27 +48,6 @@ func buildBinaries(t *testing.T) map[string]string {
 	return map[string]string{"gateway": filepath.Join(binaries.dir, "gateway"), "ocean": filepath.Join(binaries.dir, "ocean")}
 }
 
-// waitFor polls url until cond accepts the answer.
-func waitFor(t *testing.T, what, url string, header http.Header, cond func(int, []byte) bool) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		req, _ := http.NewRequest("GET", url, nil)
-		req.Header = header.Clone()
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if cond(resp.StatusCode, b) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not ready after 90s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestProcessesMatchDocument runs the gateway and the ocean service as processes, as in
 // production, and sends the gateway every readings, health and MCP request of docs/spec.md and
 // docs/api-decisions.md through the validating transport, so the readings and MCP parts of the document are
@@ -84,7 +63,7 @@ func TestProcessesMatchDocument(t *testing.T) {
 	oceanLog := testenv.Start(t, bins["ocean"],
 		"SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(dir, "ocean.db"),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=4", "SIM_DAYS=2", "SIM_SEED=5", "LOG_FORMAT=json")
-	waitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, func(s int, _ []byte) bool { return s == 200 })
+	testenv.WaitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, 90*time.Second, func(s int, _ []byte) bool { return s == 200 })
 	gatewayLog := testenv.Start(t, bins["gateway"],
 		"GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(dir, "catalog.db"), "SENSORGATE_ENV=development",
 		"DEV_API_KEY="+devKey, "SERVICE_URLS=ocean=http://"+oceanAddr, "SYNC_INTERVAL=1s", "PROBE_INTERVAL=1s",
@@ -98,7 +77,7 @@ func TestProcessesMatchDocument(t *testing.T) {
 			FeedID     string `json:"feed_id"`
 		} `json:"sensors"`
 	}
-	waitFor(t, "gateway catalog sync", base+"/api/v1/sensors", key, func(s int, b []byte) bool {
+	testenv.WaitFor(t, "gateway catalog sync", base+"/api/v1/sensors", key, 90*time.Second, func(s int, b []byte) bool {
 		return s == 200 && json.Unmarshal(b, &list) == nil && len(list.Sensors) > 0
 	})
 	sensor := list.Sensors[0]
