@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,42 +36,18 @@ const (
 
 // binaries builds the service binaries once per test process: the tests talk to the real
 // ocean service over HTTP, as the gateway does in production.
-var binaries struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-func serviceBinary(tb testing.TB, id string) string {
-	tb.Helper()
-	binaries.once.Do(func() {
-		binaries.dir, binaries.err = os.MkdirTemp("", "sensorgate-mcp-test-")
-		if binaries.err != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binaries.dir, "github.com/sensorgate/sensorgate/services/cmd/ocean")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binaries.err = fmt.Errorf("go build services/cmd/ocean: %v\n%s", err, out)
-		}
-	})
-	if binaries.err != nil {
-		tb.Fatalf("service binary: %v", binaries.err)
-	}
-	return filepath.Join(binaries.dir, id)
-}
+var binaries = testenv.Binaries{Pkgs: map[string]string{"ocean": "github.com/sensorgate/sensorgate/services/cmd/ocean"}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binaries.dir != "" {
-		_ = os.RemoveAll(binaries.dir)
-	}
+	binaries.Remove()
 	os.Exit(code)
 }
 
 // startService runs the ocean binary in simulate mode and waits until it is ready.
 func startService(tb testing.TB, stations int) string {
 	tb.Helper()
-	bin := serviceBinary(tb, "ocean")
+	bin := binaries.Path(tb, "ocean")
 	addr := testenv.FreeAddr(tb)
 	p := testenv.StartProcess(tb, testenv.Command{Name: "ocean", Path: bin, Stop: syscall.SIGTERM, Env: []string{
 		"SERVICE_ADDR=" + addr,

@@ -8,10 +8,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,33 +17,14 @@ import (
 )
 
 // binaries are built once per test run and shared by the tests that run them.
-var binaries = struct {
-	once sync.Once
-	dir  string
-	err  error
-}{}
+var binaries = testenv.Binaries{Pkgs: map[string]string{
+	"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+	"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
+}}
 
 func buildBinaries(t *testing.T) map[string]string {
 	t.Helper()
-	binaries.once.Do(func() {
-		binaries.dir, binaries.err = os.MkdirTemp("", "sensorgate-openapi-e2e-")
-		if binaries.err != nil {
-			return
-		}
-		for name, pkg := range map[string]string{
-			"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
-			"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
-		} {
-			if out, err := exec.Command("go", "build", "-o", filepath.Join(binaries.dir, name), pkg).CombinedOutput(); err != nil {
-				binaries.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-				return
-			}
-		}
-	})
-	if binaries.err != nil {
-		t.Fatal(binaries.err)
-	}
-	return map[string]string{"gateway": filepath.Join(binaries.dir, "gateway"), "ocean": filepath.Join(binaries.dir, "ocean")}
+	return map[string]string{"gateway": binaries.Path(t, "gateway"), "ocean": binaries.Path(t, "ocean")}
 }
 
 // TestProcessesMatchDocument runs the gateway and the ocean service as processes, as in

@@ -5,13 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,40 +18,21 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
-// bins holds the binaries built once for the package.
-var bins struct {
-	dir string
-	err error
-}
+// bins are the binaries the tests run, built once for the package.
+var bins = testenv.Binaries{Pkgs: map[string]string{
+	"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+	"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
+}}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sensorgate-security-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bins.dir = dir
-	for name, pkg := range map[string]string{
-		"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
-		"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
-	} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
-		if err != nil {
-			bins.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-			break
-		}
-	}
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 
 func bin(t *testing.T, name string) string {
 	t.Helper()
-	if bins.err != nil {
-		t.Fatal(bins.err)
-	}
-	return filepath.Join(bins.dir, name)
+	return bins.Path(t, name)
 }
 
 // startProc starts a process of the test, killed (SIGKILL) when the test ends; its log is

@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,49 +15,27 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
-// bins holds the binaries built once for the package.
-var bins struct {
-	dir string
-	err error
+// bins are the binaries the tests run, built once for the package.
+var bins = testenv.Binaries{Pkgs: map[string]string{
+	"gateway":      "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+	"gateway-race": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+	"ocean":        "github.com/sensorgate/sensorgate/services/cmd/ocean",
+	"weather":      "github.com/sensorgate/sensorgate/services/cmd/weather",
+},
+	// The concurrency test runs a gateway built with the race detector (under -race), so
+	// that a data race inside the server process fails the test too.
+	Race: []string{"gateway-race"},
 }
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sensorgate-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bins.dir = dir
-	for name, pkg := range map[string]string{
-		"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
-		"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
-		"weather": "github.com/sensorgate/sensorgate/services/cmd/weather",
-	} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
-		if err != nil {
-			bins.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-			break
-		}
-	}
-	if bins.err == nil && raceEnabled {
-		// The concurrency test runs a gateway built with the race detector, so that a data
-		// race inside the server process fails the test too.
-		out, err := exec.Command("go", "build", "-race", "-o", filepath.Join(dir, "gateway-race"), "github.com/sensorgate/sensorgate/gateway/cmd/gateway").CombinedOutput()
-		if err != nil {
-			bins.err = fmt.Errorf("go build -race gateway: %v\n%s", err, out)
-		}
-	}
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 
 func bin(t *testing.T, name string) string {
 	t.Helper()
-	if bins.err != nil {
-		t.Fatal(bins.err)
-	}
-	return filepath.Join(bins.dir, name)
+	return bins.Path(t, name)
 }
 
 // startProc starts a process of the test, killed (SIGKILL) when the test ends; its log is
