@@ -102,7 +102,7 @@ type Reader interface {
 	// q.Parameters is not applied here (the JSON is served as stored).
 	Readings(ctx context.Context, externalID string, q contract.ReadingsQuery) ([]Reading, int, error)
 	// Aggregate sums a station's values per parameter into the buckets of q.Bounds, from
-	// the hourly rollups (PostgreSQL sums them in SQL) or from the raw readings, or
+	// the hourly rollups (one row per station-hour, summed in Go) or from the raw readings, or
 	// ErrStationNotFound.
 	Aggregate(ctx context.Context, externalID string, q AggregateQuery) (AggregateResult, error)
 	// Scan calls fn with every reading of a station in [since, until) in time order (zero
