@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -78,9 +77,11 @@ func (s *sqlStore) Aggregate(ctx context.Context, externalID string, q Aggregate
 	case SourceRollups:
 		err = s.aggregateRollups(ctx, st, bounds, want, cellOf)
 	case SourceRaw:
+		dec := NewMeasDecoder()
+		var ms []canon.Measurement
 		err = s.scanRange(ctx, st, bounds[0], bounds[len(bounds)-1], false, func(r Reading) error {
-			var ms []canon.Measurement
-			if err := json.Unmarshal(r.Measurements, &ms); err != nil {
+			var err error
+			if ms, err = dec.Decode(ms, r.Measurements); err != nil {
 				return fmt.Errorf("reading %s of %q: %w", r.Time.Format(time.RFC3339), st.ExternalID, err)
 			}
 			i := timebucket.IndexMs(bounds, r.Time.UnixMilli())

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -427,9 +426,10 @@ var errUnnamedParams = errors.New("rollups: parameters without an id")
 // without a rollup id is added to missing instead (and the sums are then incomplete).
 func (s *sqlStore) sumReadings(ctx context.Context, st stationRec, lo, hi int64, sums rollupSums, missing *[]string) error {
 	var ms []canon.Measurement
+	dec := NewMeasDecoder()
 	return s.scanRange(ctx, st, lo, hi, false, func(r Reading) error {
-		ms = ms[:0]
-		if err := json.Unmarshal(r.Measurements, &ms); err != nil {
+		var err error
+		if ms, err = dec.Decode(ms, r.Measurements); err != nil {
 			return fmt.Errorf("reading %d of station %d: %w", r.Time.UnixMilli(), st.key, err)
 		}
 		for _, m := range ms {

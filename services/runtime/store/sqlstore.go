@@ -326,6 +326,11 @@ func (s *sqlStore) Footprint(ctx context.Context) (Footprint, error) {
 		return f, err
 	}
 	f.Bytes = n
+	if s.d.name == "postgres" {
+		if err := s.db.QueryRowContext(ctx, `SELECT pg_total_relation_size('rollups')`).Scan(&f.RollupBytes); err != nil {
+			return f, fmt.Errorf("footprint: rollups: %w", err)
+		}
+	}
 	return f, nil
 }
 

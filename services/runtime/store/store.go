@@ -36,8 +36,9 @@ type Reading struct {
 	Lat, Lon  *float64
 	// Measurements is the JSON array of canon.Measurement exactly as served.
 	Measurements json.RawMessage
-	// Raw is the source fragment (JSON) and RawFormat its format; filled only when asked
-	// for (data_format=raw) or by LatestReading.
+	// Raw is the source fragment (JSON), filled only when asked for (data_format=raw) or
+	// by LatestReading. RawFormat is its format, filled by Readings, Scan and
+	// LatestReading whether or not Raw is (lineage names source fields by it).
 	Raw       json.RawMessage
 	RawFormat string
 	Provider  string
@@ -148,4 +149,7 @@ type Footprint struct {
 	Readings int64
 	// Bytes is tables + indexes (PostgreSQL) or the database file (SQLite).
 	Bytes int64
+	// RollupBytes is the hourly rollups' table + index (PostgreSQL; 0 on SQLite, whose
+	// file size Bytes already includes them).
+	RollupBytes int64
 }

@@ -120,6 +120,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "storage: %d readings, %d bytes (tables + indexes) = %.1f bytes/reading\n", fp.Readings, fp.Bytes, float64(fp.Bytes)/float64(max(fp.Readings, 1)))
+	fmt.Fprintf(out, "rollups: %d bytes = %.1f bytes/reading\n", fp.RollupBytes, float64(fp.RollupBytes)/float64(max(fp.Readings, 1)))
 	if *loadOnly {
 		return nil
 	}
