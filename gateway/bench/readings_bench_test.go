@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,8 +51,9 @@ func readingsPage(ext string, n int) []byte {
 // (with its cache), the rate limiter (in process; a plan far above the load), the input
 // check, the format negotiation of package render and the proxy with its cache, over a
 // real SQLite catalog and a loopback backend answering a 2-row page for sensor 41001 and a
-// 500-row page for 41002. It returns the handler and a production key.
-func readingsGateway(b *testing.B) (http.Handler, string) {
+// 500-row page for 41002. It returns the handler and keys production keys, key i on a plan
+// of planRate(i) requests per 1000 hours (far above any load, and each key's own).
+func readingsGateway(b testing.TB, keys int) (http.Handler, []string) {
 	b.Helper()
 	gin.SetMode(gin.ReleaseMode)
 	ctx := context.Background()
@@ -76,13 +78,20 @@ func readingsGateway(b *testing.B) (http.Handler, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	key, err := auth.Generate(catalog.EnvProduction)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := st.CreateKey(ctx, catalog.APIKey{Name: "bench", Prefix: key.Prefix, Hash: key.Hash, OwnerID: owner.ID,
-		Environment: catalog.EnvProduction, Plan: "bench"}); err != nil {
-		b.Fatal(err)
+	plans := ratelimit.Plans{}
+	var secrets []string
+	for i := range keys {
+		key, err := auth.Generate(catalog.EnvProduction)
+		if err != nil {
+			b.Fatal(err)
+		}
+		plan := "p" + strconv.Itoa(i)
+		if _, err := st.CreateKey(ctx, catalog.APIKey{Name: "bench", Prefix: key.Prefix, Hash: key.Hash, OwnerID: owner.ID,
+			Environment: catalog.EnvProduction, Plan: plan}); err != nil {
+			b.Fatal(err)
+		}
+		plans[plan] = ratelimit.Limit{Rate: planRate(i), Period: 1000 * time.Hour, Burst: planRate(i)}
+		secrets = append(secrets, key.Secret)
 	}
 	small, large := readingsPage("41001", 2), readingsPage("41002", 500)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +123,9 @@ func readingsGateway(b *testing.B) (http.Handler, string) {
 		b.Fatal(err)
 	}
 	h, err := proxy.NewHandlers(proxy.HandlerOptions{Upstreams: up, Cache: cache, Error: api.Fail,
-		Resolve: func(ctx context.Context, ref string) (catalog.Sensor, error) { return catalog.ResolveSensor(ctx, st, ref) }})
+		Resolve: func(ctx context.Context, ref string) (catalog.Sensor, error) {
+			return catalog.ResolveSensor(ctx, st, ref)
+		}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,12 +136,14 @@ func readingsGateway(b *testing.B) (http.Handler, string) {
 		}
 		return ratelimit.Identity{KeyID: id.KeyIDText, Environment: id.Environment, Plan: id.Plan}, true
 	}
-	plans := ratelimit.Plans{"bench": {Rate: 1_000_000_000, Period: time.Hour, Burst: 1_000_000_000}}
 	return api.NewServer(api.Deps{Store: st, Auth: authn, Metrics: met,
 		RateLimit: ratelimit.Middleware(ratelimit.NewMemory(nil), plans, identify, nil),
 		Proxy:     api.ProxyHandlers{Latest: h.Latest(), Readings: render.Readings(h, api.Fail)},
-	}), key.Secret
+	}), secrets
 }
+
+// planRate is the budget of key i of readingsGateway.
+func planRate(i int) int { return 1_000_000 + 1000*i }
 
 // BenchmarkGatewayReadings measures one readings request through the gateway's whole
 // handler chain (everything but the HTTP server and the network to the client): hot (the
@@ -141,7 +154,8 @@ func readingsGateway(b *testing.B) (http.Handler, string) {
 //
 //	go test -run '^$' -bench GatewayReadings -benchmem ./gateway/bench/
 func BenchmarkGatewayReadings(b *testing.B) {
-	h, secret := readingsGateway(b)
+	h, secrets := readingsGateway(b, 1)
+	secret := secrets[0]
 	cases := []struct {
 		name, path string
 		unique, gz bool
