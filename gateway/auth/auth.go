@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -167,7 +168,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, secret string) (Identi
 // throttle counts wrong keys by: past its limit the error is 429 rate_limited, a
 // *ThrottledError saying when to retry.
 func (a *Authenticator) AuthenticateFrom(ctx context.Context, secret, addr string) (Identity, error) {
-	id, err := a.authenticate(ctx, secret, addr)
+	id, err := a.authenticate(ctx, secret, func() string { return addr })
 	if err != nil {
 		return Identity{}, err
 	}
@@ -182,24 +183,30 @@ func (a *Authenticator) AuthenticateFrom(ctx context.Context, secret, addr strin
 // throttle's limit is refused without a lookup; only then is the store asked. The stored
 // hash is compared with the computed one in constant time; maps and the store are keyed by
 // the hash, never by the secret.
-func (a *Authenticator) authenticate(ctx context.Context, secret, addr string) (*Identity, error) {
+//
+// addr gives the client address only when a wrong key must be counted or the throttle
+// asked: a known key, the common case, never needs it (Gin's ClientIP parses and formats
+// the peer address, an allocation per request).
+func (a *Authenticator) authenticate(ctx context.Context, secret string, addr func() string) (*Identity, error) {
 	if secret == "" {
 		return nil, apierr.New(apierr.MissingAPIKey, "missing API key: send it in the %s header", Header)
 	}
 	if len(secret) > MaxKeyLen {
-		a.miss(ctx, addr)
+		a.miss(ctx, addr())
 		return nil, invalidKey()
 	}
-	var h [32]byte
-	copy(h[:], Hash(secret))
+	// The hash is computed over a copy on the stack: Hash's []byte(secret) and its
+	// returned slice were two allocations per request.
+	var buf [MaxKeyLen]byte
+	h := sha256.Sum256(buf[:copy(buf[:], secret)])
 	e, ok := a.cached(h)
 	if !ok {
 		if a.missedRecently(h) {
-			a.miss(ctx, addr)
+			a.miss(ctx, addr())
 			return nil, invalidKey()
 		}
 		if a.throttle != nil {
-			if d, blocked := a.throttle.Blocked(ctx, addr); blocked {
+			if d, blocked := a.throttle.Blocked(ctx, addr()); blocked {
 				return nil, &ThrottledError{RetryAfter: d}
 			}
 		}
@@ -210,7 +217,7 @@ func (a *Authenticator) authenticate(ctx context.Context, secret, addr string) (
 	}
 	k := e.key
 	if !e.found || subtle.ConstantTimeCompare(k.Hash, h[:]) != 1 || k.RevokedAt != nil || k.Environment != a.env {
-		a.miss(ctx, addr)
+		a.miss(ctx, addr())
 		return nil, invalidKey()
 	}
 	return e.id, nil

@@ -104,7 +104,7 @@ var (
 	latestParams   = []string{"data_format", "lineage", "parameter"}
 	readingsParams = []string{"data_format", "days", "limit", "lineage", "page", "parameter", "revisions", "since", "sort", "until"}
 	// aggregateParams leaves out the service's internal source switch.
-	aggregateParams = []string{"days", "interval", "parameter", "since", "stats", "tz", "until"}
+	aggregateParams = []string{"days", "interval", "lineage", "parameter", "since", "stats", "tz", "until"}
 )
 
 // readingsRoute is what differs between the two readings routes.

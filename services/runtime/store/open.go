@@ -87,6 +87,10 @@ func Open(ctx context.Context, o Options) (Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	if err := s.loadRollupParams(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	if err := s.rebuildRollups(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
