@@ -113,14 +113,13 @@ func Middleware(l Limiter, plans Plans, identify IdentityFunc, log *slog.Logger)
 		v := Check(c.Request.Context(), l, plans, id, log)
 		v.setHeaders(c.Writer.Header())
 		if v.Refusal != nil {
-			abort(c, v.Refusal.Status(), v.Refusal)
+			// The one error writer (pkg/apierr): the same envelope, Content-Type, no-store
+			// and nosniff as every other error; the x-ratelimit-* and Retry-After headers
+			// set above stay.
+			c.Abort()
+			apierr.Write(c.Writer, v.Refusal)
 			return
 		}
 		c.Next()
 	}
-}
-
-func abort(c *gin.Context, status int, e *apierr.Error) {
-	c.Header("Cache-Control", "no-store")
-	c.AbortWithStatusJSON(status, e)
 }

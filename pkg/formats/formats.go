@@ -343,6 +343,27 @@ func OptFloat(v *float64) string {
 // ReadingHeader is the header of the long-form readings CSV: one row per measurement.
 var ReadingHeader = []string{"sensor_id", "external_id", "timestamp", "parameter", "value", "unit", "value_original", "unit_original"}
 
+// LineageHeader is ReadingHeader with the conversion of each measurement (lineage=true):
+// the rule of canon's conversion table, its formula in x, and the source field, value
+// and unit it was computed from.
+var LineageHeader = append(slices.Clip(ReadingHeader), "conversion_rule", "conversion_formula", "source_field", "source_value", "source_unit")
+
+// ReadingLineageRows writes the long-form CSV rows of one reading with each measurement's
+// conversion (conv[i] is ms[i]'s), as LineageHeader names them.
+func (c *CSVWriter) ReadingLineageRows(sensorID, externalID, timestamp string, ms []canon.Measurement, conv []canon.Conversion) error {
+	rec := make([]string, len(LineageHeader))
+	for i, m := range ms {
+		rec[0], rec[1], rec[2], rec[3] = sensorID, externalID, timestamp, m.Parameter
+		rec[4], rec[5], rec[6], rec[7] = Float(m.Value), m.Unit, Float(m.ValueOriginal), m.UnitOriginal
+		cv := conv[i]
+		rec[8], rec[9], rec[10], rec[11], rec[12] = cv.Rule, cv.Formula, cv.SourceField, Float(cv.SourceValue), cv.SourceUnit
+		if err := c.Row(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ReadingRows writes the long-form CSV rows of one reading (timestamp already in the
 // API's form), one per measurement.
 func (c *CSVWriter) ReadingRows(sensorID, externalID, timestamp string, ms []canon.Measurement) error {
