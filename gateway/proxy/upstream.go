@@ -146,16 +146,23 @@ type Response struct {
 	FetchedAt   time.Time
 
 	// contentTypeV and etagV are the header values ready to assign, made once per answer
-	// instead of once per request served from it.
+	// instead of once per request served from it; both are windows of hdrV (capacity 1:
+	// an append to one copies instead of writing into the other).
 	contentTypeV, etagV []string
+	hdrV                [2]string
 }
 
 // NewResponse is an answer of a service with body (owned by the Response from now on),
 // its strong validator and its ready-made header values.
 func NewResponse(status int, contentType string, body []byte, fetchedAt time.Time) *Response {
-	etag := `"` + strconv.FormatUint(xxhash.Sum64(body), 36) + `"`
-	return &Response{Status: status, ContentType: contentType, Body: body, ETag: etag, FetchedAt: fetchedAt,
-		contentTypeV: []string{contentType}, etagV: []string{etag}}
+	var b [16]byte // a quoted base-36 uint64 is at most 15 bytes: one allocation, the string
+	tag := append(b[:0], '"')
+	tag = strconv.AppendUint(tag, xxhash.Sum64(body), 36)
+	etag := string(append(tag, '"'))
+	r := &Response{Status: status, ContentType: contentType, Body: body, ETag: etag, FetchedAt: fetchedAt}
+	r.hdrV = [2]string{contentType, etag}
+	r.contentTypeV, r.etagV = r.hdrV[0:1:1], r.hdrV[1:2:2]
+	return r
 }
 
 // Upstreams calls the backing services. Each service has its own transport, so one
@@ -174,6 +181,13 @@ type Upstreams struct {
 }
 
 var acceptJSON = []string{"application/json"}
+
+// readBuf is what one upstream answer is read into (pooled in Upstreams.bufs): the buffer
+// and the reader that bounds the body to MaxBody, one allocation for both, reused.
+type readBuf struct {
+	buf bytes.Buffer
+	lr  io.LimitedReader
+}
 
 type service struct {
 	id   string
@@ -269,7 +283,7 @@ func New(opt Options) (*Upstreams, error) {
 	u := &Upstreams{
 		services: make(map[string]*service, len(opt.Services)),
 		opt:      opt,
-		bufs:     sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 16<<10)) }},
+		bufs:     sync.Pool{New: func() any { rb := &readBuf{}; rb.buf.Grow(16 << 10); return rb }},
 	}
 	if opt.InternalToken != "" {
 		u.tokenV = []string{opt.InternalToken}
@@ -438,8 +452,8 @@ func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQue
 	if u.tokenV != nil {
 		req.Header[contract.HeaderInternalToken] = u.tokenV // canonical form already
 	}
-	if id := obs.RequestID(parent); id != "" {
-		req.Header[contract.HeaderRequestID] = []string{id}
+	if idV := obs.RequestIDValues(parent); idV != nil {
+		req.Header[contract.HeaderRequestID] = idV // the incoming request's own value, read only
 	}
 	resp, err := u.do(ctx, s, req)
 	if err != nil {
@@ -450,14 +464,17 @@ func (u *Upstreams) get(parent context.Context, s *service, route Route, pathQue
 	}
 	defer resp.Body.Close()
 
-	buf := u.bufs.Get().(*bytes.Buffer)
+	rb := u.bufs.Get().(*readBuf)
+	buf := &rb.buf
 	buf.Reset()
 	defer func() {
+		rb.lr.R = nil           // the body is not kept past this call
 		if buf.Cap() <= 1<<20 { // keep the pool from holding on to rare huge pages
-			u.bufs.Put(buf)
+			u.bufs.Put(rb)
 		}
 	}()
-	n, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(u.opt.MaxBody)+1))
+	rb.lr = io.LimitedReader{R: resp.Body, N: int64(u.opt.MaxBody) + 1}
+	n, err := buf.ReadFrom(&rb.lr)
 	if err != nil {
 		return u.failure(parent, ctx, s, route, timeout, err)
 	}

@@ -15,8 +15,10 @@ import (
 // authentication layer the key id, and the access log written by the outer layer after the
 // handler returns sees both.
 type requestInfo struct {
-	mu     sync.Mutex
-	id     string
+	mu sync.Mutex
+	id string
+	// idV is id as a ready header value (capacity 1, read only), set by Middleware.
+	idV    []string
 	route  string
 	keyID  string
 	tracer trace.Tracer
@@ -46,6 +48,25 @@ func RequestID(ctx context.Context) string {
 		return ri.id
 	}
 	return ""
+}
+
+// RequestIDValues is the request id of ctx as a header value, for calls that pass it on:
+// within Middleware the one slice its request and response headers already share (read
+// only; capacity 1, so an append copies), elsewhere a new one; nil outside a request.
+func RequestIDValues(ctx context.Context) []string {
+	ri := info(ctx)
+	if ri == nil {
+		return nil
+	}
+	ri.mu.Lock()
+	defer ri.mu.Unlock()
+	if ri.idV != nil {
+		return ri.idV
+	}
+	if ri.id == "" {
+		return nil
+	}
+	return []string{ri.id}
 }
 
 // SetRoute records the route template (e.g. "/api/v1/sensors/:id") that matched the

@@ -63,6 +63,7 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 		st := &requestState{info: requestInfo{id: id, tracer: tracer}}
 		st.idV[0] = id
 		idV := st.idV[:1:1]
+		st.info.idV = idV
 		w.Header()[HeaderRequestID] = idV // canonical already: no canonicalization
 		ctx := context.WithValue(r.Context(), infoKey{}, &st.info)
 		var span trace.Span
