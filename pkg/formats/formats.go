@@ -66,6 +66,9 @@ func Negotiate(q url.Values, accept string, allowed ...string) (string, error) {
 	if len(allowed) == 0 {
 		allowed = []string{JSON}
 	}
+	if _, ok := q[Param]; !ok && (accept == "" || accept == "*/*") {
+		return allowed[0], nil // what the loop below finds for these, without its allocations
+	}
 	if v, ok := q[Param]; ok {
 		f := strings.ToLower(strings.TrimSpace(firstOf(v)))
 		for _, a := range allowed {
@@ -99,6 +102,33 @@ func Negotiate(q url.Values, accept string, allowed ...string) (string, error) {
 		return best, nil
 	}
 	return allowed[0], nil
+}
+
+// NegotiateRaw is Negotiate over a raw query string: the query is parsed only when it
+// names a format parameter, so the common request (no format, no Accept or */*) is
+// negotiated with no map and no allocation.
+func NegotiateRaw(rawQuery, accept string, allowed ...string) (string, error) {
+	if !hasParam(rawQuery, Param) {
+		return Negotiate(nil, accept, allowed...)
+	}
+	q, _ := url.ParseQuery(rawQuery) // as url.URL.Query: a malformed pair is dropped
+	return Negotiate(q, accept, allowed...)
+}
+
+// hasParam reports whether rawQuery has a parameter called name (percent-decoded).
+func hasParam(rawQuery, name string) bool {
+	for piece := range strings.SplitSeq(rawQuery, "&") {
+		k, _, _ := strings.Cut(piece, "=")
+		if k == name {
+			return true
+		}
+		if strings.ContainsAny(k, "%+") {
+			if uk, err := url.QueryUnescape(k); err == nil && uk == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func firstOf(v []string) string {
