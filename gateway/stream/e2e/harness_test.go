@@ -76,6 +76,13 @@ func startProc(t testing.TB, name string, env []string, args ...string) *proc {
 	}
 	p.cmd = exec.Command(bin(t, strings.SplitN(name, "-", 2)[0]), args...)
 	p.cmd.Env = append(os.Environ(), env...)
+	if dir := os.Getenv("E2E_PPROF_DIR"); dir != "" {
+		// Binaries built with GOFLAGS=-tags=pprof serve net/http/pprof on PPROF_ADDR; the
+		// address is left in <dir>/<name>.addr for `go tool pprof` during a benchmark.
+		addr := testenv.FreeAddr(t)
+		p.cmd.Env = append(p.cmd.Env, "PPROF_ADDR="+addr)
+		_ = os.WriteFile(filepath.Join(dir, name+".addr"), []byte(addr), 0o644)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
