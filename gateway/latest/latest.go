@@ -124,7 +124,11 @@ func (h *Handler) Serve(c *gin.Context) {
 	}
 	c.Header("Cache-Control", "no-store")
 	if f == formats.JSON {
-		body, err := json.Marshal(ans)
+		size := 512
+		for i := range ans.Items {
+			size += 360 + len(ans.Items[i].Measurements)
+		}
+		body, err := appendAnswer(make([]byte, 0, size), &ans)
 		if err != nil {
 			api.Fail(c, fmt.Errorf("area latest: encode: %w", err))
 			return
