@@ -42,6 +42,15 @@ func appendAnswer(b []byte, ans *Answer) ([]byte, error) {
 	return append(b, rest[1:]...), nil
 }
 
+// answerSize estimates the JSON size of ans, so its buffer grows at most once.
+func answerSize(ans *Answer) int {
+	size := 512
+	for i := range ans.Items {
+		size += 360 + len(ans.Items[i].Name) + len(ans.Items[i].Measurements)
+	}
+	return size
+}
+
 func appendItem(b []byte, it *Item) []byte {
 	b = append(b, `{"sensor_id":`...)
 	b = appendString(b, it.SensorID)
@@ -122,24 +131,57 @@ func appendCompact(b, raw []byte) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s quoted; a string of plain printable ASCII (every id and almost
-// every name) is copied, anything else goes through encoding/json for its exact escaping
-// (HTML characters, control characters, invalid UTF-8, U+2028/U+2029).
+// appendString appends s quoted and escaped as encoding/json does (HTML characters,
+// control characters, invalid UTF-8 as U+FFFD, U+2028/U+2029), without allocating.
 func appendString(b []byte, s string) []byte {
-	plain := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			plain = false
-			break
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
 	}
-	if plain {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	q, _ := json.Marshal(s) // a string always encodes
-	return append(b, q...)
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // appendOptFloat appends f as encoding/json writes a float64 (null when nil).

@@ -17,7 +17,7 @@ func iptr(i int64) *int64     { return &i }
 // sampleAnswer has n items covering every field's forms: nulls, floats in both of
 // encoding/json's notations, names needing escapes, measurements with whitespace.
 func sampleAnswer(n int) Answer {
-	names := []string{"Harbor Buoy 41002", `Quote "q" \ back`, "Caf\u00e9 <b>&</b>", "tab\there\u2028", "bad \xff utf8", ""}
+	names := []string{"Harbor Buoy 41002", `Quote "q" \ back`, "Caf\u00e9 <b>&</b>", "tab\there\u2028\u2029 \b\f\n\r\x01\x1f", "bad \xff utf8 \xe2\x80", "", "\U0001F30A wave"}
 	floats := []float64{0, -0.5, 45.123456789, 1e-7, -3.2e-10, 1e21, 123456789012345678, 180}
 	ans := Answer{Items: make([]Item, n), Warnings: []Warning{{ServiceID: "airquality", Code: "upstream_timeout", Message: "slow <svc>"}},
 		MaxAgeSeconds: iptr(900), ServerTime: contract.Time{Time: time.Date(2026, 11, 25, 18, 0, 0, 123456789, time.UTC)},
@@ -86,7 +86,7 @@ func BenchmarkAnswerEncode(b *testing.B) {
 	b.Run("appendAnswer", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if _, err := appendAnswer(make([]byte, 0, 1<<20), &ans); err != nil {
+			if _, err := appendAnswer(make([]byte, 0, answerSize(&ans)), &ans); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -124,11 +124,7 @@ func (h *Handler) Serve(c *gin.Context) {
 	}
 	c.Header("Cache-Control", "no-store")
 	if f == formats.JSON {
-		size := 512
-		for i := range ans.Items {
-			size += 360 + len(ans.Items[i].Measurements)
-		}
-		body, err := appendAnswer(make([]byte, 0, size), &ans)
+		body, err := appendAnswer(make([]byte, 0, answerSize(&ans)), &ans)
 		if err != nil {
 			api.Fail(c, fmt.Errorf("area latest: encode: %w", err))
 			return
