@@ -116,6 +116,21 @@ func (p *proc) signal(sig syscall.Signal) {
 type service struct {
 	id, url string
 	p       *proc
+	env     []string
+}
+
+// restart stops the service with SIGTERM and starts it again on the same address and
+// database.
+func (sv *service) restart(t testing.TB) {
+	t.Helper()
+	sv.p.signal(syscall.SIGTERM)
+	select {
+	case <-sv.p.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not stop within 60 s of SIGTERM", sv.id)
+	}
+	sv.p = startProc(t, sv.id, sv.env)
+	waitStatus(t, sv.url+"/readyz", 200, 120*time.Second)
 }
 
 // stackOptions shape a test stack.
@@ -145,7 +160,7 @@ func startStack(t testing.TB, o stackOptions) *stack {
 		if o.redis {
 			env = append(env, "REDIS_URL="+testenv.RedisURL(), "LIVE_REDIS_PREFIX="+s.redisPfx)
 		}
-		sv := &service{id: id, url: "http://" + addr}
+		sv := &service{id: id, url: "http://" + addr, env: env}
 		sv.p = startProc(t, id, env)
 		s.services[id] = sv
 		urls = append(urls, id+"="+sv.url)
