@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sensorgate/sensorgate/deploy/checks"
+	"github.com/sensorgate/sensorgate/deploy/dashboard"
 )
 
 const (
@@ -158,6 +160,7 @@ func TestComposeStack(t *testing.T) {
 	phase(t, "prometheus targets up (6)", func() { s.waitTargets(t, 6) })
 	phase(t, "spread over replicas", func() { s.spread(t, sensorID) })
 	phase(t, "ingest once (lease)", func() { s.ingestOnce(t) })
+	phase(t, "dashboard queries", func() { s.dashboardQueries(t) })
 	phase(t, "kill one ocean replica", func() { s.killReplica(t, sensorID) })
 	phase(t, "restart postgres", func() { s.restartDependency(t, "postgres", sensorID) })
 	phase(t, "restart redis", func() { s.restartDependency(t, "redis", sensorID) })
@@ -573,5 +576,98 @@ func (s *stack) down(t *testing.T) {
 		if out := docker(t, args...); out != "" {
 			t.Errorf("down -v left %s: %s", what, out)
 		}
+	}
+}
+
+// mayBeEmpty are the dashboard panels whose queries need events the test does not cause,
+// with the reason; their queries must still parse and run, and the test logs whether they
+// returned data.
+var mayBeEmpty = map[string]string{
+	"5xx ratio": "its numerator exists only once some binary has answered a 5xx; the test fails on any 5xx to its own calls, " +
+		"so only a probe's 503 while a container starts can make one",
+	"Store query errors per second": "a store error (result=\"error\") happens only while a database is down; this phase runs before PostgreSQL's restart",
+}
+
+// promQuery runs one instant query on the stack's Prometheus and returns its result count,
+// or Prometheus' error (a query Prometheus 2.42 cannot parse is bad_data).
+func (s *stack) promQuery(expr string) (int, error) {
+	code, body, err := s.call(http.MethodGet, s.prom+"/api/v1/query?query="+url.QueryEscape(expr), "", nil)
+	if err != nil {
+		return 0, err
+	}
+	var r struct {
+		Status, ErrorType, Error string
+		Data                     struct {
+			ResultType string            `json:"resultType"`
+			Result     []json.RawMessage `json:"result"`
+		}
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return 0, fmt.Errorf("%d %.200s: %w", code, body, err)
+	}
+	if r.Status != "success" {
+		return 0, fmt.Errorf("%s: %s", r.ErrorType, r.Error)
+	}
+	return len(r.Data.Result), nil
+}
+
+// dashboardQueries runs every query of the Grafana dashboard, variables substituted as
+// Grafana does, against the stack's Prometheus after the README calls and the scale-out
+// traffic: each must run and return at least one series (but for mayBeEmpty), and each
+// template variable must offer at least one value.
+func (s *stack) dashboardQueries(t *testing.T) {
+	d, err := dashboard.Load(filepath.Join(s.root, dashboard.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range d.Variables {
+		code, body, err := s.call(http.MethodGet, s.prom+"/api/v1/label/"+v.Label+"/values?match[]="+url.QueryEscape(v.Metric), "", nil)
+		var r struct{ Data []string }
+		if err != nil || code != http.StatusOK || json.Unmarshal(body, &r) != nil {
+			t.Errorf("variable %s: label_values(%s, %s): %d %v %.200s", v.Name, v.Metric, v.Label, code, err, body)
+			continue
+		}
+		var kept []string
+		for _, x := range r.Data {
+			if v.Regex == nil || v.Regex.MatchString(x) {
+				kept = append(kept, x)
+			}
+		}
+		if len(kept) == 0 {
+			t.Errorf("variable %s offers no value (Prometheus has %v)", v.Name, r.Data)
+		}
+		t.Logf("variable %s: %v", v.Name, kept)
+	}
+	// A rate needs two scrapes (5 s apart) of the traffic in its window; the empty ones are
+	// asked again for up to 30 s before they count as empty.
+	pending := map[int]bool{}
+	for i := range d.Queries {
+		pending[i] = true
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for i := range pending {
+			q := d.Queries[i]
+			n, err := s.promQuery(q.Expr)
+			if err != nil {
+				t.Errorf("panel %q %s: Prometheus refuses %s: %v", q.Panel, q.RefID, q.Expr, err)
+				delete(pending, i)
+			} else if n > 0 {
+				t.Logf("panel %q %s: %d series", q.Panel, q.RefID, n)
+				delete(pending, i)
+			}
+		}
+		if len(pending) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Second)
+	}
+	for i := range pending {
+		q := d.Queries[i]
+		if why, ok := mayBeEmpty[q.Panel]; ok {
+			t.Logf("panel %q %s: no series, as expected here (%s)", q.Panel, q.RefID, why)
+			continue
+		}
+		t.Errorf("panel %q %s: no series after the test's traffic: %s", q.Panel, q.RefID, q.Expr)
 	}
 }
