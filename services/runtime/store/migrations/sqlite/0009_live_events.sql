@@ -1,3 +1,4 @@
+-- +goose Up
 -- The in-process reading log (package live, docs/live.md) keeps its entries here too, so
 -- a restarted service still has, for its retention, what it logged before: a client that
 -- resumes with Last-Event-ID after the restart gets no gap. Positions are the log's
