@@ -1,9 +1,12 @@
 package app
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
@@ -20,10 +23,14 @@ type live struct {
 	hub      *stream.Hub
 	// Latest answers area latest for the MCP tool latest_in_area too.
 	latest *latest.Handler
+	// close releases the stream cap's Redis client (when REDIS_URL is set).
+	close func()
 }
 
 // newLive builds one batched-latest client and one log follower per configured service.
-func newLive(cfg config.Config, st catalog.Store, log *slog.Logger) live {
+// With REDIS_URL the per-key stream cap is shared by every replica (stream.RedisLimiter,
+// leases of three heartbeats); without it each replica counts its own.
+func newLive(cfg config.Config, st catalog.Store, log *slog.Logger) (live, error) {
 	batch := map[string]latest.BatchClient{}
 	sources := map[string]stream.Source{}
 	for _, s := range cfg.Services {
@@ -33,10 +40,27 @@ func newLive(cfg config.Config, st catalog.Store, log *slog.Logger) live {
 	}
 	lh := latest.New(latest.Options{Store: st, Services: batch, Logger: log})
 	hub := stream.NewHub(stream.HubOptions{Sources: sources, Buffer: cfg.Stream.Buffer, Logger: log})
-	sh := stream.NewHandler(stream.Options{Hub: hub, Store: st, MaxPerKey: cfg.Stream.MaxPerKey, Heartbeat: cfg.Stream.Heartbeat, Logger: log})
+	closeFn := func() {}
+	var limiter stream.Limiter
+	if cfg.RedisURL != "" {
+		opt, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return live{}, fmt.Errorf("REDIS_URL: %w", err)
+		}
+		rdb := redis.NewClient(opt)
+		heartbeat := cfg.Stream.Heartbeat
+		if heartbeat <= 0 {
+			heartbeat = stream.DefaultHeartbeat
+		}
+		rl := stream.NewRedisLimiter(rdb, redisKeyPrefix, 3*heartbeat, log)
+		limiter = rl
+		closeFn = func() { rl.Close(); _ = rdb.Close() }
+	}
+	sh := stream.NewHandler(stream.Options{Hub: hub, Store: st, Limiter: limiter, MaxPerKey: cfg.Stream.MaxPerKey, Heartbeat: cfg.Stream.Heartbeat, Logger: log})
 	return live{
 		handlers: api.LiveHandlers{AreaLatest: lh.Serve, SensorStream: sh.SensorStream, AreaStream: sh.AreaStream},
 		hub:      hub,
 		latest:   lh,
-	}
+		close:    closeFn,
+	}, nil
 }

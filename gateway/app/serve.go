@@ -140,7 +140,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer rl.close()
 
 	// Area latest and the streams; the hub follows every service's log until shutdown.
-	lv := newLive(cfg, st, log)
+	lv, err := newLive(cfg, st, log)
+	if err != nil {
+		return err
+	}
+	defer lv.close()
 	mcpHandlers, err := newMCP(cfg, st, px.up, lv.latest, log)
 	if err != nil {
 		return err

@@ -124,7 +124,7 @@ func (h *Handler) Serve(c *gin.Context) {
 	}
 	c.Header("Cache-Control", "no-store")
 	if f == formats.JSON {
-		body, err := json.Marshal(ans)
+		body, err := appendAnswer(make([]byte, 0, answerSize(&ans)), &ans)
 		if err != nil {
 			api.Fail(c, fmt.Errorf("area latest: encode: %w", err))
 			return

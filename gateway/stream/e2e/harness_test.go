@@ -76,6 +76,13 @@ func startProc(t testing.TB, name string, env []string, args ...string) *proc {
 	}
 	p.cmd = exec.Command(bin(t, strings.SplitN(name, "-", 2)[0]), args...)
 	p.cmd.Env = append(os.Environ(), env...)
+	if dir := os.Getenv("E2E_PPROF_DIR"); dir != "" {
+		// Binaries built with GOFLAGS=-tags=pprof serve net/http/pprof on PPROF_ADDR; the
+		// address is left in <dir>/<name>.addr for `go tool pprof` during a benchmark.
+		addr := testenv.FreeAddr(t)
+		p.cmd.Env = append(p.cmd.Env, "PPROF_ADDR="+addr)
+		_ = os.WriteFile(filepath.Join(dir, name+".addr"), []byte(addr), 0o644)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -109,6 +116,21 @@ func (p *proc) signal(sig syscall.Signal) {
 type service struct {
 	id, url string
 	p       *proc
+	env     []string
+}
+
+// restart stops the service with SIGTERM and starts it again on the same address and
+// database.
+func (sv *service) restart(t testing.TB) {
+	t.Helper()
+	sv.p.signal(syscall.SIGTERM)
+	select {
+	case <-sv.p.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not stop within 60 s of SIGTERM", sv.id)
+	}
+	sv.p = startProc(t, sv.id, sv.env)
+	waitStatus(t, sv.url+"/readyz", 200, 120*time.Second)
 }
 
 // stackOptions shape a test stack.
@@ -138,7 +160,7 @@ func startStack(t testing.TB, o stackOptions) *stack {
 		if o.redis {
 			env = append(env, "REDIS_URL="+testenv.RedisURL(), "LIVE_REDIS_PREFIX="+s.redisPfx)
 		}
-		sv := &service{id: id, url: "http://" + addr}
+		sv := &service{id: id, url: "http://" + addr, env: env}
 		sv.p = startProc(t, id, env)
 		s.services[id] = sv
 		urls = append(urls, id+"="+sv.url)

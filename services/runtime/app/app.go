@@ -112,6 +112,15 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 	}
 	st := store.Instrument(rawStore, metrics)
 	defer st.Close()
+	// Without Redis the log is in process; its copy in the store keeps what it logged
+	// across a restart (docs/live.md "Resuming").
+	if mem, ok := events.(*live.Memory); ok {
+		if tab, ok := store.Events(rawStore); ok {
+			if err := mem.Attach(ctx, tab); err != nil {
+				return fmt.Errorf("%s: %w", def.ID, err)
+			}
+		}
+	}
 
 	live := map[string]ingest.LiveConfig{}
 	for slug, pc := range cfg.Providers {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +22,174 @@ func logs(t *testing.T) map[string]live.Log {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close() })
-	return map[string]live.Log{"memory": live.NewMemory(0, 0, nil), "redis": r}
+	return map[string]live.Log{"memory": live.NewMemory(0, 0, nil), "redis": r,
+		"memory+postgres": attached(t, openStore(t, "postgres"), 0, nil), "memory+sqlite": attached(t, openStore(t, "sqlite"), 0, nil)}
+}
+
+// openStore opens a readings store on a fresh PostgreSQL database or SQLite file.
+func openStore(t *testing.T, kind string) store.Store {
+	t.Helper()
+	o := store.Options{ServiceID: "ocean"}
+	if kind == "postgres" {
+		o.DatabaseURL = testenv.Postgres(t)
+	} else {
+		o.SQLitePath = filepath.Join(t.TempDir(), "readings.db")
+	}
+	st, err := store.Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// attached is an in-process log with st's event table attached, as a service runs it.
+func attached(t *testing.T, st store.Store, retention time.Duration, now func() time.Time) *live.Memory {
+	t.Helper()
+	tab, ok := store.Events(st)
+	if !ok {
+		t.Fatal("the store has no event table")
+	}
+	m := live.NewMemory(retention, 0, now)
+	if err := m.Attach(context.Background(), tab); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// readAll reads l from after to its end in pages of 7, returning the entries' numbers
+// and the last position.
+func readAll(t *testing.T, l live.Log, after contract.Position) ([]int, contract.Position) {
+	t.Helper()
+	var seen []int
+	for {
+		p, err := l.Read(context.Background(), &after, 7, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Entries) == 0 {
+			return seen, after
+		}
+		for i, e := range p.Entries {
+			var b struct {
+				Reading struct{ N int } `json:"reading"`
+			}
+			if err := json.Unmarshal(e.Body, &b); err != nil {
+				t.Fatal(err)
+			}
+			if p.Positions[i].Compare(after) <= 0 {
+				t.Fatalf("position %s not after %s", p.Positions[i], after)
+			}
+			seen = append(seen, b.Reading.N)
+			after = p.Positions[i]
+		}
+	}
+}
+
+// TestMemoryRestartKeepsUnread: an in-process log with the store attached is restarted
+// (a new Memory on the same store, its clock even gone back a minute): a reader resuming
+// from a position of the old run gets every entry after it exactly once, in order, the
+// old run's unread ones (from the store) and then the new run's; the new run's positions
+// come after the old ones. Entries beyond the retention are not served.
+func TestMemoryRestartKeepsUnread(t *testing.T) {
+	for _, kind := range []string{"postgres", "sqlite"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t, kind)
+			now := time.Now()
+			clock := func() time.Time { return now }
+			old := attached(t, st, time.Hour, clock)
+			start := contract.Position{}
+			for i := 0; i < 3; i++ {
+				if err := old.Append(ctx, entries(i*10, 10)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := old.Read(ctx, &start, 12, 0) // a client read 12 of 30, then went away
+			if err != nil || len(p.Entries) != 12 {
+				t.Fatalf("first read: %d entries, %v", len(p.Entries), err)
+			}
+			cursor := p.Positions[11]
+			oldLast := p.Last
+
+			now = now.Add(-time.Minute) // the restarted process's clock is behind
+			restarted := attached(t, st, time.Hour, clock)
+			if err := restarted.Append(ctx, entries(30, 5)); err != nil {
+				t.Fatal(err)
+			}
+			head, _ := restarted.Read(ctx, nil, 0, 0)
+			if head.Last.Compare(oldLast) <= 0 {
+				t.Fatalf("restarted log's head %s is not after the old run's %s", head.Last, oldLast)
+			}
+			seen, _ := readAll(t, restarted, cursor)
+			if len(seen) != 23 {
+				t.Fatalf("resumed after the 12th: %v, want the 18 unread and the 5 new", seen)
+			}
+			for i, n := range seen {
+				if n != 12+i {
+					t.Fatalf("resumed entries %v: gap, duplicate or out of order at %d", seen, i)
+				}
+			}
+			if all, _ := readAll(t, restarted, start); len(all) != 35 {
+				t.Errorf("from the start: %d entries, want 35", len(all))
+			}
+
+			// Two hours on, the old run's entries are beyond the retention.
+			now = now.Add(2 * time.Hour)
+			if err := restarted.Append(ctx, entries(35, 1)); err != nil {
+				t.Fatal(err)
+			}
+			page, _ := restarted.Read(ctx, &cursor, 100, 0)
+			if len(page.Entries) != 1 || page.Oldest == nil || page.Oldest.Compare(cursor) <= 0 {
+				t.Fatalf("beyond the retention: %d entries, oldest %v; want only the newest and an oldest after the cursor", len(page.Entries), page.Oldest)
+			}
+		})
+	}
+}
+
+// TestMemoryStoreConcurrent (-race): readers resuming from the start of a restarted log
+// (the store's part, then memory's) while another goroutine appends see every entry once,
+// in order: entries appended but not yet in the store are taken from memory.
+func TestMemoryStoreConcurrent(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, "postgres")
+	first := attached(t, st, 0, nil)
+	if err := first.Append(ctx, entries(0, 50)); err != nil {
+		t.Fatal(err)
+	}
+	m := attached(t, st, 0, nil) // restarted: memory empty, 50 entries in the store
+	const batches = 40
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < batches; i++ {
+			if err := m.Append(ctx, entries(50+i*5, 5)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for r := 0; r < 4; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var seen []int
+			pos := contract.Position{}
+			for len(seen) < 50+batches*5 {
+				more, last := readAll(t, m, pos)
+				seen, pos = append(seen, more...), last
+			}
+			for i, n := range seen {
+				if n != i {
+					t.Errorf("reader saw %d at %d: gap, duplicate or disorder", n, i)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	<-done
 }
 
 func entries(from, n int) []live.Entry {
