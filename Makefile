@@ -27,7 +27,7 @@ run: build
 
 # The concurrency tests of shared paths run again under -race; the keep-alive test of the
 # gateway then runs a gateway process built with -race too.
-RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./gateway/auth/ ./gateway/stream/ ./services/runtime/live/ ./pkg/obs/
+RACE_TESTS := ./gateway/proxy/ ./gateway/api/ ./gateway/app/ ./gateway/auth/ ./gateway/bench/ ./gateway/stream/ ./services/runtime/live/ ./pkg/obs/
 
 # web: rebuilds the explorer bundle (gateway/web/dist, committed and embedded in the gateway)
 # from its TypeScript sources; needs Node.js and npm (the gateway itself does not).
@@ -81,6 +81,16 @@ lint: vet
 openapi-lint:
 	cd scripts/api-client && npm ci --no-audit --no-fund --loglevel=error && \
 		node_modules/.bin/redocly lint --config redocly.yaml ../../gateway/openapi/openapi.yaml
+
+# pgo: profile-guided optimization input of the gateway (docs/traffic.md "Speed"): the load
+# test's gateway paths (uncached, hot, 500-row page plain and gzip) under wrk with the CPU
+# profiled, merged into gateway/cmd/gateway/default.pgo (committed), which `go build` of the
+# main package uses by itself. Rerun after changes to the request path, then commit the file.
+PGO_ROUNDS ?= 2
+PGO_SECONDS ?= 10
+.PHONY: pgo
+pgo:
+	scripts/loadtest.sh -n $(PGO_ROUNDS) -d $(PGO_SECONDS) -p gateway/cmd/gateway/default.pgo
 
 bench:
 	@scripts/testenv.sh $(GO) test -run '^$$' -bench . -benchtime 2s $(MODULES)

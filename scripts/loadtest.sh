@@ -8,6 +8,10 @@
 #   gateway  wrk -> gateway (x-api-key auth, Redis rate limiter, proxy) -> backend,
 #            uncached (every request a distinct query, a real upstream call) and hot (the
 #            same request again and again, answered within the cache's freshness bound)
+#   gateway-500, gateway-500-gzip  wrk -> gateway -> backend for a 500-row JSON readings
+#            page (issue 14), the same page again and again (answered from the cache, so
+#            the row is the gateway's own cost of sending it), without and with
+#            Accept-Encoding: gzip; no fixed-rate latency for these two rows
 # Throughput at saturation: wrk, 2 threads, 50 connections. Latency at a fixed 1000 req/s:
 # scripts/loadtest/fixedrate (open loop, measured from when each request was due).
 #
@@ -15,20 +19,28 @@
 # again), and the table shows each path's median, so that a burst of other work on the
 # machine skews one round of every path rather than all rounds of one.
 #
-# usage: scripts/loadtest.sh [-d SECONDS] [-c CONNECTIONS] [-r RATE] [-n ROUNDS] [-o FILE]
+# usage: scripts/loadtest.sh [-d SECONDS] [-c CONNECTIONS] [-r RATE] [-n ROUNDS] [-o FILE] [-p PROFILE]
+#
+# -p PROFILE: profile-guided optimization input instead of the comparison (`make pgo`): the
+# gateway is built with -tags pprof, each gateway path (uncached, hot, 500-row page plain
+# and gzip) runs ROUNDS times under wrk while /debug/pprof/profile records the gateway's
+# CPU, and the merged profile is written to PROFILE (gateway/cmd/gateway/default.pgo, which
+# `go build` of the main package then uses by itself). No other proxy is started.
 # Needs nginx, caddy, wrk, redis-server (installed with apt-get when missing and run as root)
 # and Go. The gateway is built as a release build (make build's flags).
 # Everything it starts listens on 127.0.0.1 and is stopped when it exits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DURATION=8 CONNS=50 RATE=1000 ROUNDS=3 OUT=""
-while getopts "d:c:r:n:o:" o; do
+DURATION=8 CONNS=50 RATE=1000 ROUNDS=3 OUT="" PROFILE=""
+while getopts "d:c:r:n:o:p:" o; do
   case $o in
     d) DURATION=$OPTARG ;; c) CONNS=$OPTARG ;; r) RATE=$OPTARG ;; n) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;;
-    *) echo "usage: $0 [-d seconds] [-c connections] [-r rate] [-n rounds] [-o file]" >&2; exit 2 ;;
+    p) PROFILE=$OPTARG ;;
+    *) echo "usage: $0 [-d seconds] [-c connections] [-r rate] [-n rounds] [-o file] [-p profile]" >&2; exit 2 ;;
   esac
 done
+case $PROFILE in "" | /*) ;; *) PROFILE=$PWD/$PROFILE ;; esac # the script runs from the repository root
 
 need=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
@@ -60,14 +72,20 @@ log() { echo "loadtest: $*" >&2; }
 
 log "building gateway, ocean and the fixed-rate probe"
 mkdir -p "$tmp/bin" "$tmp/www/v1"
-go build -trimpath -tags nomsgpack -ldflags='-s -w' -o "$tmp/bin/gateway" ./gateway/cmd/gateway
+if [ -n "$PROFILE" ]; then
+  # The profiled build: release flags plus the pprof listener (gateway/cmd/gateway/pprof.go);
+  # symbols are kept so that the profile names functions.
+  go build -trimpath -tags nomsgpack,pprof -o "$tmp/bin/gateway" ./gateway/cmd/gateway
+else
+  go build -trimpath -tags nomsgpack -ldflags='-s -w' -o "$tmp/bin/gateway" ./gateway/cmd/gateway
+fi
 go build -o "$tmp/bin/ocean" ./services/cmd/ocean
 (cd scripts/loadtest/fixedrate && GOWORK=off go build -o "$tmp/bin/fixedrate" .)
 (cd scripts/loadtest/goproxy && GOWORK=off go build -o "$tmp/bin/goproxy" .)
 
 # 1. Record real answers of the ocean service (simulated NDBC buoys) for the backend.
 P_OCEAN=$(free_port)
-SERVICE_ADDR=127.0.0.1:$P_OCEAN READINGS_SQLITE_PATH=$tmp/ocean.db SIM_STATIONS=3 SIM_DAYS=1 LOG_LEVEL=warn \
+SERVICE_ADDR=127.0.0.1:$P_OCEAN READINGS_SQLITE_PATH=$tmp/ocean.db SIM_STATIONS=3 SIM_DAYS=4 LOG_LEVEL=warn \
   "$tmp/bin/ocean" >"$tmp/ocean.log" 2>&1 &
 pids+=($!); OCEAN_PID=$!
 wait_http "http://127.0.0.1:$P_OCEAN/readyz"
@@ -78,9 +96,15 @@ curl -fsS "$S/v1/sensors?limit=1000" >"$tmp/www/v1/sensors.json"
 EXT=$(grep -o '"external_id":"[^"]*"' "$tmp/www/v1/sensors.json" | head -1 | cut -d'"' -f4)
 curl -fsS "$S/v1/sensors/$EXT/readings?limit=2" >"$tmp/www/readings.json"
 curl -fsS "$S/v1/sensors/$EXT/readings/latest" >"$tmp/www/latest.json"
+# The 500-row page (issue 14) is another sensor's, so that the backend tells the two pages
+# apart by path alone.
+EXT500=$(grep -o '"external_id":"[^"]*"' "$tmp/www/v1/sensors.json" | sed -n 2p | cut -d'"' -f4)
+curl -fsS "$S/v1/sensors/$EXT500/readings?limit=500" >"$tmp/www/readings500.json"
 kill "$OCEAN_PID"
 BYTES=$(wc -c <"$tmp/www/readings.json")
-log "backend answer: GET /v1/sensors/$EXT/readings?limit=2, $BYTES bytes"
+BYTES500=$(wc -c <"$tmp/www/readings500.json")
+ROWS500=$(grep -o "\"timestamp\":" "$tmp/www/readings500.json" | wc -l)
+log "backend answer: GET /v1/sensors/$EXT/readings?limit=2, $BYTES bytes; GET /v1/sensors/$EXT500/readings?limit=500, $BYTES500 bytes"
 
 # 2. nginx: the static backend and, as a separate nginx (its own master and workers), the
 #    plain reverse proxy in front of it. Separate, because the gateway is a separate process
@@ -113,6 +137,7 @@ nginx_conf backend "  server {
     location = /v1/health { try_files /v1/health.json =404; }
     location = /v1/sensors { try_files /v1/sensors.json =404; }
     location ~ ^/v1/sensors/[^/]+/readings/latest\$ { try_files /latest.json =404; }
+    location = /v1/sensors/$EXT500/readings { try_files /readings500.json =404; }
     location ~ ^/v1/sensors/[^/]+/readings\$ { try_files /readings.json =404; }
   }" >"$tmp/nginx-backend.conf"
 nginx_conf proxy "  upstream backend { server 127.0.0.1:$P_BACK; keepalive 64; }
@@ -131,14 +156,14 @@ wait_http "http://127.0.0.1:$P_NGINX/v1/meta"
 
 # 2b. Go's floor for the same hop: net/http's server and httputil.ReverseProxy, tuned
 #     (pooled buffers, a large idle pool), with no auth, limiter or cache.
-P_GOPROXY=$(free_port)
+P_GOPROXY=$(free_port) P_CADDY=$(free_port)
+if [ -z "$PROFILE" ]; then
 "$tmp/bin/goproxy" -addr "127.0.0.1:$P_GOPROXY" -backend "http://127.0.0.1:$P_BACK" >"$tmp/goproxy.log" 2>&1 &
 pids+=($!); GOPROXY_PID=$!
 wait_http "http://127.0.0.1:$P_GOPROXY/v1/meta"
 
 # 2c. Caddy, the best-known Go reverse proxy: admin endpoint off, plain HTTP, reverse_proxy
 #     with its defaults (keep-alive pool to the backend), no logging.
-P_CADDY=$(free_port)
 cat >"$tmp/Caddyfile" <<CADDY
 {
 	admin off
@@ -152,6 +177,7 @@ XDG_DATA_HOME=$tmp/caddy-data XDG_CONFIG_HOME=$tmp/caddy-config HOME=$tmp \
   caddy run --config "$tmp/Caddyfile" --adapter caddyfile >"$tmp/caddy.log" 2>&1 &
 pids+=($!); CADDY_PID=$!
 wait_http "http://127.0.0.1:$P_CADDY/v1/meta"
+fi # not in profile mode
 
 # 3. Redis and the gateway (production key on a plan far above the load, so every answer is
 #    a 200 that went through the limiter).
@@ -165,13 +191,21 @@ export GATEWAY_ADDR=127.0.0.1:$P_GW SENSORGATE_ENV=production SQLITE_PATH=$tmp/c
   SERVICE_URLS=ocean=http://127.0.0.1:$P_BACK LOG_LEVEL=warn OTEL_SDK_DISABLED=true
 GW_BIN=${GATEWAY_BIN:-$tmp/bin/gateway} # GATEWAY_BIN measures another build of the gateway
 KEY=$("$GW_BIN" keys create --owner loadtest --env production --plan bench | head -1)
-"$GW_BIN" >"$tmp/gateway.log" 2>&1 &
+P_PPROF=$(free_port)
+if [ -n "$PROFILE" ]; then
+  PPROF_ADDR=127.0.0.1:$P_PPROF "$GW_BIN" >"$tmp/gateway.log" 2>&1 &
+else
+  "$GW_BIN" >"$tmp/gateway.log" 2>&1 &
+fi
 pids+=($!); GW_PID=$!
 GW=http://127.0.0.1:$P_GW
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT"
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2"
 TTL=$(curl -fsS -D - -o /dev/null -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2" | tr -d '\r' | awk -F'max-age=' '/^Cache-Control/ {print $2}')
-PATHS=(direct nginx go-proxy caddy gateway-uncached gateway-hot)
+wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT500/readings?limit=500"
+GZBYTES500=$(curl -fsS -H "x-api-key: $KEY" -H "Accept-Encoding: gzip" "$GW/api/v1/sensors/$EXT500/readings?limit=500" | wc -c)
+log "500-row page through the gateway: $BYTES500 bytes, $GZBYTES500 bytes with gzip"
+PATHS=(direct nginx go-proxy caddy gateway-uncached gateway-hot gateway-500 gateway-500-gzip)
 # A/B: GATEWAY_BIN_B (another build) and/or GATEWAY_ENV_B (extra environment, e.g. "GOGC=100")
 # start a second gateway on its own catalog copy, measured in the same rounds as b-uncached
 # and b-hot, so that two variants meet the same load on the machine.
@@ -196,11 +230,11 @@ declare -A RPS P50 P99 CPU_NGINX CPU_GW CPU_REDIS
 ticks() { local t=0 p; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
 nginx_workers() { cat "$tmp"/nginx-*.pid | xargs -n1 pgrep -P | tr '\n' ' '; }
 per_req_us() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n > 0) printf "%.1f", t / hz / n * 1e6; else print "n/a" }'; }
-run_wrk() { # name url [lua] [header]
-  local name=$1 url=$2 lua=${3:-} hdr=${4:-}
+run_wrk() { # name url [lua] [header...]
+  local name=$1 url=$2 lua=${3:-} hdr
   local args=(-t2 -c"$CONNS" -d"${DURATION}s" --latency)
   [ -n "$lua" ] && args+=(-s "$lua")
-  [ -n "$hdr" ] && args+=(-H "$hdr")
+  for hdr in "${@:4}"; do [ -n "$hdr" ] && args+=(-H "$hdr"); done
   local workers; workers=$(nginx_workers)
   # shellcheck disable=SC2086 # one pid per word
   local n0 g0 r0; n0=$(ticks $workers) g0=$(ticks "$GWP") r0=$(ticks "$REDIS_PID")
@@ -228,7 +262,31 @@ run_rate() { # name url [header]
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
 LUA=scripts/loadtest/unique.lua
 H="x-api-key: $KEY"
+GZ="Accept-Encoding: gzip"
 GWP=$GW_PID # the gateway whose CPU run_wrk counts
+if [ -n "$PROFILE" ]; then
+  # Profile mode (-p): each gateway path under wrk while pprof records the gateway's CPU
+  # for as long; the profiles are merged into one, weighted by the time each path ran.
+  wait_http "http://127.0.0.1:$P_PPROF/debug/pprof/"
+  for round in $(seq "$ROUNDS"); do
+    for path in uncached hot 500 500-gzip; do
+      curl -fsS -o "$tmp/cpu-$path-$round.pprof" "http://127.0.0.1:$P_PPROF/debug/pprof/profile?seconds=$DURATION" &
+      cpid=$!
+      case $path in
+        uncached) run_wrk gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H" ;;
+        hot) run_wrk gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "" "$H" ;;
+        500) run_wrk gateway-500 "$GW/api/v1/sensors/$EXT500/readings?limit=500" "" "$H" ;;
+        500-gzip) run_wrk gateway-500-gzip "$GW/api/v1/sensors/$EXT500/readings?limit=500" "" "$H" "$GZ" ;;
+      esac
+      wait "$cpid"
+    done
+  done
+  mkdir -p "$(dirname "$PROFILE")"
+  go tool pprof -proto "$tmp"/cpu-*.pprof >"$PROFILE" 2>"$tmp/pprof.log" || { cat "$tmp/pprof.log" >&2; exit 1; }
+  log "wrote $PROFILE ($(wc -c <"$PROFILE") bytes; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  go tool pprof -top -nodecount 25 "$PROFILE" 2>/dev/null | sed 's/^/loadtest: /' >&2 || true
+  exit 0
+fi
 for round in $(seq "$ROUNDS"); do
   run_wrk direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2" "$LUA"
   run_wrk nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2" "$LUA"
@@ -236,6 +294,8 @@ for round in $(seq "$ROUNDS"); do
   GWP=$CADDY_PID run_wrk caddy "http://127.0.0.1:$P_CADDY/v1/sensors/$EXT/readings?limit=2" "$LUA"
   GWP=$GW_PID run_wrk gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H"
   GWP=$GW_PID run_wrk gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "" "$H"
+  GWP=$GW_PID run_wrk gateway-500 "$GW/api/v1/sensors/$EXT500/readings?limit=500" "" "$H"
+  GWP=$GW_PID run_wrk gateway-500-gzip "$GW/api/v1/sensors/$EXT500/readings?limit=500" "" "$H" "$GZ"
   if [ -n "${GWB:-}" ]; then
     GWP=$GWB_PID run_wrk b-uncached "$GWB/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H"
     GWP=$GWB_PID run_wrk b-hot "$GWB/api/v1/sensors/$EXT/readings?limit=2" "" "$H"
@@ -264,13 +324,18 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.3f", a - b }'; }
 {
   echo "sensorgate load test, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores (load average before: $LOADAVG), median of $ROUNDS rounds of wrk -t2 -c$CONNS -d${DURATION}s and of a fixed $RATE req/s for ${DURATION}s (scripts/loadtest/fixedrate)"
-  echo "backend answer: $BYTES bytes (a recorded readings page of the ocean service); gateway cache freshness bound: ${TTL:-?} s"
+  echo "backend answer: $BYTES bytes (a recorded readings page of the ocean service), and $BYTES500 bytes for the 500-row page; gateway cache freshness bound: ${TTL:-?} s"
   echo
   echo "| path | req/s at saturation | vs nginx | p50 at $RATE/s | p99 at $RATE/s | p99 vs nginx |"
   echo "|---|---|---|---|---|---|"
   for n in "${PATHS[@]}"; do
-    echo "| $n | ${RPS[$n]} | $(ratio "${RPS[$n]}" "${RPS[nginx]}")x | ${P50[$n]} ms | ${P99[$n]} ms | $(diff_ms "${P99[$n]}" "${P99[nginx]}") ms |"
+    case $n in
+      gateway-500*) echo "| $n | ${RPS[$n]} | $(ratio "${RPS[$n]}" "${RPS[nginx]}")x | - | - | - |" ;;
+      *) echo "| $n | ${RPS[$n]} | $(ratio "${RPS[$n]}" "${RPS[nginx]}")x | ${P50[$n]} ms | ${P99[$n]} ms | $(diff_ms "${P99[$n]}" "${P99[nginx]}") ms |" ;;
+    esac
   done
+  echo
+  echo "500-row page (issue 14; gateway-500 and gateway-500-gzip, hot): ${ROWS500:-?} rows, $BYTES500 bytes plain, $GZBYTES500 bytes with gzip ($(ratio "$BYTES500" "$GZBYTES500")x smaller); gzip costs $(ratio "${RPS[gateway-500]}" "${RPS[gateway-500-gzip]}")x the throughput (gateway-500-gzip at $(ratio "${RPS[gateway-500-gzip]}" "${RPS[gateway-500]}")x gateway-500)"
   echo
   echo "req/s per round:$ROUNDS_RPS"
   echo

@@ -34,6 +34,11 @@ var optional = map[string]string{
 	"SHUTDOWN_DELAY": "0 is right behind a preStop pause or without a load balancer",
 	// The User-Agent default names the service and the project, as providers ask.
 	"USER_AGENT": "default identifies the service; only sent in live mode",
+	// The binaries set their GC defaults when these are unset (pkg/gctune); the prod overlay
+	// sets MEMORY_LIMIT from the container's limit (prod_test.go checks it).
+	"GOGC":         "the binaries' GC default applies when unset",
+	"GOMEMLIMIT":   "derived from MEMORY_LIMIT, else 256MiB, when unset",
+	"MEMORY_LIMIT": "set by the prod overlay from the memory limit; 256MiB soft limit without it",
 }
 
 // optionalProvider reports whether name is a per-provider live-mode variable

@@ -33,8 +33,43 @@ const (
 // Every error is an *apierr.Error naming the parameter. Empty pieces (a&&b) are skipped.
 func ParseRawQuery(raw string) (url.Values, error) {
 	v := url.Values{}
+	err := scanRawQuery(raw, func(key, val string) bool {
+		if _, dup := v[key]; dup {
+			return false
+		}
+		v[key] = []string{val}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// CheckRawQuery applies ParseRawQuery's rules without building the values: what
+// checkInput runs on every /api/v1 request, with no map and, for a query without
+// percent-escapes, no allocation at all. Names already seen are kept in a fixed array
+// (MaxQueryParams bounds them) and compared in turn.
+func CheckRawQuery(raw string) error {
+	var seen [MaxQueryParams]string
+	n := 0
+	return scanRawQuery(raw, func(key, _ string) bool {
+		for _, k := range seen[:n] {
+			if k == key {
+				return false
+			}
+		}
+		seen[n] = key
+		n++
+		return true
+	})
+}
+
+// scanRawQuery checks raw piece by piece and gives each decoded name and value to add,
+// which returns false for a repeated name.
+func scanRawQuery(raw string, add func(key, val string) bool) error {
 	if raw == "" {
-		return v, nil
+		return nil
 	}
 	n := 0
 	for piece := range strings.SplitSeq(raw, "&") {
@@ -42,7 +77,7 @@ func ParseRawQuery(raw string) (url.Values, error) {
 			continue
 		}
 		if n++; n > MaxQueryParams {
-			return nil, apierr.Invalid("query", "more than %d parameters", MaxQueryParams)
+			return apierr.Invalid("query", "more than %d parameters", MaxQueryParams)
 		}
 		rawKey, rawVal, _ := strings.Cut(piece, "=")
 		key, kerr := url.QueryUnescape(rawKey)
@@ -51,30 +86,29 @@ func ParseRawQuery(raw string) (url.Values, error) {
 			name = rawKey
 		}
 		if err := CheckText("parameter name", name); err != nil {
-			return nil, err
+			return err
 		}
 		if kerr != nil {
-			return nil, apierr.Invalid(clip(name), "the name is not valid percent-encoding")
+			return apierr.Invalid(clip(name), "the name is not valid percent-encoding")
 		}
 		if strings.Contains(rawKey, ";") {
-			return nil, apierr.Invalid(clip(name), "a raw ';' is not allowed in a parameter name; encode it as %%3B")
+			return apierr.Invalid(clip(name), "a raw ';' is not allowed in a parameter name; encode it as %%3B")
 		}
 		if strings.Contains(rawVal, ";") {
-			return nil, apierr.Invalid(clip(name), "a raw ';' is not allowed in a value (it is not a separator); encode it as %%3B")
+			return apierr.Invalid(clip(name), "a raw ';' is not allowed in a value (it is not a separator); encode it as %%3B")
 		}
 		val, err := url.QueryUnescape(rawVal)
 		if err != nil {
-			return nil, apierr.Invalid(clip(name), "the value is not valid percent-encoding")
+			return apierr.Invalid(clip(name), "the value is not valid percent-encoding")
 		}
 		if err := CheckText(name, val); err != nil {
-			return nil, err
+			return err
 		}
-		if _, dup := v[key]; dup {
-			return nil, repeated(key, 2)
+		if !add(key, val) {
+			return repeated(key, 2)
 		}
-		v[key] = []string{val}
 	}
-	return v, nil
+	return nil
 }
 
 // CheckText refuses a text value that must not reach the store or an upstream: invalid
@@ -128,7 +162,7 @@ func repeated(name string, n int) error {
 // parameters break ParseRawQuery's rules or CheckText: a 400 naming the parameter.
 func checkInput() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if _, err := ParseRawQuery(c.Request.URL.RawQuery); err != nil {
+		if err := CheckRawQuery(c.Request.URL.RawQuery); err != nil {
 			fail(c, err)
 			return
 		}

@@ -29,8 +29,9 @@ commands:
   catalog import FILE       load a JSON catalog file into the catalog
   version                   print the module version and commit the binary was built from
 
-Every command takes the configuration flags (run "gateway serve -h" to list them); each
-flag overrides the environment variable named in its help.
+Every command takes the configuration flags (run "gateway serve -h" to list them, with
+their environment variables and defaults); each flag overrides the environment variable
+beside it. "gateway -print-env" prints the name of every variable the gateway reads.
 `
 
 // Run runs the gateway command named by args (args[0] is the program name). It returns when
@@ -88,7 +89,9 @@ type command struct {
 func newCommand(name string, getenv func(string) string, stdout io.Writer, omit ...string) *command {
 	fs := flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	return &command{fs: fs, loader: config.Register(fs, getenv, omit...)}
+	l := config.Register(fs, getenv, omit...)
+	l.SetHeader("usage: gateway " + name + " [flags]\n\n" + usage)
+	return &command{fs: fs, loader: l}
 }
 
 // parse parses the flags and loads the configuration; nargs is the exact number of
@@ -96,6 +99,13 @@ func newCommand(name string, getenv func(string) string, stdout io.Writer, omit 
 func (c *command) parse(args []string, nargs int, argNames string) error {
 	if err := c.fs.Parse(args); err != nil {
 		return err
+	}
+	if c.loader.PrintEnvRequested() {
+		if err := c.loader.PrintEnv(c.fs.Output()); err != nil {
+			return err
+		}
+		// Like -h: the binary printed what was asked and exits 0 (main checks ErrHelp).
+		return fmt.Errorf("%s -print-env: %w", c.fs.Name(), flag.ErrHelp)
 	}
 	if c.fs.NArg() != nargs {
 		if nargs == 0 {

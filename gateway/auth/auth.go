@@ -2,10 +2,10 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,6 +14,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
 // Header is the request header that carries the key (docs/spec.md 5).
@@ -56,32 +57,44 @@ type Authenticator struct {
 	env   string
 	ttl   time.Duration
 	now   func() time.Time
-	size  int
 	met   *obs.Metrics
 	// hits and misses count cache lookups, bound once (no label lookup per request).
 	hits, misses prometheus.Counter
 
-	mu    sync.Mutex
-	cache map[[32]byte]cacheEntry
-
-	// neg remembers hashes the store did not know until their time (bounded by negSize).
-	negMu   sync.Mutex
-	neg     map[[32]byte]time.Time
-	negSize int
-	negTTL  time.Duration
+	// cache holds lookups of found keys (valid or not) for ttl, keyed by the key's hash;
+	// nil when the TTL is 0. Both caches are the one TTL cache type (pkg/ttlcache).
+	cache *ttlcache.Cache[[32]byte, cacheEntry]
+	// neg remembers hashes the store did not know, for max(CacheTTL, MinNegativeTTL).
+	neg *ttlcache.Cache[[32]byte, struct{}]
 	// throttle, when set, limits wrong keys per client address (429 over the limit).
 	throttle Throttle
 }
 
-// cacheEntry remembers one lookup, found or not, until expires.
+// cacheEntry remembers one lookup, found or not.
 type cacheEntry struct {
 	key   catalog.APIKey
 	found bool
 	// id is the identity of a found key, built once for every request that presents it;
 	// shared, so never modified.
-	id      *Identity
-	expires time.Time
+	id *Identity
 }
+
+// keyEntryBytes is what one positive cache entry holds beyond its strings: the hash key,
+// the APIKey and Identity structs, the map and queue overhead.
+const keyEntryBytes = 32 + 400 + ttlcache.EntryOverhead
+
+// keyEntrySize counts an entry's strings too, so the byte bound holds whatever the names.
+func keyEntrySize(_ [32]byte, e cacheEntry) int64 {
+	k := e.key
+	n := len(k.Name) + len(k.Prefix) + len(k.Hash) + len(k.Environment) + len(k.Plan)
+	if e.id != nil {
+		n += len(e.id.KeyIDText) + len(e.id.Prefix) + len(e.id.Environment) + len(e.id.Plan)
+	}
+	return int64(n) + keyEntryBytes
+}
+
+// missEntryBytes is what one negative cache entry holds: the hash and the overhead.
+const missEntryBytes = 32 + ttlcache.EntryOverhead
 
 // Options tune an Authenticator.
 type Options struct {
@@ -123,10 +136,16 @@ func New(store KeyStore, opt Options) (*Authenticator, error) {
 		opt.NegativeCacheSize = DefaultNegativeCacheSize
 	}
 	a := &Authenticator{
-		store: store, env: opt.Environment, ttl: opt.CacheTTL, now: opt.Now, size: opt.CacheSize, met: opt.Metrics,
-		cache: map[[32]byte]cacheEntry{},
-		neg:   map[[32]byte]time.Time{}, negSize: opt.NegativeCacheSize, negTTL: max(opt.CacheTTL, MinNegativeTTL),
+		store: store, env: opt.Environment, ttl: opt.CacheTTL, now: opt.Now, met: opt.Metrics,
+		// Bounded in entries and in bytes (an entry with the longest names a key may have
+		// still fits CacheSize of them); missed hashes in a cache of their own, so a flood
+		// of random keys never evicts the keys of real callers.
+		neg: ttlcache.New(max(opt.CacheTTL, MinNegativeTTL), opt.NegativeCacheSize, int64(opt.NegativeCacheSize)*missEntryBytes,
+			func([32]byte, struct{}) int64 { return missEntryBytes }),
 		throttle: opt.Throttle,
+	}
+	if opt.CacheTTL > 0 {
+		a.cache = ttlcache.New(opt.CacheTTL, opt.CacheSize, int64(opt.CacheSize)*(keyEntryBytes+1024), keyEntrySize)
 	}
 	if opt.Metrics != nil {
 		a.hits, a.misses = opt.Metrics.KeyCache.WithLabelValues(obs.CacheHit), opt.Metrics.KeyCache.WithLabelValues(obs.CacheMiss)
@@ -149,7 +168,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, secret string) (Identi
 // throttle counts wrong keys by: past its limit the error is 429 rate_limited, a
 // *ThrottledError saying when to retry.
 func (a *Authenticator) AuthenticateFrom(ctx context.Context, secret, addr string) (Identity, error) {
-	id, err := a.authenticate(ctx, secret, addr)
+	id, err := a.authenticate(ctx, secret, func() string { return addr })
 	if err != nil {
 		return Identity{}, err
 	}
@@ -164,24 +183,30 @@ func (a *Authenticator) AuthenticateFrom(ctx context.Context, secret, addr strin
 // throttle's limit is refused without a lookup; only then is the store asked. The stored
 // hash is compared with the computed one in constant time; maps and the store are keyed by
 // the hash, never by the secret.
-func (a *Authenticator) authenticate(ctx context.Context, secret, addr string) (*Identity, error) {
+//
+// addr gives the client address only when a wrong key must be counted or the throttle
+// asked: a known key, the common case, never needs it (Gin's ClientIP parses and formats
+// the peer address, an allocation per request).
+func (a *Authenticator) authenticate(ctx context.Context, secret string, addr func() string) (*Identity, error) {
 	if secret == "" {
 		return nil, apierr.New(apierr.MissingAPIKey, "missing API key: send it in the %s header", Header)
 	}
 	if len(secret) > MaxKeyLen {
-		a.miss(ctx, addr)
+		a.miss(ctx, addr())
 		return nil, invalidKey()
 	}
-	var h [32]byte
-	copy(h[:], Hash(secret))
+	// The hash is computed over a copy on the stack: Hash's []byte(secret) and its
+	// returned slice were two allocations per request.
+	var buf [MaxKeyLen]byte
+	h := sha256.Sum256(buf[:copy(buf[:], secret)])
 	e, ok := a.cached(h)
 	if !ok {
 		if a.missedRecently(h) {
-			a.miss(ctx, addr)
+			a.miss(ctx, addr())
 			return nil, invalidKey()
 		}
 		if a.throttle != nil {
-			if d, blocked := a.throttle.Blocked(ctx, addr); blocked {
+			if d, blocked := a.throttle.Blocked(ctx, addr()); blocked {
 				return nil, &ThrottledError{RetryAfter: d}
 			}
 		}
@@ -192,7 +217,7 @@ func (a *Authenticator) authenticate(ctx context.Context, secret, addr string) (
 	}
 	k := e.key
 	if !e.found || subtle.ConstantTimeCompare(k.Hash, h[:]) != 1 || k.RevokedAt != nil || k.Environment != a.env {
-		a.miss(ctx, addr)
+		a.miss(ctx, addr())
 		return nil, invalidKey()
 	}
 	return e.id, nil
@@ -224,32 +249,15 @@ func (a *Authenticator) miss(ctx context.Context, addr string) {
 
 // missedRecently reports whether the store did not know h within the negative TTL.
 func (a *Authenticator) missedRecently(h [32]byte) bool {
-	a.negMu.Lock()
-	until, ok := a.neg[h]
-	a.negMu.Unlock()
-	return ok && a.now().Before(until)
+	_, _, ok := a.neg.Get(h, a.now())
+	return ok
 }
 
-// rememberMiss records h as unknown, dropping expired entries and then arbitrary ones when
-// the table is full: memory stays bounded under any flood.
+// rememberMiss records h as unknown; the cache drops expired entries and then the oldest
+// when it is full: memory stays bounded under any flood.
 func (a *Authenticator) rememberMiss(h [32]byte) {
 	now := a.now()
-	a.negMu.Lock()
-	defer a.negMu.Unlock()
-	if len(a.neg) >= a.negSize {
-		for k, until := range a.neg {
-			if !now.Before(until) {
-				delete(a.neg, k)
-			}
-		}
-		for k := range a.neg {
-			if len(a.neg) < a.negSize {
-				break
-			}
-			delete(a.neg, k)
-		}
-	}
-	a.neg[h] = now.Add(a.negTTL)
+	a.neg.Put(h, struct{}{}, now, now)
 }
 
 // invalidKey does not say whether the key is unknown, revoked or of the other environment:
@@ -260,13 +268,10 @@ func invalidKey() *apierr.Error {
 
 // cached returns the positive cache's entry of h while it is fresh.
 func (a *Authenticator) cached(h [32]byte) (cacheEntry, bool) {
-	if a.ttl <= 0 {
+	if a.cache == nil {
 		return cacheEntry{}, false
 	}
-	a.mu.Lock()
-	e, ok := a.cache[h]
-	a.mu.Unlock()
-	if ok && a.now().Before(e.expires) {
+	if e, _, ok := a.cache.Get(h, a.now()); ok {
 		a.count(a.hits)
 		return e, true
 	}
@@ -279,7 +284,7 @@ func (a *Authenticator) cached(h [32]byte) (cacheEntry, bool) {
 func (a *Authenticator) lookup(ctx context.Context, h [32]byte) (cacheEntry, error) {
 	now := a.now()
 	k, err := a.store.KeyByHash(ctx, h[:])
-	e := cacheEntry{key: k, found: true, expires: now.Add(a.ttl)}
+	e := cacheEntry{key: k, found: true}
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
 		a.rememberMiss(h)
@@ -292,8 +297,10 @@ func (a *Authenticator) lookup(ctx context.Context, h [32]byte) (cacheEntry, err
 	default:
 		e.id = &Identity{KeyID: k.ID, Prefix: k.Prefix, OwnerID: k.OwnerID, Environment: k.Environment, Plan: k.Plan, KeyIDText: k.ID.String()}
 	}
-	if a.ttl > 0 {
-		a.put(h, e)
+	if a.cache != nil {
+		// As of the time the lookup started: a revocation committed after it is seen
+		// within KEY_CACHE_TTL of that moment, never later.
+		a.cache.Put(h, e, now, a.now())
 	}
 	return e, nil
 }
@@ -304,32 +311,11 @@ func (a *Authenticator) count(c prometheus.Counter) {
 	}
 }
 
-func (a *Authenticator) put(h [32]byte, e cacheEntry) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.cache) >= a.size {
-		now := a.now()
-		for k, v := range a.cache {
-			if !now.Before(v.expires) {
-				delete(a.cache, k)
-			}
-		}
-		// Still full of live entries: a flood of distinct keys. Dropping everything costs
-		// one lookup per real caller and bounds the memory.
-		if len(a.cache) >= a.size {
-			clear(a.cache)
-		}
-	}
-	a.cache[h] = e
-}
-
 // Forget drops every cached lookup, so that a revocation made by this process takes
 // effect at once here (other replicas follow within the TTL).
 func (a *Authenticator) Forget() {
-	a.mu.Lock()
-	clear(a.cache)
-	a.mu.Unlock()
-	a.negMu.Lock()
-	clear(a.neg)
-	a.negMu.Unlock()
+	if a.cache != nil {
+		a.cache.Clear()
+	}
+	a.neg.Clear()
 }

@@ -233,9 +233,7 @@ func TestCacheIsBounded(t *testing.T) {
 		nk, _ := Generate(catalog.EnvDevelopment)
 		_, _ = a.Authenticate(context.Background(), nk.Secret)
 	}
-	a.mu.Lock()
-	n := len(a.cache)
-	a.mu.Unlock()
+	n := a.cache.Len()
 	if n > 8 {
 		t.Errorf("cache holds %d entries, bound 8", n)
 	}
@@ -251,9 +249,7 @@ func TestStoreFailureIsInternalAndNotCached(t *testing.T) {
 	if err == nil || apierr.From(err).Code != apierr.Internal {
 		t.Errorf("store down: %v, want an internal error", err)
 	}
-	a.mu.Lock()
-	n := len(a.cache)
-	a.mu.Unlock()
+	n := a.cache.Len()
 	if n != 0 {
 		t.Errorf("a failed lookup was cached")
 	}

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -26,12 +27,24 @@ func FromContext(ctx context.Context) (Identity, bool) {
 // FromGin returns the identity of a Gin request.
 func FromGin(c *gin.Context) (Identity, bool) { return FromContext(c.Request.Context()) }
 
+// canonicalHeader is Header in net/http's canonical form, the key requests hold it under.
+var canonicalHeader = http.CanonicalHeaderKey(Header)
+
+func headerValue(h http.Header, canonical string) string {
+	if v := h[canonical]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // Middleware authenticates every request it guards. A refused request is aborted with the
 // error recorded on the Gin context (c.Error), for the error middleware to render; an
 // admitted one continues with its Identity in the request context.
 func Middleware(a *Authenticator) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		id, err := a.authenticate(c.Request.Context(), c.GetHeader(Header), c.ClientIP())
+		// The header is read under its canonical name: GetHeader would canonicalize
+		// "x-api-key" into a new string on every request.
+		id, err := a.authenticate(c.Request.Context(), headerValue(c.Request.Header, canonicalHeader), c.ClientIP)
 		if err != nil {
 			var te *ThrottledError
 			if errors.As(err, &te) {

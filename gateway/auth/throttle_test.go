@@ -131,9 +131,7 @@ func TestNegativeCache(t *testing.T) {
 		k, _ := Generate(catalog.EnvDevelopment)
 		_, _ = a.Authenticate(ctx, k.Secret)
 	}
-	a.negMu.Lock()
-	n := len(a.neg)
-	a.negMu.Unlock()
+	n := a.neg.Len()
 	if n > 64 {
 		t.Errorf("negative cache holds %d entries, bound 64", n)
 	}
@@ -215,9 +213,7 @@ func TestConcurrentAuthentication(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	a.negMu.Lock()
-	n := len(a.neg)
-	a.negMu.Unlock()
+	n := a.neg.Len()
 	if n > 32 {
 		t.Errorf("negative cache holds %d, bound 32", n)
 	}

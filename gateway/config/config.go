@@ -16,12 +16,14 @@ import (
 	"net"
 	"net/url"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sensorgate/sensorgate/gateway/ratelimit"
+	"github.com/sensorgate/sensorgate/pkg/gctune"
+	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 // Environments of the gateway and of API keys.
@@ -118,31 +120,22 @@ type RateLimit struct {
 	FailClosed bool
 }
 
-// setting binds one environment variable to its flag, default and parser.
-type setting struct {
-	env   string
-	flag  string
-	def   string // the documented default; "" when it depends on other settings
-	usage string
-	// secret values are never shown in -help output.
-	secret bool
-	// set parses the value (already defaulted) into the Config. It is called in table
-	// order, so a setting may depend on one declared before it.
-	set func(c *Config, v string) error
-}
+// setting is one row of the gateway's table (pkg/settings, the one mechanism of every
+// binary).
+type setting = settings.Setting[Config]
 
-// settings is the one table of the gateway's configuration. Order matters: SENSORGATE_ENV
+// Settings is the one table of the gateway's configuration. Order matters: SENSORGATE_ENV
 // comes before the settings whose default depends on it.
-func settings() []setting {
-	return []setting{
-		{env: "SENSORGATE_ENV", flag: "env", def: EnvDevelopment, usage: "environment of the gateway: development or production (a key of the other environment is refused)", set: func(c *Config, v string) error {
+func Settings() []setting {
+	return append([]setting{
+		{Env: "SENSORGATE_ENV", Flag: "env", Default: EnvDevelopment, Usage: "environment of the gateway: development or production (a key of the other environment is refused)", Set: func(c *Config, v string) error {
 			if v != EnvDevelopment && v != EnvProduction {
 				return fmt.Errorf("want development or production, got %q", v)
 			}
 			c.Env = v
 			return nil
 		}},
-		{env: "GATEWAY_ADDR", flag: "addr", def: DefaultAddr, usage: "host:port the HTTP server listens on", set: func(c *Config, v string) error {
+		{Env: "GATEWAY_ADDR", Flag: "addr", Default: DefaultAddr, Usage: "host:port the HTTP server listens on", Set: func(c *Config, v string) error {
 			if _, port, err := net.SplitHostPort(v); err != nil {
 				return fmt.Errorf("want host:port, e.g. %s, got %q", DefaultAddr, v)
 			} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
@@ -151,7 +144,7 @@ func settings() []setting {
 			c.Addr = v
 			return nil
 		}},
-		{env: "DATABASE_URL", flag: "database-url", def: "", usage: "PostgreSQL URL of the catalog (postgres://...); empty uses the SQLite file SQLITE_PATH", secret: true, set: func(c *Config, v string) error {
+		{Env: "DATABASE_URL", Flag: "database-url", Default: "", Usage: "PostgreSQL URL of the catalog (postgres://...); empty uses the SQLite file SQLITE_PATH", Secret: true, Set: func(c *Config, v string) error {
 			if v == "" {
 				return nil
 			}
@@ -162,21 +155,21 @@ func settings() []setting {
 			c.DatabaseURL = v
 			return nil
 		}},
-		{env: "SQLITE_PATH", flag: "sqlite-path", def: DefaultSQLitePath, usage: "SQLite file of the catalog when DATABASE_URL is empty (created when absent)", set: func(c *Config, v string) error {
+		{Env: "SQLITE_PATH", Flag: "sqlite-path", Default: DefaultSQLitePath, Usage: "SQLite file of the catalog when DATABASE_URL is empty (created when absent)", Set: func(c *Config, v string) error {
 			if v == "" && c.DatabaseURL == "" {
 				return errors.New("must not be empty when DATABASE_URL is empty")
 			}
 			c.SQLitePath = v
 			return nil
 		}},
-		{env: "DEV_API_KEY", flag: "dev-api-key", def: DefaultDevAPIKey, usage: "development API key created at start in the development environment (never valid in production)", secret: true, set: func(c *Config, v string) error {
+		{Env: "DEV_API_KEY", Flag: "dev-api-key", Default: DefaultDevAPIKey, Usage: "development API key created at start in the development environment (never valid in production)", Secret: true, Set: func(c *Config, v string) error {
 			if c.Env == EnvDevelopment && len(v) < 16 {
 				return fmt.Errorf("want at least 16 characters, got %d", len(v))
 			}
 			c.DevAPIKey = v
 			return nil
 		}},
-		{env: "SERVICE_URLS", flag: "service-urls", def: DefaultServiceURLs, usage: "backing services as id=url pairs, comma-separated", set: func(c *Config, v string) error {
+		{Env: "SERVICE_URLS", Flag: "service-urls", Default: DefaultServiceURLs, Usage: "backing services as id=url pairs, comma-separated", Set: func(c *Config, v string) error {
 			s, err := ParseServices(v)
 			if err != nil {
 				return err
@@ -184,14 +177,14 @@ func settings() []setting {
 			c.Services = s
 			return nil
 		}},
-		{env: "INTERNAL_TOKEN", flag: "internal-token", def: "", usage: "shared secret sent to the backing services in X-Internal-Token (empty: none)", secret: true, set: func(c *Config, v string) error {
+		{Env: "INTERNAL_TOKEN", Flag: "internal-token", Default: "", Usage: "shared secret sent to the backing services in X-Internal-Token (empty: none)", Secret: true, Set: func(c *Config, v string) error {
 			if strings.ContainsAny(v, "\r\n") {
 				return errors.New("must not contain line breaks")
 			}
 			c.InternalToken = v
 			return nil
 		}},
-		{env: "REDIS_URL", flag: "redis-url", def: "", usage: "Redis URL of the shared rate-limit counters (redis://host:6379/0); empty counts in process", secret: true, set: func(c *Config, v string) error {
+		{Env: "REDIS_URL", Flag: "redis-url", Default: "", Usage: "Redis URL of the shared rate-limit counters (redis://host:6379/0); empty counts in process", Secret: true, Set: func(c *Config, v string) error {
 			if v == "" {
 				return nil
 			}
@@ -202,19 +195,16 @@ func settings() []setting {
 			c.RedisURL = v
 			return nil
 		}},
-		{env: "KEY_CACHE_TTL", flag: "key-cache-ttl", def: DefaultKeyCacheTTL.String(), usage: "how long a replica trusts a cached key lookup, so a revocation takes effect everywhere within it (0 disables the cache, at most 1m)", set: func(c *Config, v string) error {
-			d, err := parseDuration(v)
+		{Env: "KEY_CACHE_TTL", Flag: "key-cache-ttl", Default: DefaultKeyCacheTTL.String(), Usage: "how long a replica trusts a cached key lookup, so a revocation takes effect everywhere within it (0 disables the cache, at most 1m)", Set: func(c *Config, v string) error {
+			d, err := settings.Duration(v, 0, MaxKeyCacheTTL)
 			if err != nil {
 				return err
-			}
-			if d < 0 || d > MaxKeyCacheTTL {
-				return fmt.Errorf("want a duration from 0s to %s, got %s", MaxKeyCacheTTL, v)
 			}
 			c.KeyCacheTTL = d
 			return nil
 		}},
-		{env: "SYNC_INTERVAL", flag: "sync-interval", def: DefaultSyncInterval.String(), usage: "how often the catalog is synced from the backing services (0 turns the sync off: the catalog then comes from catalog import only)", set: func(c *Config, v string) error {
-			d, err := parseDuration(v)
+		{Env: "SYNC_INTERVAL", Flag: "sync-interval", Default: DefaultSyncInterval.String(), Usage: "how often the catalog is synced from the backing services (0 turns the sync off: the catalog then comes from catalog import only)", Set: func(c *Config, v string) error {
+			d, err := settings.Duration(v, 0, settings.Unbounded)
 			if err != nil {
 				return err
 			}
@@ -224,7 +214,7 @@ func settings() []setting {
 			c.SyncInterval = d
 			return nil
 		}},
-		{env: "LOG_FORMAT", flag: "log-format", def: "", usage: "log format: json or text (default text in development, json in production)", set: func(c *Config, v string) error {
+		{Env: "LOG_FORMAT", Flag: "log-format", Default: "", Usage: "log format: json or text (default text in development, json in production)", Set: func(c *Config, v string) error {
 			switch v {
 			case "":
 				c.LogFormat = "text"
@@ -238,7 +228,7 @@ func settings() []setting {
 			}
 			return nil
 		}},
-		{env: "LOG_LEVEL", flag: "log-level", def: "info", usage: "minimum log level: debug, info, warn or error", set: func(c *Config, v string) error {
+		{Env: "LOG_LEVEL", Flag: "log-level", Default: "info", Usage: "minimum log level: debug, info, warn or error", Set: func(c *Config, v string) error {
 			var l slog.Level
 			if err := l.UnmarshalText([]byte(v)); err != nil {
 				return fmt.Errorf("want debug, info, warn or error, got %q", v)
@@ -246,7 +236,7 @@ func settings() []setting {
 			c.LogLevel = l
 			return nil
 		}},
-		{env: "RATE_LIMIT_PLANS", flag: "rate-limit-plans", def: "", usage: "budgets of production plans as name=rate/unit[:burst] pairs, e.g. free=1000/h,pro=10000/h (a \"default\" plan covers unlisted plans; development keys: 1000/h)", set: func(c *Config, v string) error {
+		{Env: "RATE_LIMIT_PLANS", Flag: "rate-limit-plans", Default: "", Usage: "budgets of production plans as name=rate/unit[:burst] pairs, e.g. free=1000/h,pro=10000/h (a \"default\" plan covers unlisted plans; development keys: 1000/h)", Set: func(c *Config, v string) error {
 			p, err := ratelimit.ParsePlans(v)
 			if err != nil {
 				return err
@@ -254,93 +244,77 @@ func settings() []setting {
 			c.RateLimit.Plans = p
 			return nil
 		}},
-		{env: "RATE_LIMIT_FAIL_CLOSED", flag: "rate-limit-fail-closed", def: "false", usage: "while Redis is down, refuse requests (503) instead of counting per replica", set: func(c *Config, v string) error {
-			return setBool(&c.RateLimit.FailClosed, v)
+		{Env: "RATE_LIMIT_FAIL_CLOSED", Flag: "rate-limit-fail-closed", Default: "false", Usage: "while Redis is down, refuse requests (503) instead of counting per replica", Set: func(c *Config, v string) error {
+			b, err := settings.Bool(v)
+			c.RateLimit.FailClosed = b
+			return err
 		}},
-		{env: "UPSTREAM_TIMEOUT", flag: "upstream-timeout", def: "10s", usage: "deadline of one readings call to a backing service, retries included (then 504 upstream_timeout)", set: func(c *Config, v string) error {
-			d, err := parseDuration(v)
+		{Env: "UPSTREAM_TIMEOUT", Flag: "upstream-timeout", Default: "10s", Usage: "deadline of one readings call to a backing service, retries included (then 504 upstream_timeout)", Set: func(c *Config, v string) error {
+			d, err := settings.Duration(v, 100*time.Millisecond, 5*time.Minute)
 			if err != nil {
 				return err
-			}
-			if d < 100*time.Millisecond || d > 5*time.Minute {
-				return fmt.Errorf("want a duration from 100ms to 5m, got %s", v)
 			}
 			c.Proxy.Timeout = d
 			return nil
 		}},
-		{env: "UPSTREAM_HEALTH_TIMEOUT", flag: "upstream-health-timeout", def: "2s", usage: "deadline of a service health call and of each background probe (a service that misses it is down)", set: func(c *Config, v string) error {
-			d, err := parseDuration(v)
+		{Env: "UPSTREAM_HEALTH_TIMEOUT", Flag: "upstream-health-timeout", Default: "2s", Usage: "deadline of a service health call and of each background probe (a service that misses it is down)", Set: func(c *Config, v string) error {
+			d, err := settings.Duration(v, 100*time.Millisecond, time.Minute)
 			if err != nil {
 				return err
-			}
-			if d < 100*time.Millisecond || d > time.Minute {
-				return fmt.Errorf("want a duration from 100ms to 1m, got %s", v)
 			}
 			c.Proxy.HealthTimeout = d
 			return nil
 		}},
-		{env: "READINGS_CACHE_TTL", flag: "readings-cache-ttl", def: "3s", usage: "freshness bound of cached readings answers (0 to 1m; 0 keeps only the coalescing of identical concurrent requests)", set: func(c *Config, v string) error {
-			d, err := parseDuration(v)
+		{Env: "READINGS_CACHE_TTL", Flag: "readings-cache-ttl", Default: "3s", Usage: "freshness bound of cached readings answers (0 to 1m; 0 keeps only the coalescing of identical concurrent requests)", Set: func(c *Config, v string) error {
+			d, err := settings.Duration(v, 0, time.Minute)
 			if err != nil {
 				return err
-			}
-			if d < 0 || d > time.Minute {
-				return fmt.Errorf("want a duration from 0s to 1m, got %s", v)
 			}
 			c.Proxy.CacheTTL = d
 			return nil
 		}},
-		{env: "PROBE_INTERVAL", flag: "probe-interval", def: "15s", usage: "how often every backing service's health is probed for the service list status", set: func(c *Config, v string) error {
-			d, err := parseDuration(v)
+		{Env: "PROBE_INTERVAL", Flag: "probe-interval", Default: "15s", Usage: "how often every backing service's health is probed for the service list status", Set: func(c *Config, v string) error {
+			d, err := settings.Duration(v, time.Second, settings.Unbounded)
 			if err != nil {
 				return err
-			}
-			if d < time.Second {
-				return fmt.Errorf("want at least 1s, got %s", v)
 			}
 			c.Proxy.ProbeInterval = d
 			return nil
 		}},
-		{env: "STREAM_MAX_PER_KEY", flag: "stream-max-per-key", def: "5", usage: "streams one API key may hold open at once on a replica (429 beyond)", set: func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 10000 {
-				return fmt.Errorf("want an integer from 1 to 10000, got %q", v)
+		{Env: "STREAM_MAX_PER_KEY", Flag: "stream-max-per-key", Default: "5", Usage: "streams one API key may hold open at once on a replica (429 beyond)", Set: func(c *Config, v string) error {
+			n, err := settings.Int(v, 1, 10000)
+			if err != nil {
+				return err
 			}
 			c.Stream.MaxPerKey = n
 			return nil
 		}},
-		{env: "STREAM_BUFFER", flag: "stream-buffer", def: "1024", usage: "events a stream may fall behind before it is disconnected as a slow consumer", set: func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1<<20 {
-				return fmt.Errorf("want an integer from 1 to 1048576, got %q", v)
+		{Env: "STREAM_BUFFER", Flag: "stream-buffer", Default: "1024", Usage: "events a stream may fall behind before it is disconnected as a slow consumer", Set: func(c *Config, v string) error {
+			n, err := settings.Int(v, 1, 1<<20)
+			if err != nil {
+				return err
 			}
 			c.Stream.Buffer = n
 			return nil
 		}},
-		{env: "STREAM_HEARTBEAT", flag: "stream-heartbeat", def: "15s", usage: "interval of the keep-alive comment of every stream (1s to 15s)", set: func(c *Config, v string) error {
-			d, err := parseDuration(v)
+		{Env: "STREAM_HEARTBEAT", Flag: "stream-heartbeat", Default: "15s", Usage: "interval of the keep-alive comment of every stream (1s to 15s)", Set: func(c *Config, v string) error {
+			d, err := settings.Duration(v, time.Second, 15*time.Second)
 			if err != nil {
 				return err
-			}
-			if d < time.Second || d > 15*time.Second {
-				return fmt.Errorf("want a duration from 1s to 15s, got %s", v)
 			}
 			c.Stream.Heartbeat = d
 			return nil
 		}},
-		{env: "SHUTDOWN_DELAY", flag: "shutdown-delay", def: "0s", usage: "after SIGTERM, how long to keep serving with /readyz at 503 before no longer accepting connections (set it to the load balancer's probe period)", set: func(c *Config, v string) error {
-			d, err := parseDuration(v)
+		{Env: "SHUTDOWN_DELAY", Flag: "shutdown-delay", Default: "0s", Usage: "after SIGTERM, how long to keep serving with /readyz at 503 before no longer accepting connections (set it to the load balancer's probe period)", Set: func(c *Config, v string) error {
+			d, err := settings.Duration(v, 0, time.Minute)
 			if err != nil {
 				return err
-			}
-			if d < 0 || d > time.Minute {
-				return fmt.Errorf("want a duration from 0s to 1m, got %s", v)
 			}
 			c.ShutdownDelay = d
 			return nil
 		}},
-		{env: "SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: DefaultShutdownTimeout.String(), usage: "grace period of shutdown: how long in-flight requests (REST, MCP, health, streams) get to finish once the gateway stops accepting", set: func(c *Config, v string) error {
-			d, err := parseDuration(v)
+		{Env: "SHUTDOWN_TIMEOUT", Flag: "shutdown-timeout", Default: DefaultShutdownTimeout.String(), Usage: "grace period of shutdown: how long in-flight requests (REST, MCP, health, streams) get to finish once the gateway stops accepting", Set: func(c *Config, v string) error {
+			d, err := settings.Duration(v, 0, settings.Unbounded)
 			if err != nil {
 				return err
 			}
@@ -350,123 +324,36 @@ func settings() []setting {
 			c.ShutdownTimeout = d
 			return nil
 		}},
-	}
+	}, append(settings.Externals[Config](obs.TracingEnv...), settings.Externals[Config](gctune.Env...)...)...)
 }
 
-// setBool parses a true/false setting into dst.
-func setBool(dst *bool, v string) error {
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return fmt.Errorf("want true or false, got %q", v)
-	}
-	*dst = b
-	return nil
-}
-
-func parseDuration(v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("want a Go duration such as 5s, 500ms or 1m, got %q", v)
-	}
-	return d, nil
-}
-
-// Var describes one environment variable the gateway reads.
-type Var struct {
-	Name    string
-	Flag    string
-	Default string
-	Usage   string
-}
-
-// Vars lists every environment variable the gateway binary reads, in table order.
-func Vars() []Var {
-	ss := settings()
-	out := make([]Var, len(ss))
-	for i, s := range ss {
-		out[i] = Var{Name: s.env, Flag: s.flag, Default: s.def, Usage: s.usage}
-	}
-	return out
-}
+// Vars lists every row of the gateway's table, in order.
+func Vars() []settings.Var { return settings.Vars(Settings()) }
 
 // EnvVars lists the names of every environment variable the gateway binary reads, for
 // deployment checks that compare them with compose and Kubernetes manifests.
-func EnvVars() []string {
-	vs := Vars()
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = v.Name
-	}
-	return out
-}
+func EnvVars() []string { return settings.EnvNames(Settings()) }
 
 // Loader collects the configuration from the environment and the flags of one command.
 type Loader struct {
-	getenv func(string) string
-	values map[string]*string // by env name: the flag's value, defaulted from the environment
-	order  []setting
+	*settings.Loader[Config]
 }
 
-// Register declares every setting as a flag on fs, with the environment variable (or the
-// documented default) as the flag's default, and returns the Loader that Load reads them
-// through after fs.Parse. Settings whose flag name is in omit are read from the
-// environment only, leaving the flag name free for the command (keys create uses -env for
-// the key's environment).
+// Register declares every setting as a flag on fs (pkg/settings.Register), with the
+// environment variable (or the documented default) as the flag's default. Settings whose
+// flag name is in omit are read from the environment only, leaving the flag name free for
+// the command (keys create uses -env for the key's environment).
 func Register(fs *flag.FlagSet, getenv func(string) string, omit ...string) *Loader {
-	l := &Loader{getenv: getenv, values: map[string]*string{}, order: settings()}
-	for _, s := range l.order {
-		v := &flagValue{secret: s.secret, public: s.def}
-		v.s = s.def
-		if e, ok := lookup(getenv, s.env); ok {
-			v.s = e
-		}
-		l.values[s.env] = &v.s
-		if !slices.Contains(omit, s.flag) {
-			fs.Var(v, s.flag, s.usage+" (env "+s.env+")")
-		}
-	}
-	return l
+	return &Loader{settings.Register(fs, Settings(), getenv, omit...)}
 }
 
-// lookup reports an environment variable as set when it is not empty: an empty variable
-// in a compose file or a manifest means "not configured", so the default applies.
-func lookup(getenv func(string) string, name string) (string, bool) {
-	v := getenv(name)
-	return v, v != ""
-}
-
-// Load parses every setting and returns the configuration, or one error listing every
-// mistake, each naming the variable and its flag.
+// Load parses every setting (after fs.Parse) and returns the configuration, or a
+// *settings.Error listing every mistake, each naming the variable and its flag.
 func (l *Loader) Load() (Config, error) {
 	var c Config
-	var errs []error
-	for _, s := range l.order {
-		v := strings.TrimSpace(*l.values[s.env])
-		if err := s.set(&c, v); err != nil {
-			errs = append(errs, fmt.Errorf("%s (flag -%s): %w", s.env, s.flag, err))
-		}
-	}
-	if len(errs) > 0 {
-		return c, &Error{Problems: errs}
-	}
-	return c, nil
+	err := l.Loader.Load(&c)
+	return c, err
 }
-
-// Error lists every configuration mistake found at once.
-type Error struct{ Problems []error }
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("invalid configuration:")
-	for _, p := range e.Problems {
-		b.WriteString("\n  ")
-		b.WriteString(p.Error())
-	}
-	return b.String()
-}
-
-// Unwrap gives errors.Is/As access to each problem.
-func (e *Error) Unwrap() []error { return e.Problems }
 
 var serviceIDPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
 
@@ -513,24 +400,3 @@ func (c Config) ServiceURL(id string) (string, bool) {
 	}
 	return "", false
 }
-
-// flagValue is a string flag whose default comes from the environment; a secret one
-// prints as "(hidden)" in -help, unless it is the documented default, so that a help
-// screen never leaks a token.
-type flagValue struct {
-	s      string
-	secret bool
-	public string // the documented default, safe to show
-}
-
-func (f *flagValue) String() string {
-	if f == nil {
-		return ""
-	}
-	if f.secret && f.s != "" && f.s != f.public {
-		return "(hidden)"
-	}
-	return f.s
-}
-
-func (f *flagValue) Set(v string) error { f.s = v; return nil }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 func load(t *testing.T, env map[string]string, args ...string) (Config, error) {
@@ -99,9 +101,9 @@ func TestEveryMistakeIsNamed(t *testing.T) {
 		"LOG_LEVEL": "loud", "SHUTDOWN_TIMEOUT": "soon", "RATE_LIMIT_PLANS": "pro=fast", "RATE_LIMIT_FAIL_CLOSED": "maybe",
 	}
 	_, err := load(t, env)
-	var ce *Error
+	var ce *settings.Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("want *config.Error, got %v", err)
+		t.Fatalf("want *settings.Error, got %v", err)
 	}
 	for name := range env {
 		v := varByName(name)
@@ -114,13 +116,13 @@ func TestEveryMistakeIsNamed(t *testing.T) {
 	}
 }
 
-func varByName(name string) Var {
+func varByName(name string) settings.Var {
 	for _, v := range Vars() {
-		if v.Name == name {
+		if v.Env == name {
 			return v
 		}
 	}
-	return Var{}
+	return settings.Var{}
 }
 
 func TestParseServices(t *testing.T) {
@@ -147,14 +149,21 @@ func TestHelpHidesSecrets(t *testing.T) {
 	Register(fs, func(k string) string {
 		return map[string]string{"INTERNAL_TOKEN": "tok-123", "DATABASE_URL": "postgres://u:pw-456@h/db", "DEV_API_KEY": "sg_dev_789789789789789789"}[k]
 	})
-	fs.PrintDefaults()
-	for _, s := range []string{"tok-123", "pw-456", "789789789"} {
+	if err := fs.Parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	for _, s := range []string{"tok-123", "pw-456", "789789789", DefaultDevAPIKey} {
 		if strings.Contains(out.String(), s) {
 			t.Errorf("-help shows a secret %q:\n%s", s, out.String())
 		}
 	}
-	if !strings.Contains(out.String(), "SERVICE_URLS") {
-		t.Errorf("-help does not name the environment variables:\n%s", out.String())
+	for _, v := range Vars() {
+		if !strings.Contains(out.String(), v.Env) {
+			t.Errorf("-help does not name %s:\n%s", v.Env, out.String())
+		}
+		if v.Flag != "" && !strings.Contains(out.String(), "-"+v.Flag+", "+v.Env) {
+			t.Errorf("-help does not put -%s beside %s", v.Flag, v.Env)
+		}
 	}
 }
 
@@ -186,10 +195,16 @@ func TestEnvVars(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, v := range Vars() {
-		if seen[v.Name] || seen["-"+v.Flag] {
-			t.Errorf("%s or -%s declared twice", v.Name, v.Flag)
+		if seen[v.Env] || (v.Flag != "" && seen["-"+v.Flag]) {
+			t.Errorf("%s or -%s declared twice", v.Env, v.Flag)
 		}
-		seen[v.Name], seen["-"+v.Flag] = true, true
+		seen[v.Env] = true
+		if v.Flag != "" {
+			seen["-"+v.Flag] = true
+		}
+		if v.Flag == "" && !v.External {
+			t.Errorf("%s has a parser but no flag", v.Env)
+		}
 	}
 }
 
@@ -201,8 +216,8 @@ func TestDocumented(t *testing.T) {
 		t.Fatalf("docs/gateway.md: %v", err)
 	}
 	for _, v := range Vars() {
-		if !strings.Contains(string(b), "`"+v.Name+"`") {
-			t.Errorf("docs/gateway.md does not document %s", v.Name)
+		if !strings.Contains(string(b), "`"+v.Env+"`") {
+			t.Errorf("docs/gateway.md does not document %s", v.Env)
 		}
 	}
 }

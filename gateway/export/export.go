@@ -107,9 +107,12 @@ func Handler(o Options) gin.HandlerFunc {
 			_ = rc.Flush()
 			_ = rc.SetWriteDeadline(time.Now().Add(writeWindow))
 		}
-		st := stream{o: o, c: c, out: out, flush: flush, format: f}
+		st := stream{o: o, c: c, out: out, flush: flush, format: f, header: formats.ReadingHeader}
+		if q.Lineage {
+			st.header = formats.LineageHeader
+		}
 		if f == formats.CSV {
-			st.line(strings.Join(formats.ReadingHeader, ",") + "\n")
+			st.line(strings.Join(st.header, ",") + "\n")
 		}
 		for i, r := range runs {
 			resp := first
@@ -165,6 +168,8 @@ type stream struct {
 	out    io.Writer
 	flush  func()
 	format string
+	// header is the CSV header row: formats.ReadingHeader, or LineageHeader with lineage=true.
+	header []string
 	rows   int
 	failed bool
 }
@@ -249,7 +254,7 @@ func (s *stream) end(err error) {
 func (s *stream) final(msg, code string) {
 	if s.format == formats.CSV {
 		// A record as wide as the others (CSV readers insist), its first field saying why.
-		rec := make([]string, len(formats.ReadingHeader))
+		rec := make([]string, len(s.header))
 		rec[0] = "# " + code + ": " + msg
 		c := formats.NewCSVNoHeader(s.out)
 		_ = c.Row(rec)

@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,90 +36,32 @@ const (
 
 // binaries builds the service binaries once per test process: the tests talk to the real
 // ocean service over HTTP, as the gateway does in production.
-var binaries struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-func serviceBinary(tb testing.TB, id string) string {
-	tb.Helper()
-	binaries.once.Do(func() {
-		binaries.dir, binaries.err = os.MkdirTemp("", "sensorgate-mcp-test-")
-		if binaries.err != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binaries.dir, "github.com/sensorgate/sensorgate/services/cmd/ocean")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binaries.err = fmt.Errorf("go build services/cmd/ocean: %v\n%s", err, out)
-		}
-	})
-	if binaries.err != nil {
-		tb.Fatalf("service binary: %v", binaries.err)
-	}
-	return filepath.Join(binaries.dir, id)
-}
+var binaries = testenv.Binaries{Pkgs: map[string]string{"ocean": "github.com/sensorgate/sensorgate/services/cmd/ocean"}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binaries.dir != "" {
-		_ = os.RemoveAll(binaries.dir)
-	}
+	binaries.Remove()
 	os.Exit(code)
 }
 
 // startService runs the ocean binary in simulate mode and waits until it is ready.
 func startService(tb testing.TB, stations int) string {
 	tb.Helper()
-	bin := serviceBinary(tb, "ocean")
+	bin := binaries.Path(tb, "ocean")
 	addr := testenv.FreeAddr(tb)
-	var out bytes.Buffer
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(),
-		"SERVICE_ADDR="+addr,
-		"READINGS_SQLITE_PATH="+filepath.Join(tb.TempDir(), "ocean.db"),
+	p := testenv.StartProcess(tb, testenv.Command{Name: "ocean", Path: bin, Stop: syscall.SIGTERM, Env: []string{
+		"SERVICE_ADDR=" + addr,
+		"READINGS_SQLITE_PATH=" + filepath.Join(tb.TempDir(), "ocean.db"),
 		"SOURCE_MODE=simulate",
 		fmt.Sprintf("SIM_STATIONS=%d", stations),
 		"SIM_DAYS=2",
 		"SIM_SEED=11",
-		"INTERNAL_TOKEN="+internalToken,
+		"INTERNAL_TOKEN=" + internalToken,
 		"LOG_LEVEL=warn",
-	)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start ocean: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	tb.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
+	}})
 	base := "http://" + addr
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(base + contract.PathReadyz)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base
-			}
-		}
-		select {
-		case err := <-exited:
-			tb.Fatalf("ocean exited: %v\n%s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("ocean not ready after 60s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	p.WaitReady(tb, base+contract.PathReadyz, 60*time.Second)
+	return base
 }
 
 // gateway is the MCP handlers mounted as routes.go mounts them, behind the real API-key

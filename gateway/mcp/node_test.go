@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -14,84 +13,40 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sensorgate/sensorgate/gateway/mcp"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
-// nodeClientDir is the committed package of the TypeScript SDK client and the conformance
-// suite, pinned by its package-lock.json.
-var nodeClientDir = filepath.Join("..", "..", "scripts", "mcp-client")
-
-// nodePackages installs the pinned npm packages once per test process, into a temporary
-// directory (the checkout stays clean). A machine without node/npm, or offline, skips the
-// tests that need them, saying why.
-var nodePackages struct {
-	once sync.Once
-	dir  string
-	skip string
-}
-
+// nodeDir installs scripts/mcp-client, the committed package of the TypeScript SDK client
+// and the conformance suite (pinned by its package-lock.json), once per test process; a
+// machine without node/npm, or offline, skips the tests that need them, saying why.
 func nodeDir(t *testing.T) string {
 	t.Helper()
-	nodePackages.once.Do(func() {
-		for _, bin := range []string{"node", "npm"} {
-			if _, err := exec.LookPath(bin); err != nil {
-				nodePackages.skip = bin + " is not installed: the TypeScript SDK and conformance tests need Node.js 20+ and npm"
-				return
-			}
-		}
-		dir, err := os.MkdirTemp("", "sensorgate-mcp-node-")
-		if err != nil {
-			nodePackages.skip = err.Error()
-			return
-		}
-		for _, f := range []string{"package.json", "package-lock.json", "client.mjs", "every-tool.mjs"} {
-			b, err := os.ReadFile(filepath.Join(nodeClientDir, f))
-			if err != nil {
-				nodePackages.skip = "scripts/mcp-client is incomplete: " + err.Error()
-				return
-			}
-			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-				nodePackages.skip = err.Error()
-				return
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			nodePackages.skip = fmt.Sprintf("npm ci of scripts/mcp-client failed (offline, or no registry access?): %v\n%s", err, out)
-			return
-		}
-		nodePackages.dir = dir
-	})
-	if nodePackages.skip != "" {
-		t.Skip(nodePackages.skip)
+	return testenv.Node(t, testenv.NodePackage{Dir: filepath.Join("..", "..", "scripts", "mcp-client"),
+		Files: []string{"client.mjs", "every-tool.mjs"},
+		Needs: "the TypeScript SDK and conformance tests need Node.js 20+ and npm"})
+}
+
+// runNode runs a node script of nodeDir with args and returns what it printed.
+func runNode(t *testing.T, timeout time.Duration, script string, args ...string) []byte {
+	t.Helper()
+	out, stderr, err := testenv.RunIn(nodeDir(t), timeout, nil, "node", append([]string{script}, args...)...)
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s", script, err, stderr)
 	}
-	return nodePackages.dir
+	return out
 }
 
 // testNodeSDK drives every gateway MCP endpoint with the official TypeScript SDK client
 // (@modelcontextprotocol/sdk, run by node), which also validates structuredContent against
 // each tool's outputSchema.
 func testNodeSDK(t *testing.T, base string, s0 target) {
-	dir := nodeDir(t)
 	cases := sdkCases(s0)
 	b, _ := json.Marshal(cases2JSON(cases))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "client.mjs", base, devKey, string(b))
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node client.mjs: %v\n%s", err, stderr.String())
-	}
+	out := runNode(t, 2*time.Minute, "client.mjs", base, devKey, string(b))
 	var results []struct {
 		Scope, Tool, ProtocolVersion, Error, Text string
 		Tools                                     []string
@@ -144,18 +99,8 @@ func everyToolScopes(s0 target) []map[string]any {
 // outputSchema (the SDK checks), a title and readOnly/openWorld annotations; the catalog's
 // resources must list and read.
 func testNodeEveryTool(t *testing.T, base string, s0 target) {
-	dir := nodeDir(t)
 	b, _ := json.Marshal(everyToolScopes(s0))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "every-tool.mjs", base, devKey, string(b))
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node every-tool.mjs: %v\n%s", err, stderr.String())
-	}
+	out := runNode(t, 3*time.Minute, "every-tool.mjs", base, devKey, string(b))
 	var results []struct {
 		Scope, Tool, Title, Error, Text                            string
 		ReadOnly, OpenWorld, OutputSchema, IsError, Structured, OK bool

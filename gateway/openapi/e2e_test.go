@@ -8,10 +8,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,54 +17,14 @@ import (
 )
 
 // binaries are built once per test run and shared by the tests that run them.
-var binaries = struct {
-	once sync.Once
-	dir  string
-	err  error
-}{}
+var binaries = testenv.Binaries{Pkgs: map[string]string{
+	"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+	"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
+}}
 
 func buildBinaries(t *testing.T) map[string]string {
 	t.Helper()
-	binaries.once.Do(func() {
-		binaries.dir, binaries.err = os.MkdirTemp("", "sensorgate-openapi-e2e-")
-		if binaries.err != nil {
-			return
-		}
-		for name, pkg := range map[string]string{
-			"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
-			"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
-		} {
-			if out, err := exec.Command("go", "build", "-o", filepath.Join(binaries.dir, name), pkg).CombinedOutput(); err != nil {
-				binaries.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-				return
-			}
-		}
-	})
-	if binaries.err != nil {
-		t.Fatal(binaries.err)
-	}
-	return map[string]string{"gateway": filepath.Join(binaries.dir, "gateway"), "ocean": filepath.Join(binaries.dir, "ocean")}
-}
-
-// waitFor polls url until cond accepts the answer.
-func waitFor(t *testing.T, what, url string, header http.Header, cond func(int, []byte) bool) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		req, _ := http.NewRequest("GET", url, nil)
-		req.Header = header.Clone()
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if cond(resp.StatusCode, b) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not ready after 90s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return map[string]string{"gateway": binaries.Path(t, "gateway"), "ocean": binaries.Path(t, "ocean")}
 }
 
 // TestProcessesMatchDocument runs the gateway and the ocean service as processes, as in
@@ -84,7 +42,7 @@ func TestProcessesMatchDocument(t *testing.T) {
 	oceanLog := testenv.Start(t, bins["ocean"],
 		"SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(dir, "ocean.db"),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=4", "SIM_DAYS=2", "SIM_SEED=5", "LOG_FORMAT=json")
-	waitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, func(s int, _ []byte) bool { return s == 200 })
+	testenv.WaitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, 90*time.Second, func(s int, _ []byte) bool { return s == 200 })
 	gatewayLog := testenv.Start(t, bins["gateway"],
 		"GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(dir, "catalog.db"), "SENSORGATE_ENV=development",
 		"DEV_API_KEY="+devKey, "SERVICE_URLS=ocean=http://"+oceanAddr, "SYNC_INTERVAL=1s", "PROBE_INTERVAL=1s",
@@ -98,7 +56,7 @@ func TestProcessesMatchDocument(t *testing.T) {
 			FeedID     string `json:"feed_id"`
 		} `json:"sensors"`
 	}
-	waitFor(t, "gateway catalog sync", base+"/api/v1/sensors", key, func(s int, b []byte) bool {
+	testenv.WaitFor(t, "gateway catalog sync", base+"/api/v1/sensors", key, 90*time.Second, func(s int, b []byte) bool {
 		return s == 200 && json.Unmarshal(b, &list) == nil && len(list.Sensors) > 0
 	})
 	sensor := list.Sensors[0]

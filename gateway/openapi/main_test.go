@@ -8,8 +8,6 @@ import (
 // TestMain removes the binaries the process-level tests built.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binaries.dir != "" {
-		_ = os.RemoveAll(binaries.dir)
-	}
+	binaries.Remove()
 	os.Exit(code)
 }

@@ -87,12 +87,12 @@ func TestTraceCrossesProcesses(t *testing.T) {
 	oceanAddr, gwAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	testenv.Start(t, bins["ocean"], append(otel, "SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(dir, "ocean.db"),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=2", "SIM_DAYS=1", "SIM_SEED=3")...)
-	waitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, func(s int, _ []byte) bool { return s == 200 })
+	testenv.WaitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, 90*time.Second, func(s int, _ []byte) bool { return s == 200 })
 	testenv.Start(t, bins["gateway"], append(otel, "GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(dir, "catalog.db"),
 		"SENSORGATE_ENV=development", "DEV_API_KEY="+devKey, "SERVICE_URLS=ocean=http://"+oceanAddr, "SYNC_INTERVAL=1s")...)
 	base := "http://" + gwAddr
 	var external string
-	waitFor(t, "gateway catalog sync", base+"/api/v1/sensors?fields=external_id&limit=1", http.Header{"X-Api-Key": {devKey}}, func(s int, b []byte) bool {
+	testenv.WaitFor(t, "gateway catalog sync", base+"/api/v1/sensors?fields=external_id&limit=1", http.Header{"X-Api-Key": {devKey}}, 90*time.Second, func(s int, b []byte) bool {
 		if s != 200 {
 			return false
 		}

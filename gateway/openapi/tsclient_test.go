@@ -5,75 +5,30 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"github.com/sensorgate/sensorgate/pkg/testenv"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sensorgate/sensorgate/gateway/openapi"
 )
 
-// apiClientDir is the committed package of the OpenAPI tooling (Redocly CLI,
-// openapi-typescript, openapi-fetch, TypeScript) and the typed client, pinned by its
-// package-lock.json.
-var apiClientDir = filepath.Join("..", "..", "scripts", "api-client")
-
-// apiTools installs the pinned npm packages once per test process into a temporary
-// directory (the checkout stays clean; `make openapi-lint` installs into
-// scripts/api-client/node_modules instead). Without node/npm the tests that need them
-// skip, saying why; CI has both.
-var apiTools struct {
-	once sync.Once
-	dir  string
-	skip string
-}
-
+// apiToolsDir installs scripts/api-client, the committed package of the OpenAPI tooling
+// (Redocly CLI, openapi-typescript, openapi-fetch, TypeScript) and the typed client, pinned
+// by its package-lock.json, once per test process, with the document beside it (`make
+// openapi-lint` installs into scripts/api-client/node_modules instead). Without node/npm
+// the tests that need them skip, saying why; CI has both.
 func apiToolsDir(t *testing.T) string {
 	t.Helper()
-	apiTools.once.Do(func() {
-		for _, bin := range []string{"node", "npm"} {
-			if _, err := exec.LookPath(bin); err != nil {
-				apiTools.skip = bin + " is not installed: the Redocly lint and TypeScript client tests need Node.js 20.19+ and npm"
-				return
-			}
-		}
-		dir, err := os.MkdirTemp("", "sensorgate-api-client-")
-		if err != nil {
-			apiTools.skip = err.Error()
-			return
-		}
-		for _, f := range []string{"package.json", "package-lock.json", "redocly.yaml", "tsconfig.json", "client.ts"} {
-			b, err := os.ReadFile(filepath.Join(apiClientDir, f))
-			if err == nil {
-				err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
-			}
-			if err != nil {
-				apiTools.skip = "scripts/api-client is incomplete: " + err.Error()
-				return
-			}
-		}
-		if err := os.WriteFile(filepath.Join(dir, "openapi.yaml"), openapi.YAML(), 0o644); err != nil {
-			apiTools.skip = err.Error()
-			return
-		}
-		if out, err := run(dir, 5*time.Minute, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"); err != nil {
-			apiTools.skip = fmt.Sprintf("npm ci of scripts/api-client failed (offline, or no registry access?): %v\n%s", err, out)
-			return
-		}
-		apiTools.dir = dir
-	})
-	if apiTools.skip != "" {
-		t.Skip(apiTools.skip)
-	}
-	return apiTools.dir
+	return testenv.Node(t, testenv.NodePackage{Dir: filepath.Join("..", "..", "scripts", "api-client"),
+		Files:     []string{"redocly.yaml", "tsconfig.json", "client.ts"},
+		Generated: map[string][]byte{"openapi.yaml": openapi.YAML()},
+		Needs:     "the Redocly lint and TypeScript client tests need Node.js 20.19+ and npm"})
 }
 
 func run(dir string, timeout time.Duration, name string, args ...string) ([]byte, error) {
@@ -143,13 +98,13 @@ func TestTypeScriptClient(t *testing.T) {
 	testenv.Start(t, bins["ocean"],
 		"SERVICE_ADDR="+oceanAddr, "READINGS_SQLITE_PATH="+filepath.Join(tmp, "ocean.db"),
 		"SOURCE_MODE=simulate", "SIM_STATIONS=3", "SIM_DAYS=1", "SIM_SEED=7", "LOG_FORMAT=json")
-	waitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, func(s int, _ []byte) bool { return s == 200 })
+	testenv.WaitFor(t, "ocean", "http://"+oceanAddr+"/readyz", nil, 90*time.Second, func(s int, _ []byte) bool { return s == 200 })
 	testenv.Start(t, bins["gateway"],
 		"GATEWAY_ADDR="+gwAddr, "SQLITE_PATH="+filepath.Join(tmp, "catalog.db"), "SENSORGATE_ENV=development",
 		"DEV_API_KEY="+devKey, "SERVICE_URLS=ocean=http://"+oceanAddr, "SYNC_INTERVAL=1s", "PROBE_INTERVAL=1s",
 		"LOG_FORMAT=json")
 	base := "http://" + gwAddr
-	waitFor(t, "gateway catalog sync", base+"/api/v1/projects", map[string][]string{"X-Api-Key": {devKey}}, func(s int, b []byte) bool {
+	testenv.WaitFor(t, "gateway catalog sync", base+"/api/v1/projects", map[string][]string{"X-Api-Key": {devKey}}, 90*time.Second, func(s int, b []byte) bool {
 		return s == 200 && bytes.Contains(b, []byte(`"id"`))
 	})
 
@@ -161,14 +116,8 @@ func TestTypeScriptClient(t *testing.T) {
 	proxy := httptest.NewServer(v.Wrap(t, httputil.NewSingleHostReverseProxy(target)))
 	defer proxy.Close()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join("build", "client.js"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "SENSORGATE_URL="+proxy.URL, "SENSORGATE_KEY="+devKey)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, stderr, err := testenv.RunIn(dir, 2*time.Minute, []string{"SENSORGATE_URL=" + proxy.URL, "SENSORGATE_KEY=" + devKey},
+		"node", filepath.Join("build", "client.js"))
 	calls := 0
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
@@ -187,7 +136,7 @@ func TestTypeScriptClient(t *testing.T) {
 		}
 	}
 	if err != nil {
-		t.Fatalf("node build/client.js: %v\n%s\n%s", err, out, stderr.String())
+		t.Fatalf("node build/client.js: %v\n%s\n%s", err, out, stderr)
 	}
 	// The two event streams never end, so the validator (which checks a whole answer)
 	// cannot check them; gateway/stream's own tests cover them.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
 // Cache defaults.
@@ -34,7 +36,7 @@ type Cache struct {
 	maxLen   int
 	now      func() time.Time
 
-	items *ttlMap[*Response]
+	items *ttlcache.Cache[string, *Response]
 	mu    sync.Mutex       // guards calls
 	calls map[string]*call // in-flight fetches by key
 
@@ -72,7 +74,7 @@ func NewCache(o CacheOptions) (*Cache, error) {
 	}
 	c := &Cache{
 		ttl: o.TTL, maxItems: o.MaxItems, maxLen: o.MaxLen, now: o.Now,
-		items: newTTLMap(o.TTL, o.MaxItems, o.MaxBytes, responseSize),
+		items: ttlcache.New(o.TTL, o.MaxItems, o.MaxBytes, responseSize),
 		calls: map[string]*call{},
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sensorgate_proxy_cache_lookups_total",
@@ -83,7 +85,7 @@ func NewCache(o CacheOptions) (*Cache, error) {
 	size := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sensorgate_proxy_cache_bytes",
 		Help: "Bytes held by the readings cache (answers, keys and per-entry overhead), bounded by its byte limit.",
-	}, func() float64 { return float64(c.items.sizeBytes()) })
+	}, func() float64 { return float64(c.items.Bytes()) })
 	if o.Registerer != nil {
 		for _, m := range []prometheus.Collector{c.lookups, size} {
 			if err := o.Registerer.Register(m); err != nil {
@@ -102,7 +104,7 @@ func (c *Cache) Get(key string) (*Response, bool) {
 	if c.ttl <= 0 {
 		return nil, false
 	}
-	r, _, ok := c.items.get(key, c.now())
+	r, _, ok := c.items.Get(key, c.now())
 	return r, ok
 }
 
@@ -194,18 +196,18 @@ func (c *Cache) put(key string, r *Response) {
 	if c.ttl <= 0 || len(r.Body) > c.maxLen || (r.Status != 200 && r.Status != 404) {
 		return
 	}
-	c.items.put(key, r, r.FetchedAt, c.now())
+	c.items.Put(key, r, r.FetchedAt, c.now())
 }
 
 // Len is the number of answers held.
 func (c *Cache) Len() int {
-	return c.items.len()
+	return c.items.Len()
 }
 
 // responseSize is what a cached answer costs: its key, body, header values and overhead.
 func responseSize(key string, r *Response) int64 {
-	return int64(len(key)+len(r.Body)+len(r.ContentType)+len(r.ETag)) + entryOverhead + 128
+	return int64(len(key)+len(r.Body)+len(r.ContentType)+len(r.ETag)) + ttlcache.EntryOverhead + 128
 }
 
 // Bytes is the size of what the cache holds, as its byte bound counts it.
-func (c *Cache) Bytes() int64 { return c.items.sizeBytes() }
+func (c *Cache) Bytes() int64 { return c.items.Bytes() }

@@ -19,6 +19,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
 // ResolveFunc finds the sensor a path :id names (a UUID or an external id), returning
@@ -44,7 +45,7 @@ type Handlers struct {
 	noStoreV []string
 	// sensors remembers resolved sensors for SensorTTL, so that uncached readings calls
 	// do not each cost a catalog query.
-	sensors     *ttlMap[catalog.Sensor]
+	sensors     *ttlcache.Cache[string, catalog.Sensor]
 	sensorGroup singleflight.Group
 }
 
@@ -84,9 +85,9 @@ func NewHandlers(o HandlerOptions) (*Handlers, error) {
 	}
 	switch {
 	case o.SensorTTL == 0:
-		h.sensors = newTTLMap(DefaultSensorTTL, DefaultCacheItems, sensorCacheBytes, sensorSize)
+		h.sensors = ttlcache.New(DefaultSensorTTL, DefaultCacheItems, sensorCacheBytes, sensorSize)
 	case o.SensorTTL > 0:
-		h.sensors = newTTLMap(o.SensorTTL, DefaultCacheItems, sensorCacheBytes, sensorSize)
+		h.sensors = ttlcache.New(o.SensorTTL, DefaultCacheItems, sensorCacheBytes, sensorSize)
 	}
 	// Answers are per caller (every request carries an API key), so only the client's
 	// own cache may keep them, and only for as long as the gateway would.
@@ -103,7 +104,7 @@ var (
 	latestParams   = []string{"data_format", "lineage", "parameter"}
 	readingsParams = []string{"data_format", "days", "limit", "lineage", "page", "parameter", "revisions", "since", "sort", "until"}
 	// aggregateParams leaves out the service's internal source switch.
-	aggregateParams = []string{"days", "interval", "parameter", "since", "stats", "tz", "until"}
+	aggregateParams = []string{"days", "interval", "lineage", "parameter", "since", "stats", "tz", "until"}
 )
 
 // readingsRoute is what differs between the two readings routes.
@@ -213,7 +214,7 @@ func (h *Handlers) sensor(ctx context.Context, ref string) (catalog.Sensor, erro
 	if h.sensors == nil {
 		return h.resolve(ctx, ref)
 	}
-	if sn, _, ok := h.sensors.get(ref, h.now()); ok {
+	if sn, _, ok := h.sensors.Get(ref, h.now()); ok {
 		return sn, nil
 	}
 	v, err, _ := h.sensorGroup.Do(ref, func() (any, error) {
@@ -222,7 +223,7 @@ func (h *Handlers) sensor(ctx context.Context, ref string) (catalog.Sensor, erro
 			return nil, err
 		}
 		now := h.now()
-		h.sensors.put(ref, sn, now, now)
+		h.sensors.Put(ref, sn, now, now)
 		return sn, nil
 	})
 	if err != nil {
@@ -409,5 +410,5 @@ func sensorSize(key string, sn catalog.Sensor) int64 {
 	for _, d := range sn.DataTypes {
 		n += len(d) + 16
 	}
-	return int64(n) + entryOverhead + 512
+	return int64(n) + ttlcache.EntryOverhead + 512
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -56,7 +57,16 @@ func Check(ctx context.Context, l Limiter, plans Plans, id Identity, log *slog.L
 		}
 		return Verdict{}
 	}
-	v := Verdict{Limit: strconv.Itoa(limit.Rate), Remaining: strconv.Itoa(res.Remaining), Reset: strconv.FormatInt(seconds(res.ResetAfter), 10)}
+	// The three numbers are formatted into one string and sliced: one allocation per
+	// request instead of three.
+	var buf [64]byte
+	b := strconv.AppendInt(buf[:0], int64(limit.Rate), 10)
+	i := len(b)
+	b = strconv.AppendInt(b, int64(res.Remaining), 10)
+	j := len(b)
+	b = strconv.AppendInt(b, seconds(res.ResetAfter), 10)
+	all := string(b)
+	v := Verdict{Limit: all[:i], Remaining: all[i:j], Reset: all[j:]}
 	if !res.Allowed {
 		retry := max(seconds(res.RetryAfter), 1)
 		v.RetryAfter = strconv.FormatInt(retry, 10)
@@ -70,6 +80,19 @@ func (v Verdict) Headers(set func(name, value string)) {
 	for _, h := range [...]struct{ name, value string }{{HeaderLimit, v.Limit}, {HeaderRemaining, v.Remaining}, {HeaderReset, v.Reset}, {HeaderRetryAfter, v.RetryAfter}} {
 		if h.value != "" {
 			set(h.name, h.value)
+		}
+	}
+}
+
+// setHeaders sets the verdict's headers on h (names canonical already) with one
+// allocation for all their values: each header gets a capacity-1 window of one array, so
+// a later Add to one of them copies instead of writing into its neighbour.
+func (v Verdict) setHeaders(h http.Header) {
+	vals := new([4]string)
+	for i, hv := range [...]struct{ name, value string }{{HeaderLimit, v.Limit}, {HeaderRemaining, v.Remaining}, {HeaderReset, v.Reset}, {HeaderRetryAfter, v.RetryAfter}} {
+		if hv.value != "" {
+			vals[i] = hv.value
+			h[hv.name] = vals[i : i+1 : i+1]
 		}
 	}
 }
@@ -88,17 +111,15 @@ func Middleware(l Limiter, plans Plans, identify IdentityFunc, log *slog.Logger)
 			return
 		}
 		v := Check(c.Request.Context(), l, plans, id, log)
-		h := c.Writer.Header()
-		v.Headers(func(name, value string) { h[name] = []string{value} })
+		v.setHeaders(c.Writer.Header())
 		if v.Refusal != nil {
-			abort(c, v.Refusal.Status(), v.Refusal)
+			// The one error writer (pkg/apierr): the same envelope, Content-Type, no-store
+			// and nosniff as every other error; the x-ratelimit-* and Retry-After headers
+			// set above stay.
+			c.Abort()
+			apierr.Write(c.Writer, v.Refusal)
 			return
 		}
 		c.Next()
 	}
-}
-
-func abort(c *gin.Context, status int, e *apierr.Error) {
-	c.Header("Cache-Control", "no-store")
-	c.AbortWithStatusJSON(status, e)
 }

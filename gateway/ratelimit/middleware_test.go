@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
@@ -79,6 +80,7 @@ func TestMiddleware(t *testing.T) {
 					if h.Get(HeaderRetryAfter) != "1800" {
 						t.Errorf("Retry-After = %q, want 1800 (one unit of 2/hour)", h.Get(HeaderRetryAfter))
 					}
+					assertEnvelope(t, w)
 				}
 			}
 		})
@@ -101,5 +103,30 @@ func TestMiddlewareFailClosed(t *testing.T) {
 	r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/x", nil))
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get(HeaderRetryAfter) == "" {
 		t.Fatalf("fail-closed with Redis down: %d %v %s; want 503 with Retry-After", w.Code, w.Header(), w.Body)
+	}
+	var body struct{ Error, Code string }
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.Code != "rate_limit_unavailable" || body.Error == "" {
+		t.Errorf("503 body = %s, want {error, code: rate_limit_unavailable}", w.Body)
+	}
+	assertEnvelope(t, w)
+}
+
+// assertEnvelope checks that a refusal went through the one error writer (apierr.Write):
+// the same headers as every other error answer, the body exactly the encoded error, and
+// the handler behind the middleware never ran (no "ok" appended).
+func assertEnvelope(t *testing.T, w *httptest.ResponseRecorder) {
+	t.Helper()
+	h := w.Header()
+	want := map[string]string{"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+	for name, v := range want {
+		if got := h.Get(name); got != v {
+			t.Errorf("%s = %q, want %q (apierr.Write's envelope)", name, got, v)
+		}
+	}
+	var e apierr.Error
+	dec := json.NewDecoder(w.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil || dec.More() {
+		t.Errorf("body is not exactly one apierr.Error: %v (more: %v)", err, dec.More())
 	}
 }

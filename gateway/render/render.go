@@ -43,7 +43,7 @@ type converter func(w io.Writer, hd http.Header, req *http.Request, body []byte,
 
 func answer(h *proxy.Handlers, fail proxy.ErrorFunc, route proxy.Route, allowed []string, conv converter) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		f, err := formats.Negotiate(c.Request.URL.Query(), c.GetHeader("Accept"), allowed...)
+		f, err := formats.NegotiateRaw(c.Request.URL.RawQuery, headerValue(c.Request.Header, "Accept"), allowed...)
 		if err != nil {
 			fail(c, err)
 			return
@@ -58,9 +58,9 @@ func answer(h *proxy.Handlers, fail proxy.ErrorFunc, route proxy.Route, allowed 
 			return
 		}
 		hd := c.Writer.Header()
-		hd.Add("Vary", "Accept")
+		addVaryAccept(hd)
 		if f == formats.JSON || resp.Status != http.StatusOK {
-			status, body := h.Reply(headerOf(hd), resp, c.GetHeader("If-None-Match"))
+			status, body := h.Reply(headerOf(hd), resp, headerValue(c.Request.Header, "If-None-Match"))
 			c.Writer.WriteHeader(status)
 			if body != nil {
 				_, _ = c.Writer.Write(body)
@@ -79,6 +79,35 @@ func answer(h *proxy.Handlers, fail proxy.ErrorFunc, route proxy.Route, allowed 
 			// Headers may be out: the answer ends short, and the log says why.
 			_ = c.Error(fmt.Errorf("render %s: %w", f, err))
 		}
+	}
+}
+
+// headerValue is the first value of a header given its canonical name, without the
+// canonicalization (and, for a name not already canonical, the allocation) of Get.
+func headerValue(h http.Header, canonical string) string {
+	if v := h[canonical]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// Ready-made Vary values, shared by every answer (len == cap: an append copies).
+var (
+	varyAccept               = []string{"Accept"}
+	varyAcceptEncodingAccept = []string{"Accept-Encoding", "Accept"}
+)
+
+// addVaryAccept adds Accept to Vary (the format may follow Accept). The compression
+// middleware has set Vary: Accept-Encoding already; the pair is then one shared value
+// instead of an append per request.
+func addVaryAccept(hd http.Header) {
+	switch v := hd["Vary"]; {
+	case len(v) == 0:
+		hd["Vary"] = varyAccept
+	case len(v) == 1 && v[0] == "Accept-Encoding":
+		hd["Vary"] = varyAcceptEncodingAccept
+	default:
+		hd["Vary"] = append(v, "Accept")
 	}
 }
 

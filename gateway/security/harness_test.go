@@ -5,130 +5,41 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
-// bins holds the binaries built once for the package.
-var bins struct {
-	dir string
-	err error
-}
+// bins are the binaries the tests run, built once for the package.
+var bins = testenv.Binaries{Pkgs: map[string]string{
+	"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+	"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
+}}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sensorgate-security-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bins.dir = dir
-	for name, pkg := range map[string]string{
-		"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
-		"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
-	} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
-		if err != nil {
-			bins.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-			break
-		}
-	}
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 
 func bin(t *testing.T, name string) string {
 	t.Helper()
-	if bins.err != nil {
-		t.Fatal(bins.err)
-	}
-	return filepath.Join(bins.dir, name)
+	return bins.Path(t, name)
 }
 
-func freePort(t *testing.T) int {
+// startProc starts a process of the test, killed (SIGKILL) when the test ends; its log is
+// shown when the test fails.
+func startProc(t *testing.T, name, path string, env []string) *testenv.Process {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// proc is a child process of the test, killed when the test ends; its output goes to a
-// log file shown when the test fails.
-type proc struct {
-	name string
-	log  string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-}
-
-func startProc(t *testing.T, name, path string, env []string, args ...string) *proc {
-	t.Helper()
-	p := &proc{name: name, log: filepath.Join(t.TempDir(), name+".log")}
-	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { _ = cmd.Wait(); _ = f.Close() }()
-	p.cmd = cmd
-	t.Cleanup(func() {
-		p.mu.Lock()
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		p.mu.Unlock()
-		if t.Failed() {
-			b, _ := os.ReadFile(p.log)
-			if len(b) > 4000 {
-				b = b[len(b)-4000:]
-			}
-			t.Logf("--- %s log (end) ---\n%s", name, b)
-		}
-	})
-	return p
-}
-
-// logText is what the process has logged so far.
-func (p *proc) logText() string {
-	b, _ := os.ReadFile(p.log)
-	return string(b)
-}
-
-// waitOK polls url until it answers 200.
-func waitOK(t *testing.T, url string, hdr ...string) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		r := do(http.MethodGet, url, nil, hdr...)
-		if r.status == 200 {
-			return
-		}
-		last = fmt.Sprintf("%d %s %v", r.status, r.body, r.err)
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("%s did not answer 200 within 90s; last: %s", url, last)
+	return testenv.StartProcess(t, testenv.Command{Name: name, Path: path, Env: env})
 }
 
 type reply struct {
@@ -251,27 +162,4 @@ func createKey(t *testing.T, g gatewayEnv, owner, plan string) string {
 	}
 	t.Fatalf("keys create printed no key:\n%s", out)
 	return ""
-}
-
-// startRedis starts a redis-server of the test's own.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	port := freePort(t)
-	startProc(t, "redis", "redis-server", nil, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %d: %v", port, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

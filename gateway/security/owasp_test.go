@@ -32,7 +32,7 @@ const internalToken = "security-suite-internal-token"
 // Redis, a real ocean service demanding the token, and the hostile service.
 type stack struct {
 	a, b, c        gatewayEnv
-	gwA            *proc
+	gwA            *testenv.Process
 	ocean          string
 	hostile        *hostile
 	alice, bob     string // keys of plan default
@@ -45,19 +45,19 @@ type stack struct {
 func startStack(t *testing.T) *stack {
 	t.Helper()
 	s := &stack{hostile: startHostile(t)}
-	oceanPort := freePort(t)
-	startProc(t, "ocean", bin(t, "ocean"), []string{"SERVICE_ADDR=127.0.0.1:" + strconv.Itoa(oceanPort),
+	oceanAddr := testenv.FreeAddr(t)
+	ocean := startProc(t, "ocean", bin(t, "ocean"), []string{"SERVICE_ADDR=" + oceanAddr,
 		"READINGS_SQLITE_PATH=" + t.TempDir() + "/ocean.db", "SIM_STATIONS=3", "SIM_DAYS=1", "LOG_LEVEL=warn",
 		"OTEL_SDK_DISABLED=true", "INTERNAL_TOKEN=" + internalToken})
-	s.ocean = "http://127.0.0.1:" + strconv.Itoa(oceanPort)
-	waitOK(t, s.ocean+contract.PathReadyz)
+	s.ocean = "http://" + oceanAddr
+	ocean.WaitReady(t, s.ocean+contract.PathReadyz, 90*time.Second)
 
-	db, rds := testenv.Postgres(t), startRedis(t)
+	db, rds := testenv.Postgres(t), testenv.StartRedis(t).URL()
 	services := "ocean=" + s.ocean + ",hostile=" + s.hostile.url
-	s.a = gatewayEnv{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), databaseURL: db, redisURL: rds, services: services, token: internalToken}
+	s.a = gatewayEnv{addr: testenv.FreeAddr(t), databaseURL: db, redisURL: rds, services: services, token: internalToken}
 	s.b, s.c = s.a, s.a
-	s.b.addr = "127.0.0.1:" + strconv.Itoa(freePort(t))
-	s.c.addr, s.c.redisURL, s.c.token = "127.0.0.1:"+strconv.Itoa(freePort(t)), startRedis(t), "not-the-token"
+	s.b.addr = testenv.FreeAddr(t)
+	s.c.addr, s.c.redisURL, s.c.token = testenv.FreeAddr(t), testenv.StartRedis(t).URL(), "not-the-token"
 	s.c.extra = []string{"SYNC_INTERVAL=0"}
 
 	admin(t, s.a, "migrate")
@@ -80,11 +80,11 @@ func startStack(t *testing.T) *stack {
 	}
 
 	s.gwA = startProc(t, "gateway-a", bin(t, "gateway"), s.a.list())
-	startProc(t, "gateway-b", bin(t, "gateway"), s.b.list())
-	startProc(t, "gateway-c", bin(t, "gateway"), s.c.list())
-	for _, g := range []gatewayEnv{s.a, s.b, s.c} {
-		waitOK(t, g.url()+"/readyz")
-	}
+	gwB := startProc(t, "gateway-b", bin(t, "gateway"), s.b.list())
+	gwC := startProc(t, "gateway-c", bin(t, "gateway"), s.c.list())
+	s.gwA.WaitReady(t, s.a.url()+"/readyz", 90*time.Second)
+	gwB.WaitReady(t, s.b.url()+"/readyz", 90*time.Second)
+	gwC.WaitReady(t, s.c.url()+"/readyz", 90*time.Second)
 	// The catalog sync brings both services' sensors.
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -579,7 +579,7 @@ func api10(t *testing.T, s *stack) {
 		t.Errorf("a hostile station name: %s (%v)", r.body, r.header)
 	}
 	time.Sleep(200 * time.Millisecond) // the log line of the last refusal
-	log := s.gwA.logText()
+	log := s.gwA.Log()
 	if secretPattern.MatchString(log) {
 		t.Errorf("the gateway's log holds a hostile body:\n%s", log)
 	}

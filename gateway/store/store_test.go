@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -177,15 +180,7 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 			if err := s.Migrate(ctx); err != nil {
 				t.Fatalf("second Migrate: %v", err)
 			}
-			var n int64
-			if err := s.DB().Raw("SELECT count(*) FROM schema_migrations").Row().Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			// Each embedded migration is recorded once.
-			want := map[string]int64{"postgres": 4, "sqlite": 3}[b.name]
-			if n != want {
-				t.Fatalf("schema_migrations rows = %d, want %d (each migration applied once)", n, want)
-			}
+			assertVersionsOnce(t, s, b.name)
 			loadFixture(t, s)
 			if err := s.Migrate(ctx); err != nil {
 				t.Fatalf("Migrate over data: %v", err)
@@ -194,19 +189,22 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 	}
 }
 
+// Eight replicas migrating one empty PostgreSQL database at the same moment all succeed
+// and each migration is applied once (goose's session lock; docs/catalog-store.md).
 func TestMigrateFunctionOnPostgresReplicas(t *testing.T) {
 	t.Parallel()
 	url := testenv.Postgres(t)
 	ctx := context.Background()
+	start := make(chan struct{})
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- store.Migrate(ctx, store.Config{DatabaseURL: url, Logger: slog.New(slog.DiscardHandler)})
-		}()
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			<-start
+			errs <- store.Migrate(ctx, store.Config{DatabaseURL: url, MaxOpenConns: 2, Logger: slog.New(slog.DiscardHandler)})
+		})
 	}
+	close(start)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -217,6 +215,94 @@ func TestMigrateFunctionOnPostgresReplicas(t *testing.T) {
 	s := openStore(t, store.Config{DatabaseURL: url})
 	if _, err := s.Services(ctx); err != nil {
 		t.Fatalf("Services after Migrate: %v", err)
+	}
+	assertVersionsOnce(t, s, "postgres")
+}
+
+// A catalog the replaced runner migrated (schema_migrations with version, name,
+// applied_at; every file applied in its own transaction) upgrades in place: goose adopts
+// the recorded versions once and runs none of them again (it could not: CREATE TABLE
+// sensors would fail), and the data stays.
+func TestMigrateAdoptsOldRunnerVersions(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			s := b.open(t, store.Config{SkipMigrations: true})
+			db := s.DB()
+			if err := db.Exec(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamp NOT NULL)`).Error; err != nil {
+				t.Fatal(err)
+			}
+			files, err := filepath.Glob(filepath.Join("migrations", b.name, "*.sql"))
+			if err != nil || len(files) == 0 {
+				t.Fatalf("migration files: %v %v", files, err)
+			}
+			for _, f := range files {
+				body, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := db.Exec(string(body)).Error; err != nil {
+					t.Fatalf("old runner, %s: %v", f, err)
+				}
+				if err := db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`, v, filepath.Base(f), time.Now().UTC()).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			loadFixture(t, s)
+			before, err := s.ListSensors(context.Background(), catalog.SensorFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if err := s.Migrate(context.Background()); err != nil {
+					t.Fatalf("Migrate a catalog of the old runner: %v", err)
+				}
+			}
+			assertVersionsOnce(t, s, b.name)
+			after, err := s.ListSensors(context.Background(), catalog.SensorFilter{})
+			if err != nil || after.Total != before.Total || after.Total == 0 {
+				t.Fatalf("sensors after adoption: %d (%v), before %d", after.Total, err, before.Total)
+			}
+		})
+	}
+}
+
+// assertVersionsOnce checks goose's version table: version 0 and each embedded migration of
+// the dialect exactly once.
+func assertVersionsOnce(t *testing.T, s *store.Store, dialect string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("migrations", dialect, "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migration files: %v %v", files, err)
+	}
+	want := map[int64]int{0: 1}
+	for _, f := range files {
+		v, err := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[int64(v)] = 1
+	}
+	rows, err := s.DB().Raw(`SELECT version_id FROM catalog_goose_version WHERE is_applied`).Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[int64]int{}
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		got[v]++
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("catalog_goose_version rows per version = %v, want %v (each migration recorded once)", got, want)
 	}
 }
 

@@ -41,6 +41,8 @@ type AggregateQuery struct {
 	TZ           string
 	Zone         *time.Location
 	Bounds       []time.Time
+	// Lineage (lineage=true) adds each parameter's conversion, once per parameter.
+	Lineage bool
 }
 
 // ParseAggregateQuery parses and validates the aggregate query; every error is an
@@ -56,6 +58,10 @@ func ParseAggregateQuery(v url.Values, now time.Time) (AggregateQuery, error) {
 		return q, apierr.Invalid("interval", "want one of %s, got %q", timebucket.Names, name)
 	}
 	q.Interval = iv
+	var err error
+	if q.Lineage, err = parseLineage(v); err != nil {
+		return q, err
+	}
 	q.Stats = AllStats
 	if s := v.Get("stats"); s != "" {
 		q.Stats = nil
@@ -77,7 +83,6 @@ func ParseAggregateQuery(v url.Values, now time.Time) (AggregateQuery, error) {
 			return q, apierr.Invalid("stats", "want at least one of %s", strings.Join(AllStats, ", "))
 		}
 	}
-	var err error
 	if q.Parameters, err = parseParameters(v); err != nil {
 		return q, err
 	}
@@ -219,4 +224,18 @@ type AggregateResponse struct {
 	Source                  string            `json:"source"`
 	Buckets                 []AggregateBucket `json:"buckets"`
 	Provenance              Provenance        `json:"provenance"`
+	// Lineage (lineage=true) is, per parameter answered, the conversion that made its
+	// values (docs/api-decisions.md "Wave 2", Lineage): from the newest reading of the
+	// range that holds the parameter. Absent without lineage=true.
+	Lineage map[string]AggregateLineage `json:"lineage,omitempty"`
+}
+
+// AggregateLineage is one parameter's conversion in an aggregate answer: the rule of
+// canon's conversion table, its formula in x, the source field and unit. A bucket's
+// statistics summarize many source values, so none is given.
+type AggregateLineage struct {
+	Rule        string `json:"rule"`
+	Formula     string `json:"formula"`
+	SourceField string `json:"source_field"`
+	SourceUnit  string `json:"source_unit"`
 }

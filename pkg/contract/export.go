@@ -25,6 +25,9 @@ const (
 type ExportQuery struct {
 	Since, Until time.Time
 	Parameters   []string
+	// Lineage (lineage=true) adds each measurement's conversion: NDJSON measurements carry
+	// `conversion`, CSV rows five more columns (formats.LineageHeader).
+	Lineage bool
 }
 
 // ParseExportQuery parses since/until or days (one of them required; until defaults to
@@ -33,6 +36,9 @@ func ParseExportQuery(v url.Values, now time.Time) (ExportQuery, error) {
 	var q ExportQuery
 	var err error
 	if q.Parameters, err = parseParameters(v); err != nil {
+		return q, err
+	}
+	if q.Lineage, err = parseLineage(v); err != nil {
 		return q, err
 	}
 	days, since, until := v.Get("days"), v.Get("since"), v.Get("until")
@@ -77,6 +83,9 @@ func ExportValues(stations []string, q ExportQuery, format string, header bool) 
 	}
 	if !header {
 		v.Set("header", "false")
+	}
+	if q.Lineage {
+		v.Set("lineage", "true")
 	}
 	return v
 }

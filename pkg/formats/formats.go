@@ -66,6 +66,9 @@ func Negotiate(q url.Values, accept string, allowed ...string) (string, error) {
 	if len(allowed) == 0 {
 		allowed = []string{JSON}
 	}
+	if _, ok := q[Param]; !ok && (accept == "" || accept == "*/*") {
+		return allowed[0], nil // what the loop below finds for these, without its allocations
+	}
 	if v, ok := q[Param]; ok {
 		f := strings.ToLower(strings.TrimSpace(firstOf(v)))
 		for _, a := range allowed {
@@ -99,6 +102,33 @@ func Negotiate(q url.Values, accept string, allowed ...string) (string, error) {
 		return best, nil
 	}
 	return allowed[0], nil
+}
+
+// NegotiateRaw is Negotiate over a raw query string: the query is parsed only when it
+// names a format parameter, so the common request (no format, no Accept or */*) is
+// negotiated with no map and no allocation.
+func NegotiateRaw(rawQuery, accept string, allowed ...string) (string, error) {
+	if !hasParam(rawQuery, Param) {
+		return Negotiate(nil, accept, allowed...)
+	}
+	q, _ := url.ParseQuery(rawQuery) // as url.URL.Query: a malformed pair is dropped
+	return Negotiate(q, accept, allowed...)
+}
+
+// hasParam reports whether rawQuery has a parameter called name (percent-decoded).
+func hasParam(rawQuery, name string) bool {
+	for piece := range strings.SplitSeq(rawQuery, "&") {
+		k, _, _ := strings.Cut(piece, "=")
+		if k == name {
+			return true
+		}
+		if strings.ContainsAny(k, "%+") {
+			if uk, err := url.QueryUnescape(k); err == nil && uk == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func firstOf(v []string) string {
@@ -312,6 +342,27 @@ func OptFloat(v *float64) string {
 
 // ReadingHeader is the header of the long-form readings CSV: one row per measurement.
 var ReadingHeader = []string{"sensor_id", "external_id", "timestamp", "parameter", "value", "unit", "value_original", "unit_original"}
+
+// LineageHeader is ReadingHeader with the conversion of each measurement (lineage=true):
+// the rule of canon's conversion table, its formula in x, and the source field, value
+// and unit it was computed from.
+var LineageHeader = append(slices.Clip(ReadingHeader), "conversion_rule", "conversion_formula", "source_field", "source_value", "source_unit")
+
+// ReadingLineageRows writes the long-form CSV rows of one reading with each measurement's
+// conversion (conv[i] is ms[i]'s), as LineageHeader names them.
+func (c *CSVWriter) ReadingLineageRows(sensorID, externalID, timestamp string, ms []canon.Measurement, conv []canon.Conversion) error {
+	rec := make([]string, len(LineageHeader))
+	for i, m := range ms {
+		rec[0], rec[1], rec[2], rec[3] = sensorID, externalID, timestamp, m.Parameter
+		rec[4], rec[5], rec[6], rec[7] = Float(m.Value), m.Unit, Float(m.ValueOriginal), m.UnitOriginal
+		cv := conv[i]
+		rec[8], rec[9], rec[10], rec[11], rec[12] = cv.Rule, cv.Formula, cv.SourceField, Float(cv.SourceValue), cv.SourceUnit
+		if err := c.Row(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // ReadingRows writes the long-form CSV rows of one reading (timestamp already in the
 // API's form), one per measurement.

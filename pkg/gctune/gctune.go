@@ -13,6 +13,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 const (
@@ -52,4 +54,13 @@ func Limit(getenv func(string) string) int64 {
 		return int64(float64(n) * LimitShare)
 	}
 	return MemoryLimit
+}
+
+// Env documents the variables Apply reads, for every binary's configuration table (--help,
+// --print-env, deployment checks). Apply runs before the configuration is parsed (the GC
+// settings must hold from the first allocation), so they have no flags.
+var Env = []settings.External{
+	{Env: "GOGC", Default: strconv.Itoa(Percent), Usage: "Go's GC target percent, read by the Go runtime; the binary sets 400 when unset"},
+	{Env: "GOMEMLIMIT", Default: "256MiB", Usage: "Go's soft memory limit, read by the Go runtime; when unset the binary sets 90% of MEMORY_LIMIT, else 256MiB"},
+	{Env: EnvMemoryLimit, Usage: "the container's memory limit in bytes (Kubernetes downward API); the base of the soft memory limit when GOMEMLIMIT is unset"},
 }

@@ -57,9 +57,13 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 		if !fromCaller {
 			id = NewRequestID()
 		}
-		w.Header()[HeaderRequestID] = []string{id} // canonical already: no canonicalization
-		// One allocation holds the request's shared state and the response recorder.
+		// One allocation holds the request's shared state, the response recorder and the
+		// request id's header value, which the response and (for a new id) the request
+		// share: both only read it, and an Add would copy it (its capacity is 1).
 		st := &requestState{info: requestInfo{id: id, tracer: tracer}}
+		st.idV[0] = id
+		idV := st.idV[:1:1]
+		w.Header()[HeaderRequestID] = idV // canonical already: no canonicalization
 		ctx := context.WithValue(r.Context(), infoKey{}, &st.info)
 		var span trace.Span
 		if traced {
@@ -81,7 +85,7 @@ func Middleware(next http.Handler, o HTTPOptions) http.Handler {
 			// The request id must reach the handlers' own upstream calls even when they copy
 			// the incoming headers instead of the context (a caller's valid id is there
 			// already).
-			r2.Header.Set(HeaderRequestID, id)
+			r2.Header[HeaderRequestID] = idV
 		}
 		defer func() {
 			status := rec.status
@@ -179,6 +183,7 @@ func (o HTTPOptions) Observe(ctx context.Context, method, route, path string, st
 type requestState struct {
 	info requestInfo
 	rec  recorder
+	idV  [1]string
 }
 
 // recorder remembers the status and size of the response. It keeps Flush, Hijack and

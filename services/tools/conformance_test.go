@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
 // ConformanceVersion pins the official MCP conformance suite. 0.1.13 is the newest release
@@ -143,54 +142,17 @@ func readChecks(t *testing.T, dir string) []check {
 }
 
 // startBinary runs a service binary as a separate process on a free loopback port and
-// waits for /readyz; the process is interrupted (graceful shutdown) when the test ends.
+// waits for /readyz; the process is interrupted (graceful shutdown) when the test ends, and
+// must stop within 20 s of it.
 func startBinary(t *testing.T, path, id string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	logs := &syncBuffer{}
-	cmd := exec.Command(path)
-	cmd.Env = append(os.Environ(), "SERVICE_ADDR="+addr, "READINGS_SQLITE_PATH="+filepath.Join(t.TempDir(), id+".db"),
-		"READINGS_DATABASE_URL=", "SOURCE_MODE=simulate", "SIM_STATIONS=3", "SIM_DAYS=1", "LOG_LEVEL=warn", "INTERNAL_TOKEN=")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", path, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Errorf("%s did not stop within 20 s of SIGINT", id)
-		}
-	})
+	addr := testenv.FreeAddr(t)
+	p := testenv.StartProcess(t, testenv.Command{Name: id, Path: path, Stop: os.Interrupt, StopWithin: 20 * time.Second, MustStop: true,
+		Env: []string{"SERVICE_ADDR=" + addr, "READINGS_SQLITE_PATH=" + filepath.Join(t.TempDir(), id+".db"),
+			"READINGS_DATABASE_URL=", "SOURCE_MODE=simulate", "SIM_STATIONS=3", "SIM_DAYS=1", "LOG_LEVEL=warn", "INTERNAL_TOKEN="}})
 	base := "http://" + addr
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		if resp, err := http.Get(base + contract.PathReadyz); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base
-			}
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("%s exited: %v\n%s", id, err, logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready after 90 s:\n%s", id, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	p.WaitReady(t, base+contract.PathReadyz, 90*time.Second)
+	return base
 }
 
 func tail(s string, n int) string {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,7 +38,7 @@ func TestConcurrentClientsGetTheirOwnAnswers(t *testing.T) {
 	t.Parallel()
 	ocean := startService(t, "ocean")
 	weather := startService(t, "weather")
-	g := gatewayEnv{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), databaseURL: testenv.Postgres(t), redisURL: startRedis(t).url(),
+	g := gatewayEnv{addr: testenv.FreeAddr(t), databaseURL: testenv.Postgres(t), redisURL: testenv.StartRedis(t).URL(),
 		env: "production", services: "ocean=" + ocean.url + ",weather=" + weather.url,
 		extra: []string{"RATE_LIMIT_PLANS=e2e=100000000/h"}}
 	key := createKey(t, g, "e2e")
@@ -49,7 +48,7 @@ func TestConcurrentClientsGetTheirOwnAnswers(t *testing.T) {
 	}
 	gp := startProc(t, "gateway", bin(t, gwBin), g.list())
 	gw := "http://" + g.addr
-	waitOK(t, gw+"/healthz")
+	gp.WaitReady(t, gw+"/healthz", 60*time.Second)
 	sensorOf(t, gw, key, "ocean")
 	sensorOf(t, gw, key, "weather")
 	var page struct{ Sensors []sensorItem }
@@ -246,10 +245,9 @@ func TestConcurrentClientsGetTheirOwnAnswers(t *testing.T) {
 		}
 	}
 	if raceEnabled {
-		gp.kill()
-		b, _ := os.ReadFile(gp.log)
-		if bytes.Contains(b, []byte("DATA RACE")) {
-			t.Errorf("the race detector reported a race in the gateway:\n%s", tail(b, 6000))
+		gp.Kill()
+		if strings.Contains(gp.Log(), "DATA RACE") {
+			t.Errorf("the race detector reported a race in the gateway:\n%s", gp.Tail(6000))
 		}
 	}
 }

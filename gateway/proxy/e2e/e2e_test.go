@@ -35,14 +35,13 @@ func codeOf(b []byte) string {
 // (1000 requests an hour), 1500 requests spread over both: exactly 1000 pass.
 func TestTwoGatewaysShareOneBudget(t *testing.T) {
 	t.Parallel()
-	rs := startRedis(t)
-	g := gatewayEnv{databaseURL: testenv.Postgres(t), redisURL: rs.url(), env: "development", devKey: randomKey(),
+	rs := testenv.StartRedis(t)
+	g := gatewayEnv{databaseURL: testenv.Postgres(t), redisURL: rs.URL(), env: "development", devKey: randomKey(),
 		services: "ocean=http://127.0.0.1:1"} // no service needed: the catalog answers
 	var urls []string
 	for i := range 2 {
-		g.addr = "127.0.0.1:" + strconv.Itoa(freePort(t))
-		startProc(t, fmt.Sprintf("gateway%d", i+1), bin(t, "gateway"), g.list())
-		waitOK(t, "http://"+g.addr+"/healthz")
+		g.addr = testenv.FreeAddr(t)
+		startProc(t, fmt.Sprintf("gateway%d", i+1), bin(t, "gateway"), g.list()).WaitReady(t, "http://"+g.addr+"/healthz", 60*time.Second)
 		urls = append(urls, "http://"+g.addr+"/api/v1/sensors/types")
 	}
 
@@ -124,19 +123,18 @@ func hangService(t *testing.T) string {
 }
 
 type serviceProc struct {
-	*proc
+	*testenv.Process
 	url string
 }
 
 func startService(t *testing.T, id string) serviceProc {
 	t.Helper()
-	port := freePort(t)
-	env := []string{"SERVICE_ADDR=127.0.0.1:" + strconv.Itoa(port), "READINGS_SQLITE_PATH=" + t.TempDir() + "/" + id + ".db",
+	addr := testenv.FreeAddr(t)
+	env := []string{"SERVICE_ADDR=" + addr, "READINGS_SQLITE_PATH=" + t.TempDir() + "/" + id + ".db",
 		"SIM_STATIONS=3", "SIM_DAYS=1", "LOG_LEVEL=warn", "OTEL_SDK_DISABLED=true"}
-	p := startProc(t, id, bin(t, id), env)
-	u := "http://127.0.0.1:" + strconv.Itoa(port)
-	waitOK(t, u+contract.PathReadyz)
-	return serviceProc{p, u}
+	s := serviceProc{startProc(t, id, bin(t, id), env), "http://" + addr}
+	s.WaitReady(t, s.url+contract.PathReadyz, 60*time.Second)
+	return s
 }
 
 type sensorItem struct {
@@ -183,13 +181,12 @@ func TestServiceFailures(t *testing.T) {
 	ocean := startService(t, "ocean")
 	weather := startService(t, "weather")
 	hang := hangService(t)
-	g := gatewayEnv{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), databaseURL: testenv.Postgres(t), redisURL: startRedis(t).url(),
+	g := gatewayEnv{addr: testenv.FreeAddr(t), databaseURL: testenv.Postgres(t), redisURL: testenv.StartRedis(t).URL(),
 		env: "production", services: "ocean=" + ocean.url + ",weather=" + weather.url + ",hang=" + hang,
 		extra: []string{"RATE_LIMIT_PLANS=e2e=1000000/h", "UPSTREAM_TIMEOUT=" + deadline.String(), "READINGS_CACHE_TTL=0"}}
 	key := createKey(t, g, "e2e") // also migrates the new catalog
-	startProc(t, "gateway", bin(t, "gateway"), g.list())
 	gw := "http://" + g.addr
-	waitOK(t, gw+"/healthz")
+	startProc(t, "gateway", bin(t, "gateway"), g.list()).WaitReady(t, gw+"/healthz", 60*time.Second)
 	oc, we, hs := sensorOf(t, gw, key, "ocean"), sensorOf(t, gw, key, "weather"), sensorOf(t, gw, key, "hang")
 
 	t.Run("hang gives 504 at the deadline", func(t *testing.T) {
@@ -231,7 +228,7 @@ func TestServiceFailures(t *testing.T) {
 			}()
 		}
 		time.Sleep(time.Second)
-		ocean.kill()
+		ocean.Kill()
 		killedAt := time.Now()
 
 		// The service list follows the prober (PROBE_INTERVAL=1s).
@@ -242,9 +239,9 @@ func TestServiceFailures(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 
-		ocean.start()
+		ocean.Restart(t)
 		restartedAt := time.Now()
-		waitOK(t, ocean.url+contract.PathReadyz)
+		ocean.WaitReady(t, ocean.url+contract.PathReadyz, 60*time.Second)
 		waitStatus(t, gw, key, "ocean", "active")
 		recoveredBy := time.Now().Add(20 * time.Second)
 		for time.Now().Before(recoveredBy) {
@@ -318,20 +315,19 @@ func TestRedisDownUnderGateway(t *testing.T) {
 	for _, failClosed := range []bool{false, true} {
 		t.Run("fail-closed="+strconv.FormatBool(failClosed), func(t *testing.T) {
 			t.Parallel()
-			rs := startRedis(t)
-			g := gatewayEnv{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), databaseURL: testenv.Postgres(t), redisURL: rs.url(),
+			rs := testenv.StartRedis(t)
+			g := gatewayEnv{addr: testenv.FreeAddr(t), databaseURL: testenv.Postgres(t), redisURL: rs.URL(),
 				env: "development", devKey: randomKey(), services: "ocean=http://127.0.0.1:1",
 				extra: []string{"RATE_LIMIT_FAIL_CLOSED=" + strconv.FormatBool(failClosed)}}
-			startProc(t, "gateway", bin(t, "gateway"), g.list())
 			gw := "http://" + g.addr
-			waitOK(t, gw+"/healthz")
+			startProc(t, "gateway", bin(t, "gateway"), g.list()).WaitReady(t, gw+"/healthz", 60*time.Second)
 			api := gw + "/api/v1/sensors/types"
 			r := get(api, "x-api-key", g.devKey)
 			if r.status != 200 || r.header.Get("X-Ratelimit-Remaining") != "999" {
 				t.Fatalf("with Redis up: %d remaining %q", r.status, r.header.Get("X-Ratelimit-Remaining"))
 			}
 
-			rs.kill()
+			rs.Kill()
 			r = get(api, "x-api-key", g.devKey)
 			if failClosed {
 				if r.status != 503 || r.header.Get("Retry-After") == "" {
@@ -353,8 +349,8 @@ func TestRedisDownUnderGateway(t *testing.T) {
 				t.Errorf("/metrics with Redis down lacks sensorgate_ratelimit_degraded 1")
 			}
 
-			rs.start()
-			rs.waitUp(t)
+			rs.Restart(t)
+			rs.WaitUp(t)
 			deadline := time.Now().Add(30 * time.Second)
 			for {
 				r = get(api, "x-api-key", g.devKey)

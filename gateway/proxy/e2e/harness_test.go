@@ -4,160 +4,45 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
-// bins holds the binaries built once for the package.
-var bins struct {
-	dir string
-	err error
+// bins are the binaries the tests run, built once for the package.
+var bins = testenv.Binaries{Pkgs: map[string]string{
+	"gateway":      "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+	"gateway-race": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+	"ocean":        "github.com/sensorgate/sensorgate/services/cmd/ocean",
+	"weather":      "github.com/sensorgate/sensorgate/services/cmd/weather",
+},
+	// The concurrency test runs a gateway built with the race detector (under -race), so
+	// that a data race inside the server process fails the test too.
+	Race: []string{"gateway-race"},
 }
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sensorgate-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bins.dir = dir
-	for name, pkg := range map[string]string{
-		"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
-		"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
-		"weather": "github.com/sensorgate/sensorgate/services/cmd/weather",
-	} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
-		if err != nil {
-			bins.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-			break
-		}
-	}
-	if bins.err == nil && raceEnabled {
-		// The concurrency test runs a gateway built with the race detector, so that a data
-		// race inside the server process fails the test too.
-		out, err := exec.Command("go", "build", "-race", "-o", filepath.Join(dir, "gateway-race"), "github.com/sensorgate/sensorgate/gateway/cmd/gateway").CombinedOutput()
-		if err != nil {
-			bins.err = fmt.Errorf("go build -race gateway: %v\n%s", err, out)
-		}
-	}
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 
 func bin(t *testing.T, name string) string {
 	t.Helper()
-	if bins.err != nil {
-		t.Fatal(bins.err)
-	}
-	return filepath.Join(bins.dir, name)
+	return bins.Path(t, name)
 }
 
-func freePort(t *testing.T) int {
+// startProc starts a process of the test, killed (SIGKILL) when the test ends; its log is
+// shown when the test fails.
+func startProc(t *testing.T, name, path string, env []string) *testenv.Process {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// proc is a child process of the test, killed when the test ends.
-type proc struct {
-	t    *testing.T
-	name string
-	path string
-	args []string
-	env  []string
-	log  string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	// exited is closed when the running process has been waited for.
-	exited chan struct{}
-}
-
-func startProc(t *testing.T, name, path string, env []string, args ...string) *proc {
-	t.Helper()
-	p := &proc{t: t, name: name, path: path, args: args, env: env, log: filepath.Join(t.TempDir(), name+".log")}
-	p.start()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			b, _ := os.ReadFile(p.log)
-			t.Logf("--- %s log (last 3000 bytes) ---\n%s", name, tail(b, 3000))
-		}
-	})
-	return p
-}
-
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
-}
-
-func (p *proc) start() {
-	p.t.Helper()
-	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	cmd := exec.Command(p.path, p.args...)
-	cmd.Env = append(os.Environ(), p.env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		p.t.Fatalf("start %s: %v", p.name, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); _ = f.Close(); close(exited) }()
-	p.mu.Lock()
-	p.cmd, p.exited = cmd, exited
-	p.mu.Unlock()
-}
-
-// kill sends SIGKILL: the process dies mid-request, as in a crash.
-func (p *proc) kill() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd != nil && p.cmd.Process != nil {
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		select { // Wait, on the goroutine of start, owns the process state
-		case <-p.exited:
-		case <-time.After(5 * time.Second):
-		}
-		p.cmd = nil
-	}
-}
-
-// waitOK polls url until it answers 200.
-func waitOK(t *testing.T, url string, hdr ...string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		r := get(url, hdr...)
-		if r.status == 200 {
-			return
-		}
-		last = fmt.Sprintf("%d %s %v", r.status, r.body, r.err)
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s did not answer 200 within 60s; last: %s", url, last)
+	return testenv.StartProcess(t, testenv.Command{Name: name, Path: path, Env: env})
 }
 
 type reply struct {
@@ -237,42 +122,4 @@ func createKey(t *testing.T, g gatewayEnv, plan string) string {
 	}
 	t.Fatalf("keys create printed no key:\n%s", out)
 	return ""
-}
-
-// redisServer is a redis-server process of the test's own, to stop and start for real.
-type redisServer struct {
-	*proc
-	port int
-}
-
-func startRedis(t *testing.T) *redisServer {
-	t.Helper()
-	port := freePort(t)
-	dir := t.TempDir()
-	p := startProc(t, "redis", "/usr/bin/redis-server", nil, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir)
-	r := &redisServer{proc: p, port: port}
-	r.waitUp(t)
-	return r
-}
-
-func (r *redisServer) url() string { return "redis://127.0.0.1:" + strconv.Itoa(r.port) + "/0" }
-
-func (r *redisServer) waitUp(t *testing.T) {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(r.port)})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %d: %v", r.port, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -3,14 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -92,34 +87,14 @@ func TestGracefulShutdown(t *testing.T) {
 	const delay = 2 * time.Second
 	inFlight := make(chan string, 16)
 	slow := slowService(t, delay, inFlight)
-	g := gatewayEnv{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), databaseURL: testenv.Postgres(t), redisURL: startRedis(t).url(),
+	g := gatewayEnv{addr: testenv.FreeAddr(t), databaseURL: testenv.Postgres(t), redisURL: testenv.StartRedis(t).URL(),
 		env: "production", services: "slow=" + slow,
 		extra: []string{"RATE_LIMIT_PLANS=e2e=1000000/h", "UPSTREAM_TIMEOUT=10s", "UPSTREAM_HEALTH_TIMEOUT=10s",
 			"SHUTDOWN_DELAY=1s", "SHUTDOWN_TIMEOUT=10s", "LOG_LEVEL=info"}}
 	key := createKey(t, g, "e2e")
-	logPath := filepath.Join(t.TempDir(), "gateway.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin(t, "gateway"))
-	cmd.Env = append(os.Environ(), g.list()...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("--- gateway log ---\n%s", tail(b, 4000))
-		}
-	})
+	gp := startProc(t, "gateway", bin(t, "gateway"), g.list())
 	gw := "http://" + g.addr
-	waitOK(t, gw+"/readyz")
+	gp.WaitReady(t, gw+"/readyz", 60*time.Second)
 	sn := sensorOf(t, gw, key, "slow")
 
 	type result struct {
@@ -170,9 +145,7 @@ func TestGracefulShutdown(t *testing.T) {
 		}
 	}
 	signalled := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	gp.Signal(t, syscall.SIGTERM)
 
 	// During SHUTDOWN_DELAY: still serving, /readyz says 503.
 	time.Sleep(200 * time.Millisecond)
@@ -200,14 +173,12 @@ func TestGracefulShutdown(t *testing.T) {
 			t.Errorf("%s: body %s lacks %s", r.what, r.body, want)
 		}
 	}
-	select {
-	case err := <-exited:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) || err != nil {
-			t.Errorf("gateway exited with %v, want status 0", err)
-		}
-		t.Logf("exited %s after SIGTERM", time.Since(signalled).Round(10*time.Millisecond))
-	case <-time.After(20 * time.Second):
+	exited, err := gp.Wait(20 * time.Second)
+	if !exited {
 		t.Fatal("the gateway did not exit within 20 s of SIGTERM")
 	}
+	if err != nil {
+		t.Errorf("gateway exited with %v, want status 0", err)
+	}
+	t.Logf("exited %s after SIGTERM", time.Since(signalled).Round(10*time.Millisecond))
 }

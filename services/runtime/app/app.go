@@ -16,6 +16,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 	"github.com/sensorgate/sensorgate/services/observation"
 	"github.com/sensorgate/sensorgate/services/runtime/config"
 	"github.com/sensorgate/sensorgate/services/runtime/httpapi"
@@ -57,6 +58,9 @@ func (d Definition) EnvNames() []string { return config.EnvNames(d.ProviderSlugs
 // Run runs the service until ctx ends. Logs go to stdout.
 func Run(ctx context.Context, def Definition, args []string, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := config.Load(def.ID, def.DefaultPort, def.ProviderSlugs(), args, getenv, stdout)
+	if settings.IsHelp(err) { // -h printed every setting; that is all that was asked
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("%s: configuration: %w", def.ID, err)
 	}

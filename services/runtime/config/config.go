@@ -1,6 +1,8 @@
-// Package config reads a backing service's configuration from the environment, with
-// command-line flags as overrides, and validates it at start with one clear message per
-// mistake.
+// Package config is a backing service's configuration: one table of settings (pkg/settings,
+// the mechanism every sensorgate binary uses) binding each environment variable to its flag,
+// default and parser, with the per-provider <PROVIDER>_BASE_URL, _STATIONS, _API_KEY and
+// _POLL_INTERVAL rows generated from the service's providers. Flags win over the
+// environment; every mistake is reported at start, each naming its variable and flag.
 package config
 
 import (
@@ -12,6 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/gctune"
+	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 // ProviderConfig is the live-mode configuration of one provider.
@@ -56,6 +62,8 @@ type Config struct {
 	Providers map[string]ProviderConfig
 	// PrintEnv asks the binary to print the environment variables it reads and exit.
 	PrintEnv bool
+
+	listenPort string // the port of Addr, the default of PublicPort
 }
 
 // Environment variable names shared by every service.
@@ -93,21 +101,21 @@ func ProviderPrefix(slug string) string {
 	return strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(slug))
 }
 
-// EnvNames lists every environment variable a service binary with these providers reads.
-func EnvNames(providerSlugs []string) []string {
-	out := []string{EnvAddr, EnvPublicPort, EnvDatabaseURL, EnvSQLitePath, EnvSourceMode, EnvSourceDir, EnvSimStations,
-		EnvSimDays, EnvSimSeed, EnvInternalToken, EnvLogFormat, EnvLogLevel, EnvUserAgent, EnvShutdownTimeout, EnvRetentionDays, EnvRedisURL, EnvLiveRedisPrefix}
-	for _, s := range providerSlugs {
-		p := ProviderPrefix(s)
-		out = append(out, p+SuffixBaseURL, p+SuffixStations, p+SuffixAPIKey, p+SuffixInterval)
-	}
-	return append(out, TracingEnv...)
+// ProviderFlagPrefix is the flag prefix of a provider slug: noaa-ndbc -> noaa-ndbc (flags
+// -noaa-ndbc-base-url etc.).
+func ProviderFlagPrefix(slug string) string {
+	return strings.ToLower(strings.ReplaceAll(ProviderPrefix(slug), "_", "-"))
 }
 
-// TracingEnv are the OpenTelemetry variables the tracing setup (pkg/obs) reads; the
-// OpenTelemetry SDK itself may read further standard OTEL_* variables.
-var TracingEnv = []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
-	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"}
+// EnvNames lists every environment variable a service binary with these providers reads.
+func EnvNames(providerSlugs []string) []string {
+	return settings.EnvNames(Settings("service", 0, providerSlugs))
+}
+
+// Vars lists every row of a service's table, in order.
+func Vars(serviceID string, defaultPort int, providerSlugs []string) []settings.Var {
+	return settings.Vars(Settings(serviceID, defaultPort, providerSlugs))
+}
 
 // DefaultSQLitePath is the embedded store of a service in a source mode. Each mode has its
 // own file, so that the recorded stations of files mode never sit beside the simulated
@@ -121,130 +129,190 @@ func DefaultSQLitePath(serviceID, mode string) string {
 	return "./data/" + serviceID + "-" + mode + ".db"
 }
 
-// Load reads the configuration of service serviceID (default port defaultPort) from getenv
-// and args (flags win). Every mistake is reported, joined in one error.
-func Load(serviceID string, defaultPort int, providerSlugs []string, args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
-	env := func(k, def string) string {
-		if v := strings.TrimSpace(getenv(k)); v != "" {
-			return v
-		}
-		return def
+type setting = settings.Setting[Config]
+
+// Settings is the one table of service serviceID's configuration (default port
+// defaultPort) with the rows of its providers. Order matters: SERVICE_ADDR comes before
+// SERVICE_PORT_PUBLIC, SOURCE_MODE before READINGS_SQLITE_PATH and SOURCE_DIR, whose
+// defaults or checks depend on them.
+func Settings(serviceID string, defaultPort int, providerSlugs []string) []setting {
+	t := []setting{
+		{Env: EnvAddr, Flag: "addr", Default: fmt.Sprintf("127.0.0.1:%d", defaultPort), Usage: "listen address host:port", Set: func(c *Config, v string) error {
+			_, port, err := net.SplitHostPort(v)
+			if err != nil {
+				return fmt.Errorf("want host:port, got %q", v)
+			}
+			c.Addr, c.listenPort = v, port
+			return nil
+		}},
+		{Env: EnvPublicPort, Flag: "public-port", Usage: "port advertised in /v1/meta (default the port of SERVICE_ADDR)", Set: func(c *Config, v string) error {
+			if v == "" {
+				v = c.listenPort
+			}
+			if v == "" { // SERVICE_ADDR is wrong, and said so already
+				return nil
+			}
+			p, err := strconv.Atoi(v)
+			if err != nil || p < 1 || p > 65535 {
+				return fmt.Errorf("want a port 1-65535, got %q", v)
+			}
+			c.PublicPort = p
+			return nil
+		}},
+		{Env: EnvDatabaseURL, Flag: "readings-database-url", Usage: "PostgreSQL URL of the readings store (postgres://...); empty: SQLite", Secret: true, Set: func(c *Config, v string) error {
+			if v != "" && !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
+				return errors.New("want a postgres:// URL (or nothing for SQLite)")
+			}
+			c.ReadingsDatabaseURL = v
+			return nil
+		}},
+		{Env: EnvSourceMode, Flag: "source-mode", Default: "simulate", Usage: "where readings come from: simulate, files or live", Set: func(c *Config, v string) error {
+			m, err := settings.OneOf(v, "simulate", "files", "live")
+			c.SourceMode = m
+			return err
+		}},
+		{Env: EnvSQLitePath, Flag: "sqlite-path", Usage: "SQLite file when no database URL is set (default ./data/<service>.db in simulate mode, ./data/<service>-<mode>.db in files and live mode)", Set: func(c *Config, v string) error {
+			if v == "" {
+				v = DefaultSQLitePath(c.ServiceID, c.SourceMode)
+			}
+			c.SQLitePath = v
+			return nil
+		}},
+		{Env: EnvSourceDir, Flag: "source-dir", Usage: "folder of recorded payloads for files mode", Set: func(c *Config, v string) error {
+			if c.SourceMode == "files" && v == "" {
+				return errors.New("files mode needs the folder of recorded payloads")
+			}
+			c.SourceDir = v
+			return nil
+		}},
+		{Env: EnvSimStations, Flag: "sim-stations", Default: "24", Usage: "synthetic stations per provider", Set: func(c *Config, v string) (err error) {
+			c.SimStations, err = settings.Int(v, 1, 100000)
+			return err
+		}},
+		{Env: EnvSimDays, Flag: "sim-days", Default: "7", Usage: "days of synthetic history at start", Set: func(c *Config, v string) (err error) {
+			c.SimDays, err = settings.Int(v, 0, 3660)
+			return err
+		}},
+		{Env: EnvSimSeed, Flag: "sim-seed", Default: "1", Usage: "seed of the synthetic world (same seed, same data)", Set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("want an integer, got %q", v)
+			}
+			c.SimSeed = n
+			return nil
+		}},
+		{Env: EnvInternalToken, Flag: "internal-token", Usage: "shared token callers must send in X-Internal-Token (empty: none)", Secret: true, Set: func(c *Config, v string) error {
+			if strings.ContainsAny(v, "\r\n") {
+				return errors.New("must not contain line breaks")
+			}
+			c.InternalToken = v
+			return nil
+		}},
+		{Env: EnvLogFormat, Flag: "log-format", Default: "text", Usage: "log format: text or json", Set: func(c *Config, v string) (err error) {
+			c.LogFormat, err = settings.OneOf(v, "text", "json")
+			return err
+		}},
+		{Env: EnvLogLevel, Flag: "log-level", Default: "info", Usage: "minimum log level: debug, info, warn or error", Set: func(c *Config, v string) (err error) {
+			c.LogLevel, err = settings.OneOf(v, "debug", "info", "warn", "error")
+			return err
+		}},
+		{Env: EnvUserAgent, Flag: "user-agent", Default: "sensorgate-" + serviceID + "/1 (+https://github.com/sensorgate/sensorgate)", Usage: "User-Agent of live polls (NWS requires one)", Set: func(c *Config, v string) error {
+			c.UserAgent = v
+			return nil
+		}},
+		{Env: EnvShutdownTimeout, Flag: "shutdown-timeout", Default: "30s", Usage: "grace period for requests and the ingest batch in flight", Set: func(c *Config, v string) (err error) {
+			c.ShutdownTimeout, err = settings.Duration(v, time.Millisecond, settings.Unbounded)
+			return err
+		}},
+		{Env: EnvRetentionDays, Flag: "retention-days", Default: "0", Usage: "days of readings kept, by reading time (0: forever)", Set: func(c *Config, v string) (err error) {
+			c.RetentionDays, err = settings.Int(v, 0, 36600)
+			return err
+		}},
+		{Env: EnvRedisURL, Flag: "redis-url", Usage: "Redis holding the log of stored readings for live streams (redis://host:6379/0; empty: in process)", Secret: true, Set: func(c *Config, v string) error {
+			if v != "" && !strings.HasPrefix(v, "redis://") && !strings.HasPrefix(v, "rediss://") {
+				return errors.New("want a redis:// or rediss:// URL (or nothing for the in-process log)")
+			}
+			c.RedisURL = v
+			return nil
+		}},
+		{Env: EnvLiveRedisPrefix, Flag: "live-redis-prefix", Default: "sensorgate:", Usage: "key prefix of the live log in Redis (<prefix>live:<service>)", Set: func(c *Config, v string) error {
+			c.LiveRedisPrefix = v
+			return nil
+		}},
 	}
+	for _, slug := range providerSlugs {
+		t = append(t, providerSettings(slug)...)
+	}
+	t = append(t, settings.Externals[Config](obs.TracingEnv...)...)
+	return append(t, settings.Externals[Config](gctune.Env...)...)
+}
+
+// providerSettings are the generated live-mode rows of one provider: <PROVIDER>_BASE_URL,
+// _STATIONS, _API_KEY and _POLL_INTERVAL, with flags -<provider>-base-url etc. Empty values
+// keep the provider's own public endpoint, station list and cadence (services/adapters).
+func providerSettings(slug string) []setting {
+	p, f := ProviderPrefix(slug), ProviderFlagPrefix(slug)
+	update := func(c *Config, fn func(pc *ProviderConfig)) {
+		pc := c.Providers[slug]
+		fn(&pc)
+		c.Providers[slug] = pc
+	}
+	return []setting{
+		{Env: p + SuffixBaseURL, Flag: f + "-base-url", Usage: slug + ": live API root (empty: the provider's public endpoint)", Set: func(c *Config, v string) error {
+			if v != "" && !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+				return fmt.Errorf("want an http(s) URL, got %q", v)
+			}
+			update(c, func(pc *ProviderConfig) { pc.BaseURL = v })
+			return nil
+		}},
+		{Env: p + SuffixStations, Flag: f + "-stations", Usage: slug + ": comma-separated station ids polled live (empty: a few real stations)", Set: func(c *Config, v string) error {
+			var ids []string
+			for _, s := range strings.Split(v, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					ids = append(ids, s)
+				}
+			}
+			update(c, func(pc *ProviderConfig) { pc.Stations = ids })
+			return nil
+		}},
+		{Env: p + SuffixAPIKey, Flag: f + "-api-key", Usage: slug + ": API key, for providers that need one", Secret: true, Set: func(c *Config, v string) error {
+			update(c, func(pc *ProviderConfig) { pc.APIKey = v })
+			return nil
+		}},
+		{Env: p + SuffixInterval, Flag: f + "-poll-interval", Usage: slug + ": live poll interval, at least 1s (empty: the provider's cadence)", Set: func(c *Config, v string) error {
+			if v == "" {
+				update(c, func(*ProviderConfig) {})
+				return nil
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d < time.Second {
+				return fmt.Errorf("want a duration of at least 1s such as 10m, got %q", v)
+			}
+			update(c, func(pc *ProviderConfig) { pc.Interval = d })
+			return nil
+		}},
+	}
+}
+
+// Load reads the configuration of service serviceID (default port defaultPort) from getenv
+// and args (flags win). Every mistake is reported, joined in one *settings.Error. -h
+// prints the help to out and returns an error matching flag.ErrHelp.
+func Load(serviceID string, defaultPort int, providerSlugs []string, args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	c := Config{ServiceID: serviceID, Providers: map[string]ProviderConfig{}}
 	fs := flag.NewFlagSet(serviceID, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&c.Addr, "addr", env(EnvAddr, fmt.Sprintf("127.0.0.1:%d", defaultPort)), "listen address ("+EnvAddr+")")
-	publicPort := fs.String("public-port", env(EnvPublicPort, ""), "port advertised in /v1/meta ("+EnvPublicPort+"; default the listen port)")
-	fs.StringVar(&c.ReadingsDatabaseURL, "readings-database-url", env(EnvDatabaseURL, ""), "PostgreSQL URL of the readings store ("+EnvDatabaseURL+"; empty: SQLite)")
-	fs.StringVar(&c.SQLitePath, "sqlite-path", env(EnvSQLitePath, ""), "SQLite file when no database URL is set ("+EnvSQLitePath+"; default ./data/<service>.db in simulate mode, ./data/<service>-<mode>.db in files and live mode)")
-	fs.StringVar(&c.SourceMode, "source-mode", env(EnvSourceMode, "simulate"), "simulate, files or live ("+EnvSourceMode+")")
-	fs.StringVar(&c.SourceDir, "source-dir", env(EnvSourceDir, ""), "folder of recorded payloads for files mode ("+EnvSourceDir+")")
-	simStations := fs.String("sim-stations", env(EnvSimStations, "24"), "synthetic stations per provider ("+EnvSimStations+")")
-	simDays := fs.String("sim-days", env(EnvSimDays, "7"), "days of synthetic history at start ("+EnvSimDays+")")
-	simSeed := fs.String("sim-seed", env(EnvSimSeed, "1"), "seed of the synthetic world ("+EnvSimSeed+")")
-	fs.StringVar(&c.InternalToken, "internal-token", env(EnvInternalToken, ""), "shared token callers must send in X-Internal-Token ("+EnvInternalToken+"; empty: none)")
-	fs.StringVar(&c.LogFormat, "log-format", env(EnvLogFormat, "text"), "text or json ("+EnvLogFormat+")")
-	fs.StringVar(&c.LogLevel, "log-level", env(EnvLogLevel, "info"), "debug, info, warn or error ("+EnvLogLevel+")")
-	fs.StringVar(&c.UserAgent, "user-agent", env(EnvUserAgent, "sensorgate-"+serviceID+"/1 (+https://github.com/sensorgate/sensorgate)"), "User-Agent of live polls ("+EnvUserAgent+")")
-	shutdown := fs.String("shutdown-timeout", env(EnvShutdownTimeout, "30s"), "grace period for requests and the ingest batch in flight ("+EnvShutdownTimeout+")")
-	retention := fs.String("retention-days", env(EnvRetentionDays, "0"), "days of readings kept, by reading time ("+EnvRetentionDays+"; 0: forever)")
-	fs.StringVar(&c.RedisURL, "redis-url", env(EnvRedisURL, ""), "Redis holding the log of stored readings for live streams ("+EnvRedisURL+"; empty: in process)")
-	fs.StringVar(&c.LiveRedisPrefix, "live-redis-prefix", env(EnvLiveRedisPrefix, "sensorgate:"), "key prefix of the live log in Redis ("+EnvLiveRedisPrefix+")")
-	fs.BoolVar(&c.PrintEnv, "print-env", false, "print the environment variables this binary reads and exit")
+	fs.SetOutput(out)
+	l := settings.Register(fs, Settings(serviceID, defaultPort, providerSlugs), getenv)
+	l.SetHeader("usage: " + serviceID + " [flags]\n\nThe " + serviceID + " backing service (docs/services.md).")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("flags: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	if c.SQLitePath == "" {
-		c.SQLitePath = DefaultSQLitePath(serviceID, c.SourceMode)
+	c.PrintEnv = l.PrintEnvRequested()
+	if c.PrintEnv {
+		return c, nil
 	}
-
-	var errs []error
-	bad := func(name, format string, a ...any) { errs = append(errs, fmt.Errorf(name+": "+format, a...)) }
-	_, port, err := net.SplitHostPort(c.Addr)
-	if err != nil {
-		bad(EnvAddr, "want host:port, got %q", c.Addr)
-	}
-	if *publicPort == "" {
-		*publicPort = port
-	}
-	if p, err := strconv.Atoi(*publicPort); err != nil || p < 1 || p > 65535 {
-		if port != "" || *publicPort != "" {
-			bad(EnvPublicPort, "want a port 1-65535, got %q", *publicPort)
-		}
-	} else {
-		c.PublicPort = p
-	}
-	if u := c.ReadingsDatabaseURL; u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
-		bad(EnvDatabaseURL, "want a postgres:// URL (or nothing for SQLite)")
-	}
-	switch c.SourceMode {
-	case "simulate", "files", "live":
-	default:
-		bad(EnvSourceMode, "want simulate, files or live, got %q", c.SourceMode)
-	}
-	if u := c.RedisURL; u != "" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") {
-		bad(EnvRedisURL, "want a redis:// or rediss:// URL (or nothing for the in-process log)")
-	}
-	if c.SourceMode == "files" && c.SourceDir == "" {
-		bad(EnvSourceDir, "files mode needs the folder of recorded payloads")
-	}
-	if n, err := strconv.Atoi(*simStations); err != nil || n < 1 || n > 100000 {
-		bad(EnvSimStations, "want 1-100000, got %q", *simStations)
-	} else {
-		c.SimStations = n
-	}
-	if n, err := strconv.Atoi(*simDays); err != nil || n < 0 || n > 3660 {
-		bad(EnvSimDays, "want 0-3660, got %q", *simDays)
-	} else {
-		c.SimDays = n
-	}
-	if n, err := strconv.ParseInt(*simSeed, 10, 64); err != nil {
-		bad(EnvSimSeed, "want an integer, got %q", *simSeed)
-	} else {
-		c.SimSeed = n
-	}
-	switch c.LogFormat {
-	case "text", "json":
-	default:
-		bad(EnvLogFormat, "want text or json, got %q", c.LogFormat)
-	}
-	switch c.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		bad(EnvLogLevel, "want debug, info, warn or error, got %q", c.LogLevel)
-	}
-	if d, err := time.ParseDuration(*shutdown); err != nil || d <= 0 {
-		bad(EnvShutdownTimeout, "want a positive duration such as 30s, got %q", *shutdown)
-	} else {
-		c.ShutdownTimeout = d
-	}
-	if n, err := strconv.Atoi(*retention); err != nil || n < 0 || n > 36600 {
-		bad(EnvRetentionDays, "want 0 (keep forever) to 36600 days, got %q", *retention)
-	} else {
-		c.RetentionDays = n
-	}
-	for _, slug := range providerSlugs {
-		p := ProviderPrefix(slug)
-		pc := ProviderConfig{BaseURL: env(p+SuffixBaseURL, ""), APIKey: env(p+SuffixAPIKey, "")}
-		if pc.BaseURL != "" && !strings.HasPrefix(pc.BaseURL, "http://") && !strings.HasPrefix(pc.BaseURL, "https://") {
-			bad(p+SuffixBaseURL, "want an http(s) URL, got %q", pc.BaseURL)
-		}
-		for _, s := range strings.Split(env(p+SuffixStations, ""), ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				pc.Stations = append(pc.Stations, s)
-			}
-		}
-		if v := env(p+SuffixInterval, ""); v != "" {
-			if d, err := time.ParseDuration(v); err != nil || d < time.Second {
-				bad(p+SuffixInterval, "want a duration of at least 1s such as 10m, got %q", v)
-			} else {
-				pc.Interval = d
-			}
-		}
-		c.Providers[slug] = pc
-	}
-	return c, errors.Join(errs...)
+	err := l.Load(&c)
+	return c, err
 }

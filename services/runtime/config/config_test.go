@@ -63,6 +63,16 @@ func TestLoad(t *testing.T) {
 			return ""
 		}},
 		{name: "unknown flag", args: []string{"-nope"}, wantErr: []string{"nope"}},
+		{name: "provider flags win", env: map[string]string{"NOAA_NDBC_STATIONS": "41002", "NOAA_NDBC_POLL_INTERVAL": "nonsense", "NOAA_NDBC_API_KEY": "k1"},
+			args: []string{"-noaa-ndbc-stations", "tplm2,44013", "-noaa-ndbc-poll-interval", "2m"},
+			check: func(c config.Config) string {
+				if p := c.Providers["noaa-ndbc"]; len(p.Stations) != 2 || p.Stations[0] != "tplm2" || p.Interval != 2*time.Minute || p.APIKey != "k1" {
+					return "provider flags not applied"
+				}
+				return ""
+			}},
+		{name: "provider mistakes name the flag", env: map[string]string{"NOAA_NDBC_BASE_URL": "ftp://x"}, args: []string{"-noaa-ndbc-poll-interval", "1ms"},
+			wantErr: []string{"NOAA_NDBC_BASE_URL (flag -noaa-ndbc-base-url)", "NOAA_NDBC_POLL_INTERVAL (flag -noaa-ndbc-poll-interval)"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

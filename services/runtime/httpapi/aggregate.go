@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"net/http"
+	"slices"
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/ids"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
@@ -37,8 +41,46 @@ func (s *Server) aggregate() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, aggregateResponse(s.d.Meta.ID, q, res))
+		out := aggregateResponse(s.d.Meta.ID, q, res)
+		if q.Lineage {
+			if out.Lineage, err = s.aggregateLineage(r.Context(), id, q, res.Parameters); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
 	}
+}
+
+// aggregateLineage gives each parameter's conversion once (lineage=true): rule, formula,
+// source field and unit from canon's one conversion table, as the newest reading of the
+// range that holds the parameter was converted (else the oldest; a station's source
+// does not change units within a feed). A parameter held by neither end of the range is
+// absent. Two readings are read, whatever the range.
+func (s *Server) aggregateLineage(ctx context.Context, id string, q contract.AggregateQuery, params []string) (map[string]contract.AggregateLineage, error) {
+	out := make(map[string]contract.AggregateLineage, len(params))
+	dec := store.NewMeasDecoder()
+	for _, asc := range []bool{false, true} {
+		rs, _, err := s.d.Store.Readings(ctx, id, contract.ReadingsQuery{Since: q.Bounds[0], Until: q.Bounds[len(q.Bounds)-1],
+			Limit: 1, Page: 1, Format: contract.FormatCleaned, Ascending: asc})
+		if err != nil {
+			return nil, err
+		}
+		for _, rd := range rs {
+			ms, err := dec.Decode(nil, rd.Measurements)
+			if err != nil {
+				return nil, fmt.Errorf("lineage of %s: %w", id, err)
+			}
+			for i, c := range canon.Lineage(ms, rd.RawFormat) {
+				p := ms[i].Parameter
+				if _, done := out[p]; done || !slices.Contains(params, p) {
+					continue
+				}
+				out[p] = contract.AggregateLineage{Rule: c.Rule, Formula: c.Formula, SourceField: c.SourceField, SourceUnit: c.SourceUnit}
+			}
+		}
+	}
+	return out, nil
 }
 
 // aggregateResponse finishes the cells into the public answer.

@@ -60,7 +60,7 @@ func (s *Server) export() http.HandlerFunc {
 		}
 		var rows exportWriter
 		if f == formats.CSV {
-			rows, err = newCSVExport(w, header)
+			rows, err = newCSVExport(w, header, q.Lineage)
 		} else {
 			rows = &ndjsonExport{w: formats.NewNDJSON(w)}
 		}
@@ -68,7 +68,7 @@ func (s *Server) export() http.HandlerFunc {
 			s.d.Logger.Error("export", "err", err)
 			return
 		}
-		rq := contract.ReadingsQuery{Parameters: q.Parameters, Format: contract.FormatCleaned}
+		rq := contract.ReadingsQuery{Parameters: q.Parameters, Format: contract.FormatCleaned, Lineage: q.Lineage}
 		n := 0
 		for _, id := range stations {
 			st, err := s.d.Store.Station(r.Context(), id)
@@ -149,34 +149,58 @@ func (e *ndjsonExport) fail(msg string) error {
 	return e.w.Flush()
 }
 
-// csvExport writes the long form, one row per measurement.
+// csvExport writes the long form, one row per measurement (with lineage=true, each with
+// its conversion in five more columns, formats.LineageHeader).
 type csvExport struct {
-	c *formats.CSVWriter
+	c       *formats.CSVWriter
+	lineage bool
+	width   int
+	dec     *store.MeasDecoder
+	ms      []canon.Measurement
 }
 
-func newCSVExport(w http.ResponseWriter, header bool) (*csvExport, error) {
-	if header {
-		c, err := formats.NewCSV(w, formats.ReadingHeader)
-		return &csvExport{c: c}, err
+func newCSVExport(w http.ResponseWriter, header, lineage bool) (*csvExport, error) {
+	cols := formats.ReadingHeader
+	if lineage {
+		cols = formats.LineageHeader
 	}
-	return &csvExport{c: formats.NewCSVNoHeader(w)}, nil
+	e := &csvExport{lineage: lineage, width: len(cols), dec: store.NewMeasDecoder()}
+	if header {
+		c, err := formats.NewCSV(w, cols)
+		e.c = c
+		return e, err
+	}
+	e.c = formats.NewCSVNoHeader(w)
+	return e, nil
 }
 
 func (e *csvExport) reading(sensorID string, st contract.Station, r store.Reading, q contract.ReadingsQuery) error {
-	var ms []canon.Measurement
-	if err := json.Unmarshal(r.Measurements, &ms); err != nil {
+	ms, err := e.dec.Decode(e.ms, r.Measurements)
+	if err != nil {
 		return fmt.Errorf("reading %s of %s: %w", r.Time, st.ExternalID, err)
 	}
+	e.ms = ms
+	var conv []canon.Conversion
+	if e.lineage {
+		// Over the whole reading, so that a value computed from another names it.
+		conv = canon.Lineage(ms, r.RawFormat)
+	}
 	if len(q.Parameters) > 0 {
-		keep := ms[:0]
-		for _, m := range ms {
+		keep, keepConv := ms[:0], conv[:0]
+		for i, m := range ms {
 			for _, p := range q.Parameters {
 				if m.Parameter == p {
 					keep = append(keep, m)
+					if e.lineage {
+						keepConv = append(keepConv, conv[i])
+					}
 				}
 			}
 		}
-		ms = keep
+		ms, conv = keep, keepConv
+	}
+	if e.lineage {
+		return e.c.ReadingLineageRows(sensorID, st.ExternalID, contract.FormatTime(r.Time), ms, conv)
 	}
 	return e.c.ReadingRows(sensorID, st.ExternalID, contract.FormatTime(r.Time), ms)
 }
@@ -186,7 +210,7 @@ func (e *csvExport) flush() error { return e.c.Flush() }
 // fail writes a row whose first field starts with "#" (the documented end of an
 // incomplete CSV export), as wide as the others.
 func (e *csvExport) fail(msg string) error {
-	rec := make([]string, len(formats.ReadingHeader))
+	rec := make([]string, e.width)
 	rec[0] = "# " + apierr.Internal + ": " + msg
 	if err := e.c.Row(rec); err != nil {
 		return err

@@ -65,13 +65,9 @@ func (s *Server) readings() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		sq := q
-		if q.Lineage {
-			// Lineage names source fields by the readings' source format, which the store
-			// reads with the raw fragments.
-			sq.Format = contract.FormatRaw
-		}
-		rs, total, err := s.d.Store.Readings(r.Context(), id, sq)
+		// Lineage names source fields by the readings' source format, which the store
+		// gives with every reading (without decoding the raw fragments).
+		rs, total, err := s.d.Store.Readings(r.Context(), id, q)
 		if err != nil {
 			s.fail(w, r, err)
 			return

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -76,15 +75,13 @@ func (s *sqlStore) Aggregate(ctx context.Context, externalID string, q Aggregate
 	}
 	switch src {
 	case SourceRollups:
-		if s.d.name == "postgres" {
-			err = s.aggregateRollupsSQL(ctx, st, bounds, q.Parameters, cellOf)
-		} else {
-			err = s.aggregateRollupsGo(ctx, st, bounds, want, cellOf)
-		}
+		err = s.aggregateRollups(ctx, st, bounds, want, cellOf)
 	case SourceRaw:
+		dec := NewMeasDecoder()
+		var ms []canon.Measurement
 		err = s.scanRange(ctx, st, bounds[0], bounds[len(bounds)-1], false, func(r Reading) error {
-			var ms []canon.Measurement
-			if err := json.Unmarshal(r.Measurements, &ms); err != nil {
+			var err error
+			if ms, err = dec.Decode(ms, r.Measurements); err != nil {
 				return fmt.Errorf("reading %s of %q: %w", r.Time.Format(time.RFC3339), st.ExternalID, err)
 			}
 			i := timebucket.IndexMs(bounds, r.Time.UnixMilli())
@@ -111,63 +108,65 @@ func (s *sqlStore) Aggregate(ctx context.Context, externalID string, q Aggregate
 	return res, nil
 }
 
-// aggregateRollupsSQL sums the rollup rows into buckets in PostgreSQL: width_bucket
-// places each hour among the boundaries, so the bucket rule is the one of package
-// timebucket, and only one row per bucket and parameter comes back.
-func (s *sqlStore) aggregateRollupsSQL(ctx context.Context, st stationRec, bounds []int64, params []string, cellOf func(string, int) *Cell) error {
-	q := `SELECT width_bucket(hour, $1::int8[]) AS b, param, sum(n)::int8, sum(total), min(lo), max(hi), sum(ssin), sum(scos)
-		FROM rollups WHERE station = $2 AND hour >= $3 AND hour < $4`
-	args := []any{bounds, st.key, bounds[0], bounds[len(bounds)-1]}
-	if len(params) > 0 {
-		q += ` AND param = ANY($5::text[])`
-		args = append(args, params)
-	}
-	q += ` GROUP BY 1, 2`
-	rows, err := s.d.query(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("rollups: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			b int
-			p string
-			c Cell
-		)
-		if err := rows.Scan(&b, &p, &c.N, &c.Sum, &c.Min, &c.Max, &c.SumSin, &c.SumCos); err != nil {
-			return fmt.Errorf("rollups: %w", err)
-		}
-		if b < 1 || b >= len(bounds) {
-			continue
-		}
-		cellOf(p, b-1).Merge(c)
-	}
-	return rows.Err()
-}
-
-// aggregateRollupsGo sums the same rollup rows into buckets in Go (SQLite has no
-// width_bucket), with the same boundaries.
-func (s *sqlStore) aggregateRollupsGo(ctx context.Context, st stationRec, bounds []int64, want func(string) bool, cellOf func(string, int) *Cell) error {
-	rows, err := s.d.query(ctx, s.q(`SELECT hour, param, n, total, lo, hi, ssin, scos FROM rollups
+// aggregateRollups sums the hourly rollup rows of the range into buckets in Go, on
+// both backends: one row per station-hour comes back (8,760 for a year), each decoded
+// in place, and timebucket.IndexMs places its hour among the boundaries, so the bucket
+// rule is the one of package timebucket.
+func (s *sqlStore) aggregateRollups(ctx context.Context, st stationRec, bounds []int64, want func(string) bool, cellOf func(string, int) *Cell) error {
+	rows, err := s.d.query(ctx, s.q(`SELECT hour, cells FROM rollups
 		WHERE station = ? AND hour >= ? AND hour < ? ORDER BY hour`), st.key, bounds[0], bounds[len(bounds)-1])
 	if err != nil {
 		return fmt.Errorf("rollups: %w", err)
 	}
 	defer rows.Close()
+	var (
+		h     int64
+		cells []byte
+		// per parameter id: its name when wanted, "-" when not (looked up once).
+		names []string
+		bad   error
+	)
+	name := func(id uint16) string {
+		if int(id) < len(names) && names[id] != "" {
+			return names[id]
+		}
+		n := s.rollupParamName(id)
+		if n == "" {
+			// Another replica named a parameter this process has not loaded yet.
+			if err := s.loadRollupParams(ctx); err == nil {
+				n = s.rollupParamName(id)
+			}
+		}
+		if n == "" {
+			bad = fmt.Errorf("rollups: unknown parameter id %d", id)
+		}
+		if !want(n) {
+			n = "-"
+		}
+		if int(id) >= len(names) {
+			names = append(names, make([]string, int(id)+1-len(names))...)
+		}
+		names[id] = n
+		return n
+	}
 	for rows.Next() {
-		var (
-			h int64
-			p string
-			c Cell
-		)
-		if err := rows.Scan(&h, &p, &c.N, &c.Sum, &c.Min, &c.Max, &c.SumSin, &c.SumCos); err != nil {
+		if err := rows.Scan(&h, &cells); err != nil {
 			return fmt.Errorf("rollups: %w", err)
 		}
-		if !want(p) {
+		i := timebucket.IndexMs(bounds, h)
+		if i < 0 {
 			continue
 		}
-		if i := timebucket.IndexMs(bounds, h); i >= 0 {
-			cellOf(p, i).Merge(c)
+		err := eachCell(cells, func(id uint16, c Cell) {
+			if p := name(id); p != "-" && p != "" {
+				cellOf(p, i).Merge(c)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("rollup of hour %d: %w", h, err)
+		}
+		if bad != nil {
+			return bad
 		}
 	}
 	return rows.Err()

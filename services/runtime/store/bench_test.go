@@ -64,6 +64,7 @@ func BenchmarkIngest(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(fp.Bytes)/float64(fp.Readings), "disk-bytes/reading")
+			b.ReportMetric(float64(fp.RollupBytes)/float64(fp.Readings), "rollup-bytes/reading")
 			// Replay the first batch: everything is a duplicate.
 			t0 := time.Now()
 			res, err := s.Ingest(ctx, batches[0])
@@ -116,6 +117,7 @@ func BenchmarkIngestBlocks(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64(fp.Bytes)/float64(fp.Readings), "disk-bytes/reading")
+				b.ReportMetric(float64(fp.RollupBytes)/float64(fp.Readings), "rollup-bytes/reading")
 			})
 		}
 	}

@@ -108,6 +108,9 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	if err := s.d.prepare(ctx, rows); err != nil {
 		return res, err
 	}
+	if err := s.ensureRollupParams(ctx, rows); err != nil {
+		return res, err
+	}
 	ph.done(phasePrepare)
 	var revised map[int32][]int64
 	err = s.d.inTx(ctx, func(tx txn) error {
@@ -130,11 +133,11 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			return err
 		}
 		// The new readings' values, summed into their hours (docs/services.md "Aggregates").
-		cells := map[rollupKey]*Cell{}
+		sums := rollupSums{}
 		for i := range fresh {
-			addRollups(cells, fresh[i].station, fresh[i].ts, fresh[i].meas)
+			sums.add(fresh[i].station, fresh[i].ts, fresh[i].meas, s.rollupParamID)
 		}
-		if err := tx.addRollupRows(ctx, sortedRollups(cells)); err != nil {
+		if err := s.addRollups(ctx, tx, sums); err != nil {
 			return err
 		}
 		if err := s.recordFetch(ctx, tx, b.FetchedAt.UnixMilli(), b.Source); err != nil {

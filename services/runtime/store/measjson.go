@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
 )
@@ -69,3 +71,127 @@ func (e *measEncoder) encode(dst []byte, ms []canon.Measurement) ([]byte, error)
 	}
 	return append(dst, ']'), nil
 }
+
+// MeasDecoder reads the measurements JSON the store wrote (measEncoder's exact shape)
+// without reflection: the CSV export and the raw aggregates decode every reading, and
+// encoding/json's reflection was most of their CPU (docs/services.md "Scale"). Anything
+// else (another key order, an escaped string) goes through encoding/json, so the answer
+// is the same for any valid input. Parameter and unit strings are interned: a decoder
+// holds a few dozen. Not safe for concurrent use; one per request or scan.
+type MeasDecoder struct {
+	strs map[string]string
+}
+
+// NewMeasDecoder returns a decoder with an empty string table.
+func NewMeasDecoder() *MeasDecoder { return &MeasDecoder{strs: map[string]string{}} }
+
+// Decode appends the measurements of b to dst[:0].
+func (d *MeasDecoder) Decode(dst []canon.Measurement, b []byte) ([]canon.Measurement, error) {
+	if ms, ok := d.fast(dst[:0], b); ok {
+		return ms, nil
+	}
+	var out []canon.Measurement
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return append(dst[:0], out...), nil
+}
+
+// fast parses the encoder's shape; ok is false at the first byte it does not expect.
+func (d *MeasDecoder) fast(dst []canon.Measurement, b []byte) ([]canon.Measurement, bool) {
+	p := measParser{b: b, d: d}
+	if !p.lit("[") {
+		return nil, false
+	}
+	if p.lit("]") {
+		return dst, p.end()
+	}
+	for {
+		var m canon.Measurement
+		ok := p.lit(`{"parameter":`) && p.str(&m.Parameter) &&
+			p.lit(`,"value":`) && p.num(&m.Value) &&
+			p.lit(`,"unit":`) && p.str(&m.Unit) &&
+			p.lit(`,"unit_original":`) && p.str(&m.UnitOriginal) &&
+			p.lit(`,"value_original":`) && p.num(&m.ValueOriginal) && p.lit("}")
+		if !ok {
+			return nil, false
+		}
+		dst = append(dst, m)
+		if p.lit("]") {
+			return dst, p.end()
+		}
+		if !p.lit(",") {
+			return nil, false
+		}
+	}
+}
+
+type measParser struct {
+	b []byte
+	i int
+	d *MeasDecoder
+}
+
+func (p *measParser) end() bool { return p.i == len(p.b) }
+
+func (p *measParser) lit(s string) bool {
+	if len(p.b)-p.i < len(s) || string(p.b[p.i:p.i+len(s)]) != s {
+		return false
+	}
+	p.i += len(s)
+	return true
+}
+
+// str reads a string without escapes (an escape sends the reading to encoding/json).
+func (p *measParser) str(out *string) bool {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return false
+	}
+	start := p.i + 1
+	for j := start; j < len(p.b); j++ {
+		switch c := p.b[j]; {
+		case c == '"':
+			raw := p.b[start:j]
+			s, ok := p.d.strs[string(raw)]
+			if !ok {
+				if !utf8.Valid(raw) {
+					return false
+				}
+				s = string(raw)
+				p.d.strs[s] = s
+			}
+			*out = s
+			p.i = j + 1
+			return true
+		case c == '\\' || c < 0x20:
+			return false
+		}
+	}
+	return false
+}
+
+// num reads a JSON number.
+func (p *measParser) num(out *float64) bool {
+	j := p.i
+	for j < len(p.b) {
+		c := p.b[j]
+		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+			j++
+			continue
+		}
+		break
+	}
+	if j == p.i {
+		return false
+	}
+	v, err := strconv.ParseFloat(unsafeString(p.b[p.i:j]), 64)
+	if err != nil {
+		return false
+	}
+	*out = v
+	p.i = j
+	return true
+}
+
+// unsafeString views b as a string for strconv, which does not keep it.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -36,3 +36,82 @@ func TestMeasEncoderMatchesEncodingJSON(t *testing.T) {
 		t.Fatal("NaN encoded without error")
 	}
 }
+
+// The fast decoder must give what encoding/json gives, for the encoder's output and for
+// any other valid JSON of measurements (which it hands to encoding/json).
+func TestMeasDecoderMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	values := []float64{0, -0.5, 1, 12.3456, 1015.2, 1e-7, 3.2e-12, 1e21, 123456789.125, -273.15, math.SmallestNonzeroFloat64, 99999.9999, 0.1 + 0.2}
+	units := []string{"degC", "µg/m³", "wmoUnit:km_h-1", `we"ird<&>`, "", "m/s", "tab\there"}
+	e, d := newMeasEncoder(), NewMeasDecoder()
+	var docs [][]byte
+	for i, v := range values {
+		ms := []canon.Measurement{
+			{Parameter: canon.PM25, Value: v, Unit: canon.UgPerM3, UnitOriginal: units[i%len(units)], ValueOriginal: -v},
+			{Parameter: canon.AirTemperatureC, Value: v / 3, Unit: canon.Celsius, UnitOriginal: units[(i+1)%len(units)], ValueOriginal: v * 7},
+		}
+		b, err := e.encode(nil, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, b)
+	}
+	docs = append(docs, []byte(`[]`), []byte(` [ ] `),
+		[]byte(`[{"value":2,"parameter":"pm25_ugm3","unit":"µg/m³","unit_original":"ug/m3","value_original":2}]`),
+		[]byte(`[{"parameter":"pm25_ugm3","value":2, "unit":"u","unit_original":"u","value_original":2E1}]`),
+		[]byte(`[{"parameter":"a\u00b5","value":1,"unit":"u","unit_original":"u","value_original":1}]`))
+	var buf []canon.Measurement
+	for _, b := range docs {
+		var want []canon.Measurement
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		got, err := d.Decode(buf, b)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("%s: got %+v (%v), want %+v", b, got, err, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s: measurement %d = %+v, want %+v", b, i, got[i], want[i])
+			}
+		}
+		buf = got
+	}
+	for _, bad := range []string{`[`, `[{"parameter":"x","value":1,"unit":"u","unit_original":"u","value_original":1}`, `{}`, `[{"parameter":"x","value":1e999}]`} {
+		if _, err := d.Decode(nil, []byte(bad)); err == nil {
+			t.Errorf("%s decoded without error", bad)
+		}
+	}
+}
+
+func BenchmarkMeasDecode(b *testing.B) {
+	ms := []canon.Measurement{
+		{Parameter: canon.WindDirectionDeg, Value: 350, Unit: canon.Degrees, UnitOriginal: "degT", ValueOriginal: 350},
+		{Parameter: canon.WindSpeedMS, Value: 6.2, Unit: canon.MetersPerSec, UnitOriginal: "m/s", ValueOriginal: 6.2},
+		{Parameter: canon.WaveHeightM, Value: 1.4, Unit: "m", UnitOriginal: "m", ValueOriginal: 1.4},
+		{Parameter: canon.AirPressureHPa, Value: 1015.2, Unit: "hPa", UnitOriginal: "hPa", ValueOriginal: 1015.2},
+		{Parameter: canon.AirTemperatureC, Value: 21.3, Unit: canon.Celsius, UnitOriginal: "degC", ValueOriginal: 21.3},
+		{Parameter: canon.WaterTemperatureC, Value: 24.1, Unit: canon.Celsius, UnitOriginal: "degC", ValueOriginal: 24.1},
+	}
+	doc, _ := newMeasEncoder().encode(nil, ms)
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			var out []canon.Measurement
+			if err := json.Unmarshal(doc, &out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("MeasDecoder", func(b *testing.B) {
+		b.ReportAllocs()
+		d := NewMeasDecoder()
+		var out []canon.Measurement
+		for range b.N {
+			var err error
+			if out, err = d.Decode(out, doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	migrator "github.com/sensorgate/sensorgate/pkg/migrate"
 )
 
 //go:embed migrations
@@ -86,6 +87,10 @@ func Open(ctx context.Context, o Options) (Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	if err := s.loadRollupParams(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	if err := s.rebuildRollups(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -100,61 +105,24 @@ func scheme(u string) string {
 	return "(none)"
 }
 
-// migrate applies the embedded migrations of dir not yet recorded in schema_migrations,
-// each in its own transaction. lock, when set, runs first in each transaction so that
-// replicas starting together apply a migration once.
-func migrate(ctx context.Context, db *sql.DB, dir, lock string) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL)`); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	entries, err := fs.ReadDir(migrations, "migrations/"+dir)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-	for _, e := range entries {
-		name := e.Name()
-		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migrate: file %s does not start with a version number", name)
-		}
-		body, err := fs.ReadFile(migrations, "migrations/"+dir+"/"+name)
-		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		if err := applyMigration(ctx, db, v, name, string(body), lock); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// Readings migrations are recorded in their own goose version table and serialised by their
+// own advisory lock, apart from the gateway catalog's.
+const (
+	migrationTable   = "readings_goose_version"
+	migrationLockKey = int64(7261530001)
+)
 
-func applyMigration(ctx context.Context, db *sql.DB, v int, name, body, lock string) error {
-	tx, err := db.BeginTx(ctx, nil)
+// migrate applies the embedded migrations of dir (postgres or sqlite) not yet applied
+// (pkg/migrate: goose, docs/services.md "Storage"). On PostgreSQL a session advisory lock
+// makes replicas that start together on an empty database take turns, so each migration
+// runs once; versions recorded by the runner goose replaced (schema_migrations) are adopted.
+func migrate(ctx context.Context, db *sql.DB, dialect migrator.Dialect, dir string, log *slog.Logger) error {
+	files, err := fs.Sub(migrations, "migrations/"+dir)
 	if err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
+		return fmt.Errorf("store: embedded migrations: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	if lock != "" {
-		if _, err := tx.ExecContext(ctx, lock); err != nil {
-			return fmt.Errorf("migrate %s: lock: %w", name, err)
-		}
-	}
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = `+strconv.Itoa(v)).Scan(&n); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
-	}
-	if n > 0 {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, body); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES (`+strconv.Itoa(v)+`, '`+name+`')`); err != nil {
-		return fmt.Errorf("migrate %s: %w", name, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migrate %s: commit: %w", name, err)
+	if _, err := migrator.Up(ctx, db, migrator.Config{Dialect: dialect, Files: files, Table: migrationTable, LockID: migrationLockKey, Logger: log}); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	migrator "github.com/sensorgate/sensorgate/pkg/migrate"
 )
 
 // openPostgres wires s to PostgreSQL: reads through database/sql over a pgx pool, ingest
@@ -37,7 +39,7 @@ func openPostgres(ctx context.Context, s *sqlStore, o Options) error {
 		return fmt.Errorf("store: PostgreSQL at %s:%d does not answer: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	if err := migrate(ctx, db, "postgres", `SELECT pg_advisory_xact_lock(7261530001)`); err != nil {
+	if err := migrate(ctx, db, migrator.Postgres, "postgres", o.Logger); err != nil {
 		_ = db.Close()
 		pool.Close()
 		return err

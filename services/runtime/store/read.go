@@ -71,7 +71,8 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 	if asc {
 		order = "ASC"
 	}
-	cols := "ts, fetched_ms, lat, lon, measurements, NULL, NULL"
+	// raw_format is read always (a small integer): lineage names source fields by it.
+	cols := "ts, fetched_ms, lat, lon, measurements, raw_format, NULL"
 	if withRaw {
 		cols = "ts, fetched_ms, lat, lon, measurements, raw_format, raw"
 	}
@@ -144,16 +145,18 @@ func (s *sqlStore) fillInline(ctx context.Context, r *Reading, m []byte, rawForm
 	if r.Measurements, err = s.decode(ctx, m); err != nil {
 		return fmt.Errorf("measurements: %w", err)
 	}
+	if rawFormat.Valid {
+		if r.RawFormat, err = s.dictFormat(ctx, uint32(rawFormat.Int64)); err != nil {
+			return err
+		}
+	}
 	if !withRaw || raw == nil {
 		return nil
 	}
 	if r.Raw, err = s.decode(ctx, raw); err != nil {
 		return fmt.Errorf("raw: %w", err)
 	}
-	if rawFormat.Valid {
-		r.RawFormat, err = s.dictFormat(ctx, uint32(rawFormat.Int64))
-	}
-	return err
+	return nil
 }
 
 // decodedBlock is one block's values, sliced per reading.
@@ -197,8 +200,9 @@ func (s *sqlStore) fillFromBlocks(ctx context.Context, st stationRec, out []Read
 			return fmt.Errorf("reading %s of %q: block %d (index %d) is missing", out[i].Time.Format(time.RFC3339), st.ExternalID, id, idx)
 		}
 		out[i].Measurements = b.measurements[idx]
+		out[i].RawFormat = b.rawFormat
 		if withRaw && idx < len(b.raw) && b.raw[idx] != nil {
-			out[i].Raw, out[i].RawFormat = b.raw[idx], b.rawFormat
+			out[i].Raw = b.raw[idx]
 		}
 	}
 	return nil
@@ -208,7 +212,7 @@ func (s *sqlStore) fillFromBlocks(ctx context.Context, st stationRec, out []Read
 // between the start of the month of lo and hi, which lets PostgreSQL read only those
 // months' partitions.
 func (s *sqlStore) readBlocks(ctx context.Context, ids []any, lo, hi int64, withRaw bool) (map[int64]decodedBlock, error) {
-	cols := "id, measurements, NULL, NULL"
+	cols := "id, measurements, raw_format, NULL"
 	if withRaw {
 		cols = "id, measurements, raw_format, raw"
 	}
@@ -233,14 +237,14 @@ func (s *sqlStore) readBlocks(ctx context.Context, ids []any, lo, hi int64, with
 		if b.measurements, err = s.decodeBlock(ctx, m); err != nil {
 			return nil, fmt.Errorf("block %d: measurements: %w", id, err)
 		}
+		if rawFormat.Valid {
+			if b.rawFormat, err = s.dictFormat(ctx, uint32(rawFormat.Int64)); err != nil {
+				return nil, err
+			}
+		}
 		if withRaw && raw != nil {
 			if b.raw, err = s.decodeBlock(ctx, raw); err != nil {
 				return nil, fmt.Errorf("block %d: raw: %w", id, err)
-			}
-			if rawFormat.Valid {
-				if b.rawFormat, err = s.dictFormat(ctx, uint32(rawFormat.Int64)); err != nil {
-					return nil, err
-				}
 			}
 		}
 		out[id] = b

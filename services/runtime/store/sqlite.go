@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	_ "github.com/glebarez/go-sqlite" // database/sql driver "sqlite" (pure Go)
+
+	migrator "github.com/sensorgate/sensorgate/pkg/migrate"
 )
 
 // openSQLite wires s to an embedded SQLite file in WAL mode: readers never wait for the
@@ -29,7 +31,7 @@ func openSQLite(ctx context.Context, s *sqlStore, o Options) error {
 		_ = db.Close()
 		return fmt.Errorf("store: open SQLite %s: %w", o.SQLitePath, err)
 	}
-	if err := migrate(ctx, db, "sqlite", ""); err != nil {
+	if err := migrate(ctx, db, migrator.SQLite, "sqlite", o.Logger); err != nil {
 		_ = db.Close()
 		return err
 	}

@@ -44,8 +44,10 @@ type txn interface {
 	// unstored returns the rows whose (station, ts) is not stored yet, so that only new
 	// readings are compressed and packed into blocks.
 	unstored(ctx context.Context, rows []row) ([]row, error)
-	// addRollupRows merges partial hourly summaries into the stored rollups.
-	addRollupRows(ctx context.Context, rows []rollupRow) error
+	// rollupsOf reads (and on PostgreSQL locks) the stored rollup rows of keys.
+	rollupsOf(ctx context.Context, keys []hourKey) (map[hourKey][]byte, error)
+	// putRollups writes rollup rows, replacing the stored ones.
+	putRollups(ctx context.Context, keys []hourKey, cells [][]byte) error
 	// addCounts moves each station's last_reading_ms and reading_count.
 	addCounts(ctx context.Context, counts []stationCount) error
 	// blockIDs gives blocks their ids.
@@ -112,6 +114,10 @@ type sqlStore struct {
 
 	mu    sync.Mutex
 	dicts map[string]uint32 // dict name -> id
+	// rollupIDs and rollupNames map the parameters of the rollups to their ids
+	// (rollup_params) and back.
+	rollupIDs   map[string]uint16
+	rollupNames []string
 	// writeMu serializes ingest batches of this process: they touch the same stations,
 	// and SQLite has one writer anyway.
 	writeMu sync.Mutex
@@ -320,6 +326,11 @@ func (s *sqlStore) Footprint(ctx context.Context) (Footprint, error) {
 		return f, err
 	}
 	f.Bytes = n
+	if s.d.name == "postgres" {
+		if err := s.db.QueryRowContext(ctx, `SELECT pg_total_relation_size('rollups')`).Scan(&f.RollupBytes); err != nil {
+			return f, fmt.Errorf("footprint: rollups: %w", err)
+		}
+	}
 	return f, nil
 }
 

@@ -36,8 +36,9 @@ type Reading struct {
 	Lat, Lon  *float64
 	// Measurements is the JSON array of canon.Measurement exactly as served.
 	Measurements json.RawMessage
-	// Raw is the source fragment (JSON) and RawFormat its format; filled only when asked
-	// for (data_format=raw) or by LatestReading.
+	// Raw is the source fragment (JSON), filled only when asked for (data_format=raw) or
+	// by LatestReading. RawFormat is its format, filled by Readings, Scan and
+	// LatestReading whether or not Raw is (lineage names source fields by it).
 	Raw       json.RawMessage
 	RawFormat string
 	Provider  string
@@ -102,7 +103,7 @@ type Reader interface {
 	// q.Parameters is not applied here (the JSON is served as stored).
 	Readings(ctx context.Context, externalID string, q contract.ReadingsQuery) ([]Reading, int, error)
 	// Aggregate sums a station's values per parameter into the buckets of q.Bounds, from
-	// the hourly rollups (PostgreSQL sums them in SQL) or from the raw readings, or
+	// the hourly rollups (one row per station-hour, summed in Go) or from the raw readings, or
 	// ErrStationNotFound.
 	Aggregate(ctx context.Context, externalID string, q AggregateQuery) (AggregateResult, error)
 	// Scan calls fn with every reading of a station in [since, until) in time order (zero
@@ -148,4 +149,7 @@ type Footprint struct {
 	Readings int64
 	// Bytes is tables + indexes (PostgreSQL) or the database file (SQLite).
 	Bytes int64
+	// RollupBytes is the hourly rollups' table + index (PostgreSQL; 0 on SQLite, whose
+	// file size Bytes already includes them).
+	RollupBytes int64
 }

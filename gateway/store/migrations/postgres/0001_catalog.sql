@@ -1,3 +1,4 @@
+-- +goose Up
 -- Catalog schema of the gateway (PostgreSQL). Sensors carry their provider and feed names
 -- denormalized so that the list query never joins; Sync keeps them in step. Ordered text
 -- columns use the "C" collation: byte order, the same as SQLite's, whatever the server's

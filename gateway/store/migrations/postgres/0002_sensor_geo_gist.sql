@@ -1,3 +1,4 @@
+-- +goose Up
 -- A GiST index on the sensors' positions: bounding boxes (two where one crosses the
 -- antimeridian) and the boxes around a radius are found by containment, in time that
 -- grows with the matches, where the btree on (latitude, longitude) had to read a whole

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Two ways to make exact totals cheap.
 --
 -- The GiST index on positions also carries latitude, longitude, name and id, so that

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Catalog schema of the gateway (SQLite). Sensors carry their provider and feed names
 -- denormalized so that the list query never joins; Sync keeps them in step.
 

@@ -1,3 +1,4 @@
+-- +goose Up
 -- sensor_facets counts the sensors of each combination of the equality filters (service,
 -- type, status, provider, feed, data types). Sync rewrites a service's rows when its
 -- sensors change; a list filtered by these fields alone is counted from it in memory.

@@ -82,8 +82,7 @@ func (p *providerServer) snapshot() []poll {
 type replica struct {
 	name string
 	addr string
-	cmd  *exec.Cmd
-	done chan struct{}
+	*testenv.Process
 }
 
 // TestKillHolderFailsOver runs three real ocean service processes on one PostgreSQL
@@ -110,35 +109,12 @@ func TestKillHolderFailsOver(t *testing.T) {
 	const token = "lease-test-token"
 	var reps []*replica
 	for i := range 3 {
-		r := &replica{name: fmt.Sprintf("replica-%d", i), addr: testenv.FreeAddr(t), done: make(chan struct{})}
-		logf, err := os.Create(filepath.Join(t.TempDir(), r.name+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.cmd = exec.Command(bin)
-		r.cmd.Env = append(os.Environ(),
-			"SERVICE_ADDR="+r.addr, "READINGS_DATABASE_URL="+db, "SOURCE_MODE=live", "INTERNAL_TOKEN="+token,
-			"USER_AGENT="+r.name, "LOG_LEVEL=info",
-			"NOAA_NDBC_BASE_URL="+srv.URL, "NOAA_NDBC_STATIONS=41002", "NOAA_NDBC_POLL_INTERVAL="+interval.String(),
-			"NOAA_COOPS_BASE_URL="+srv.URL, "NOAA_COOPS_STATIONS=8723970", "NOAA_COOPS_POLL_INTERVAL="+interval.String())
-		r.cmd.Stdout, r.cmd.Stderr = logf, logf
-		if err := r.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = r.cmd.Wait(); close(r.done) }()
-		t.Cleanup(func() {
-			_ = r.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-r.done:
-			case <-time.After(20 * time.Second):
-				_ = r.cmd.Process.Kill()
-			}
-			if t.Failed() {
-				b, _ := os.ReadFile(logf.Name())
-				t.Logf("%s log:\n%s", r.name, b)
-			}
-			logf.Close()
-		})
+		r := &replica{name: fmt.Sprintf("replica-%d", i), addr: testenv.FreeAddr(t)}
+		r.Process = testenv.StartProcess(t, testenv.Command{Name: r.name, Path: bin, Stop: syscall.SIGTERM, StopWithin: 20 * time.Second,
+			Env: []string{"SERVICE_ADDR=" + r.addr, "READINGS_DATABASE_URL=" + db, "SOURCE_MODE=live", "INTERNAL_TOKEN=" + token,
+				"USER_AGENT=" + r.name, "LOG_LEVEL=info",
+				"NOAA_NDBC_BASE_URL=" + srv.URL, "NOAA_NDBC_STATIONS=41002", "NOAA_NDBC_POLL_INTERVAL=" + interval.String(),
+				"NOAA_COOPS_BASE_URL=" + srv.URL, "NOAA_COOPS_STATIONS=8723970", "NOAA_COOPS_POLL_INTERVAL=" + interval.String()}})
 		reps = append(reps, r)
 		if i == 0 {
 			// The first replica migrates the fresh database before the others start:
@@ -170,10 +146,7 @@ func TestKillHolderFailsOver(t *testing.T) {
 		t.Fatalf("NDBC holder %q is none of the replicas", holders["noaa-ndbc"])
 	}
 	killedAt := time.Now()
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-victim.done
+	victim.Kill()
 	time.Sleep(3 * interval)
 
 	after := prov.snapshot()[len(before):]
@@ -245,22 +218,7 @@ func onlyReplica(t *testing.T, when string, polls []poll, provider string) strin
 
 func waitReady(t *testing.T, r *replica) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + r.addr + contract.PathReadyz)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		select {
-		case <-r.done:
-			t.Fatalf("%s exited before it was ready", r.name)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	t.Fatalf("%s not ready within 60 s", r.name)
+	r.WaitReady(t, "http://"+r.addr+contract.PathReadyz, 60*time.Second)
 }
 
 // checkHealth: each replica's health says it holds exactly the leases it polls for, and

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Stations of this service. skey is the compact key readings refer to.
 CREATE TABLE stations (
   skey                 serial PRIMARY KEY,

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Readings per station, kept by ingest, so the total of an unbounded readings page needs
 -- no count over the station's rows.
 ALTER TABLE stations ADD COLUMN reading_count bigint NOT NULL DEFAULT 0;

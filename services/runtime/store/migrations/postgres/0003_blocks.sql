@@ -1,3 +1,4 @@
+-- +goose Up
 -- Blocks: consecutive readings of one station, source format and month, whose
 -- measurements (and, separately, raw fragments) are packed and compressed together, once
 -- per block instead of once per reading. A reading in a block keeps, in its measurements

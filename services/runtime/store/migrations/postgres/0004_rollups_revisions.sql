@@ -1,3 +1,4 @@
+-- +goose Up
 -- Hourly rollups: per station, canonical parameter and UTC hour (epoch ms of its start),
 -- the count, sum, minimum and maximum of the values, and the sums of their sines and
 -- cosines (for the circular mean of directions). Ingest keeps them (docs/services.md

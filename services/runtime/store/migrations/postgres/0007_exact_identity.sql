@@ -1,3 +1,4 @@
+-- +goose Up
 -- Station identity is the external id byte for byte (no case folding): the unique key
 -- external_upper becomes external_key holding the external id itself. Stations stored
 -- before kept their first spelling in external_id, so the key is rebuilt from it.

@@ -1,3 +1,4 @@
+-- +goose Up
 CREATE TABLE stations (
   skey                 INTEGER PRIMARY KEY,
   external_id          TEXT NOT NULL,

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Blocks: consecutive readings of one station, source format and month, whose
 -- measurements (and, separately, raw fragments) are packed and compressed together (see
 -- the PostgreSQL migration: a reading in a block holds only a reference to it in its

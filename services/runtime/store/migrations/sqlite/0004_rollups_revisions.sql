@@ -1,3 +1,4 @@
+-- +goose Up
 -- Hourly rollups and revisions (see the PostgreSQL migration).
 CREATE TABLE rollups (
   station INTEGER NOT NULL,

@@ -1,4 +1,4 @@
-package proxy
+package ttlcache
 
 import (
 	"strconv"
@@ -8,13 +8,13 @@ import (
 	"time"
 )
 
-func TestTTLMap(t *testing.T) {
+func TestCache(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(0, 0)
-	m := newTTLMap[int](10*time.Second, 3, 1<<20, nil)
-	m.put("a", 1, t0, t0)
-	m.put("b", 2, t0.Add(time.Second), t0.Add(time.Second))
-	m.put("a", 3, t0.Add(2*time.Second), t0.Add(2*time.Second)) // stored again: newer value, newer time
+	m := New[string, int](10*time.Second, 3, 1<<20, nil)
+	m.Put("a", 1, t0, t0)
+	m.Put("b", 2, t0.Add(time.Second), t0.Add(time.Second))
+	m.Put("a", 3, t0.Add(2*time.Second), t0.Add(2*time.Second)) // stored again: newer value, newer time
 	tests := []struct {
 		key  string
 		at   time.Duration
@@ -27,76 +27,76 @@ func TestTTLMap(t *testing.T) {
 		{"zz", 0, 0, false},
 	}
 	for _, tt := range tests {
-		v, _, ok := m.get(tt.key, t0.Add(tt.at))
+		v, _, ok := m.Get(tt.key, t0.Add(tt.at))
 		if v != tt.want || ok != tt.ok {
 			t.Errorf("get(%s) at +%s = %d, %v; want %d, %v", tt.key, tt.at, v, ok, tt.want, tt.ok)
 		}
 	}
 	// Past max, the oldest go first; expired entries go at the next put.
 	for i := range 5 {
-		m.put("k"+strconv.Itoa(i), i, t0.Add(3*time.Second), t0.Add(3*time.Second))
+		m.Put("k"+strconv.Itoa(i), i, t0.Add(3*time.Second), t0.Add(3*time.Second))
 	}
-	if n := m.len(); n != 3 {
+	if n := m.Len(); n != 3 {
 		t.Fatalf("len = %d, want the max of 3", n)
 	}
-	if _, _, ok := m.get("k4", t0.Add(4*time.Second)); !ok {
+	if _, _, ok := m.Get("k4", t0.Add(4*time.Second)); !ok {
 		t.Error("newest entry evicted")
 	}
-	if _, _, ok := m.get("a", t0.Add(4*time.Second)); ok {
+	if _, _, ok := m.Get("a", t0.Add(4*time.Second)); ok {
 		t.Error("oldest entry kept past max")
 	}
-	m.put("late", 9, t0.Add(20*time.Second), t0.Add(20*time.Second))
-	if n := m.len(); n != 1 {
+	m.Put("late", 9, t0.Add(20*time.Second), t0.Add(20*time.Second))
+	if n := m.Len(); n != 1 {
 		t.Errorf("after every other entry expired, len = %d, want 1", n)
 	}
 	// A long run keeps the queue compact.
 	for i := range 10000 {
 		at := t0.Add(time.Duration(i) * time.Second)
-		m.put("x", i, at, at)
+		m.Put("x", i, at, at)
 	}
 	if len(m.order)-m.head > 2 || cap(m.order) > 4096 {
 		t.Errorf("queue holds %d live of %d slots (cap %d) for one key", len(m.order)-m.head, len(m.order), cap(m.order))
 	}
 }
 
-// TestTTLMapBoundedInBytes: the byte bound evicts the oldest entries however few they are,
+// TestCacheBoundedInBytes: the byte bound evicts the oldest entries however few they are,
 // counts a replaced entry once, and the size follows deletions.
-func TestTTLMapBoundedInBytes(t *testing.T) {
+func TestCacheBoundedInBytes(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(0, 0)
 	size := func(key string, v []byte) int64 { return int64(len(key) + len(v)) }
-	m := newTTLMap(time.Minute, 1000, 10_000, size)
+	m := New(time.Minute, 1000, 10_000, size)
 	page := make([]byte, 3000)
 	for i := range 5 {
-		m.put("p"+strconv.Itoa(i), page, t0, t0)
+		m.Put("p"+strconv.Itoa(i), page, t0, t0)
 	}
-	if n, b := m.len(), m.sizeBytes(); n != 3 || b != 3*3002 {
+	if n, b := m.Len(), m.Bytes(); n != 3 || b != 3*3002 {
 		t.Fatalf("5 pages of 3 KB under a 10 KB bound: %d entries, %d bytes; want the newest 3, 9006 bytes", n, b)
 	}
-	if _, _, ok := m.get("p4", t0); !ok {
+	if _, _, ok := m.Get("p4", t0); !ok {
 		t.Error("the newest page was evicted")
 	}
-	if _, _, ok := m.get("p1", t0); ok {
+	if _, _, ok := m.Get("p1", t0); ok {
 		t.Error("an old page was kept past the byte bound")
 	}
-	m.put("p4", make([]byte, 10), t0, t0) // replaced by a small value: counted once
-	if b := m.sizeBytes(); b != 2*3002+12 {
+	m.Put("p4", make([]byte, 10), t0, t0) // replaced by a small value: counted once
+	if b := m.Bytes(); b != 2*3002+12 {
 		t.Errorf("after replacing p4: %d bytes, want %d", b, 2*3002+12)
 	}
-	m.put("late", nil, t0.Add(2*time.Minute), t0.Add(2*time.Minute))
-	if n, b := m.len(), m.sizeBytes(); n != 1 || b != 4 {
+	m.Put("late", nil, t0.Add(2*time.Minute), t0.Add(2*time.Minute))
+	if n, b := m.Len(), m.Bytes(); n != 1 || b != 4 {
 		t.Errorf("after everything else expired: %d entries, %d bytes; want 1, 4", n, b)
 	}
 }
 
-// TestTTLMapConcurrent puts and gets from many goroutines at once (run under -race in make
+// TestCacheConcurrent puts and gets from many goroutines at once (run under -race in make
 // test): every hit is the value stored under its own key, and the byte count stays within
 // its bound and equal to the entries held.
-func TestTTLMapConcurrent(t *testing.T) {
+func TestCacheConcurrent(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(0, 0)
 	size := func(key string, v []byte) int64 { return int64(len(key) + len(v)) }
-	m := newTTLMap(time.Minute, 1000, 64<<10, size)
+	m := New(time.Minute, 1000, 64<<10, size)
 	var wg sync.WaitGroup
 	for g := range 16 {
 		wg.Add(1)
@@ -104,8 +104,8 @@ func TestTTLMapConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range 500 {
 				key := "k" + strconv.Itoa((g*7+i)%97)
-				m.put(key, []byte(strings.Repeat(key, 40)), now, now)
-				if v, _, ok := m.get(key, now); ok && string(v) != strings.Repeat(key, 40) {
+				m.Put(key, []byte(strings.Repeat(key, 40)), now, now)
+				if v, _, ok := m.Get(key, now); ok && string(v) != strings.Repeat(key, 40) {
 					t.Errorf("get(%s) = a value of another key (%.12s...)", key, v)
 					return
 				}
@@ -113,7 +113,7 @@ func TestTTLMapConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if b := m.sizeBytes(); b > 64<<10 {
+	if b := m.Bytes(); b > 64<<10 {
 		t.Errorf("%d bytes held over a %d byte bound", b, 64<<10)
 	}
 }
