@@ -90,7 +90,8 @@ func newCommand(name string, getenv func(string) string, stdout io.Writer, omit 
 	fs := flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	l := config.Register(fs, getenv, omit...)
-	l.SetHeader("usage: gateway " + name + " [flags]\n\n" + usage)
+	_, commands, _ := strings.Cut(usage, "\n\n") // the usage without its first line
+	l.SetHeader("usage: gateway " + name + " [flags]\n\n" + commands)
 	return &command{fs: fs, loader: l}
 }
 

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
 // MaxBodyBytes is the largest MCP request body accepted (docs/api-decisions.md: 1 MiB); larger is 413.
@@ -80,9 +80,10 @@ type Handler struct {
 	urls     map[string]string
 	area     AreaLatest
 
-	sensors  *ttlCache[uuid.UUID, catalog.Sensor]
-	services *ttlCache[string, catalog.Service]
-	projects *ttlCache[string, catalog.Project]
+	// Catalog lookups, trusted for CacheTTL (nil: not cached).
+	sensors  *ttlcache.Cache[uuid.UUID, catalog.Sensor]
+	services *ttlcache.Cache[string, catalog.Service]
+	projects *ttlcache.Cache[string, catalog.Project]
 
 	registryTools *toolSet
 	catalogTools  *toolSet
@@ -123,9 +124,9 @@ func New(cfg Config) (*Handler, error) {
 		version:  cfg.Version,
 		urls:     cfg.ServiceURLs,
 		area:     cfg.AreaLatest,
-		sensors:  newTTLCache[uuid.UUID, catalog.Sensor](cfg.CacheTTL, 10000),
-		services: newTTLCache[string, catalog.Service](cfg.CacheTTL, 256),
-		projects: newTTLCache[string, catalog.Project](cfg.CacheTTL, 1024),
+		sensors:  newCache[uuid.UUID](cfg.CacheTTL, 10000, 512, sensorStrings),
+		services: newCache[string](cfg.CacheTTL, 256, 1024, serviceStrings),
+		projects: newCache[string](cfg.CacheTTL, 1024, 512, projectStrings),
 	}
 	var err error
 	if h.registryTools, err = h.newRegistryTools(); err != nil {
@@ -145,20 +146,20 @@ func New(cfg Config) (*Handler, error) {
 
 func (h *Handler) sensor(ctx context.Context, id uuid.UUID) (catalog.Sensor, error) {
 	now := h.now()
-	if s, ok := h.sensors.get(id, now); ok {
+	if s, _, ok := h.sensors.Get(id, now); ok {
 		return s, nil
 	}
 	s, err := h.store.Sensor(ctx, id)
 	if err != nil {
 		return s, err
 	}
-	h.sensors.put(id, s, now)
+	h.sensors.Put(id, s, now, now)
 	return s, nil
 }
 
 func (h *Handler) service(ctx context.Context, id string) (catalog.Service, error) {
 	now := h.now()
-	if s, ok := h.services.get(id, now); ok {
+	if s, _, ok := h.services.Get(id, now); ok {
 		return s, nil
 	}
 	s, err := h.store.Service(ctx, id)
@@ -168,63 +169,54 @@ func (h *Handler) service(ctx context.Context, id string) (catalog.Service, erro
 	if u, ok := h.urls[id]; ok && u != "" {
 		s.URL = u
 	}
-	h.services.put(id, s, now)
+	h.services.Put(id, s, now, now)
 	return s, nil
 }
 
 func (h *Handler) project(ctx context.Context, idOrSlug string) (catalog.Project, error) {
 	now := h.now()
-	if p, ok := h.projects.get(idOrSlug, now); ok {
+	if p, _, ok := h.projects.Get(idOrSlug, now); ok {
 		return p, nil
 	}
 	p, err := h.store.Project(ctx, idOrSlug)
 	if err != nil {
 		return p, err
 	}
-	h.projects.put(idOrSlug, p, now)
+	h.projects.Put(idOrSlug, p, now, now)
 	return p, nil
 }
 
-// ttlCache is a bounded map whose entries expire; when full it drops everything, which is
-// cheap and, with a freshness window of seconds, costs only a few extra lookups.
-type ttlCache[K comparable, V any] struct {
-	mu  sync.Mutex
-	ttl time.Duration
-	max int
-	m   map[K]ttlEntry[V]
+// newCache is the one TTL cache type (pkg/ttlcache) for catalog lookups: nil, a disabled
+// cache, when the TTL is not positive; bounded in bytes at max entries of entryBytes (an
+// entry with longer strings counts them, so the bound holds whatever the catalog holds).
+func newCache[K comparable, V any](ttl time.Duration, max int, entryBytes int64, strs func(V) int) *ttlcache.Cache[K, V] {
+	if ttl <= 0 {
+		return nil
+	}
+	return ttlcache.New(ttl, max, int64(max)*(entryBytes+ttlcache.EntryOverhead), func(k K, v V) int64 {
+		return ttlcache.KeySize(k) + int64(strs(v)) + entryBytes + ttlcache.EntryOverhead
+	})
 }
 
-type ttlEntry[V any] struct {
-	v       V
-	expires time.Time
+func sensorStrings(s catalog.Sensor) int {
+	n := len(s.ExternalID) + len(s.Name) + len(s.ServiceID) + len(s.Description)
+	for _, d := range s.DataTypes {
+		n += len(d) + 16
+	}
+	return n
 }
 
-func newTTLCache[K comparable, V any](ttl time.Duration, max int) *ttlCache[K, V] {
-	return &ttlCache[K, V]{ttl: ttl, max: max, m: make(map[K]ttlEntry[V])}
+func serviceStrings(s catalog.Service) int {
+	n := len(s.ID) + len(s.Name) + len(s.Description) + len(s.Domain) + len(s.TemporalPattern) + len(s.Status) + len(s.URL) + len(s.Version)
+	for _, l := range [][]string{s.Providers, s.Feeds, s.Tools} {
+		for _, x := range l {
+			n += len(x) + 16
+		}
+	}
+	return n
 }
 
-func (c *ttlCache[K, V]) get(k K, now time.Time) (V, bool) {
-	var zero V
-	if c.ttl <= 0 {
-		return zero, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[k]
-	if !ok || now.After(e.expires) {
-		return zero, false
-	}
-	return e.v, true
-}
-
-func (c *ttlCache[K, V]) put(k K, v V, now time.Time) {
-	if c.ttl <= 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= c.max {
-		clear(c.m)
-	}
-	c.m[k] = ttlEntry[V]{v: v, expires: now.Add(c.ttl)}
+func projectStrings(p catalog.Project) int {
+	return len(p.Slug) + len(p.Name) + len(p.Description) + len(p.ProviderSlug) + len(p.ProviderName) + len(p.Domain) +
+		len(p.TemporalPattern) + len(p.FeedType) + len(p.ServiceID) + len(p.Visibility)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
 func TestNegotiate(t *testing.T) {
@@ -152,28 +153,35 @@ func TestCursor(t *testing.T) {
 	}
 }
 
-func TestTTLCache(t *testing.T) {
+// TestCatalogCaches: the MCP catalog lookups use the one TTL cache type; a TTL of 0 or less
+// disables them, and a positive one bounds them in bytes whatever the strings hold.
+func TestCatalogCaches(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := newTTLCache[string, int](time.Second, 2)
-	c.put("a", 1, now)
-	if v, ok := c.get("a", now.Add(500*time.Millisecond)); !ok || v != 1 {
+	c := newCache[string](time.Second, 2, 512, serviceStrings)
+	c.Put("a", catalog.Service{ID: "a"}, now, now)
+	if v, _, ok := c.Get("a", now.Add(500*time.Millisecond)); !ok || v.ID != "a" {
 		t.Errorf("fresh entry: %v %v", v, ok)
 	}
-	if _, ok := c.get("a", now.Add(2*time.Second)); ok {
+	if _, _, ok := c.Get("a", now.Add(2*time.Second)); ok {
 		t.Errorf("expired entry served")
 	}
-	c.put("b", 2, now)
-	c.put("c", 3, now) // full: dropped everything, then stored c
-	if _, ok := c.get("a", now); ok {
-		t.Errorf("cache grew past its bound")
+	c.Put("b", catalog.Service{ID: "b"}, now, now)
+	c.Put("c", catalog.Service{ID: "c"}, now, now)
+	if c.Len() > 2 {
+		t.Errorf("cache grew past its bound of 2: %d", c.Len())
 	}
-	if v, ok := c.get("c", now); !ok || v != 3 {
+	if v, _, ok := c.Get("c", now); !ok || v.ID != "c" {
 		t.Errorf("newest entry lost: %v %v", v, ok)
 	}
-	off := newTTLCache[string, int](-1, 2)
-	off.put("a", 1, now)
-	if _, ok := off.get("a", now); ok {
+	// One service with a huge description is over the byte bound alone: not kept.
+	c.Put("big", catalog.Service{ID: "big", Description: strings.Repeat("x", 4096)}, now, now)
+	if _, _, ok := c.Get("big", now); ok || c.Bytes() > 2*(512+ttlcache.EntryOverhead) {
+		t.Errorf("entry past the byte bound kept: %d bytes", c.Bytes())
+	}
+	off := newCache[string](0, 2, 512, serviceStrings)
+	off.Put("a", catalog.Service{ID: "a"}, now, now)
+	if _, _, ok := off.Get("a", now); ok {
 		t.Errorf("disabled cache served an entry")
 	}
 }

@@ -25,6 +25,7 @@ var bins = testenv.Binaries{Pkgs: map[string]string{
 }}
 
 func TestMain(m *testing.M) {
+	bins.BuildAll()
 	code := m.Run()
 	bins.Remove()
 	os.Exit(code)

@@ -110,7 +110,8 @@ type Loader[C any] struct {
 }
 
 // Register declares every row of table that has a flag on fs, with the environment variable
-// (or the documented default) as the flag's default, registers -print-env, and makes -h /
+// (or the documented default) as the flag's default, registers -print-env (when the table
+// has a variable), and makes -h /
 // --help print Help. Rows whose flag name is in omit are read from the environment only,
 // leaving the flag name free for the command's own use (the gateway's keys create has its
 // own -env). The table must not repeat a variable or a flag: that is a programming mistake
@@ -138,7 +139,7 @@ func Register[C any](fs *flag.FlagSet, table []Setting[C], getenv func(string) s
 			fs.Var(v, s.Flag, s.Usage)
 		}
 	}
-	if fs.Lookup(PrintEnvFlag) == nil {
+	if len(EnvNames(table)) > 0 && fs.Lookup(PrintEnvFlag) == nil {
 		l.printEnv = fs.Bool(PrintEnvFlag, false, "print the environment variables this binary reads, one a line, and exit")
 	}
 	fs.Usage = func() { l.Help(fs.Output()) }
@@ -226,7 +227,11 @@ func (l *Loader[C]) Help(w io.Writer) {
 	if own {
 		b.WriteString("\n")
 	}
-	b.WriteString("Settings (a flag overrides the environment variable beside it; an empty variable counts as unset):\n")
+	if len(EnvNames(l.table)) > 0 {
+		b.WriteString("Settings (a flag overrides the environment variable beside it; an empty variable counts as unset):\n")
+	} else {
+		b.WriteString("Settings:\n")
+	}
 	var external []int
 	for i, s := range l.table {
 		if !l.flagged[i] {

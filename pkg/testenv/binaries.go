@@ -34,29 +34,45 @@ type build struct {
 // Path builds the binary name (once) and returns its path.
 func (b *Binaries) Path(tb testing.TB, name string) string {
 	tb.Helper()
+	bl := b.build(name)
+	if bl.err != nil {
+		tb.Fatal(bl.err)
+	}
+	return bl.path
+}
+
+// BuildAll builds every binary now (those of Race only when the tests run under -race),
+// for TestMain to call before m.Run: a build there does not count against the tests'
+// -timeout, which a slow build on a loaded machine would otherwise use up. A failed build
+// fails the tests that ask for that binary.
+func (b *Binaries) BuildAll() {
+	for name := range b.Pkgs {
+		if !slices.Contains(b.Race, name) || raceEnabled {
+			b.build(name)
+		}
+	}
+}
+
+func (b *Binaries) build(name string) *build {
 	b.mu.Lock()
 	if b.built == nil {
 		b.built = map[string]*build{}
-	}
-	if b.dir == "" {
-		dir, err := os.MkdirTemp("", "sensorgate-bin-")
-		if err != nil {
-			b.mu.Unlock()
-			tb.Fatal(err)
-		}
-		b.dir = dir
 	}
 	bl := b.built[name]
 	if bl == nil {
 		bl = &build{}
 		b.built[name] = bl
 	}
-	dir := b.dir
 	b.mu.Unlock()
 	bl.once.Do(func() {
 		pkg, ok := b.Pkgs[name]
 		if !ok {
 			bl.err = fmt.Errorf("testenv: no package for the binary %q", name)
+			return
+		}
+		dir, err := b.tempDir()
+		if err != nil {
+			bl.err = err
 			return
 		}
 		args := []string{"build", "-o", filepath.Join(dir, name)}
@@ -69,10 +85,20 @@ func (b *Binaries) Path(tb testing.TB, name string) string {
 		}
 		bl.path = filepath.Join(dir, name)
 	})
-	if bl.err != nil {
-		tb.Fatal(bl.err)
+	return bl
+}
+
+func (b *Binaries) tempDir() (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dir == "" {
+		dir, err := os.MkdirTemp("", "sensorgate-bin-")
+		if err != nil {
+			return "", err
+		}
+		b.dir = dir
 	}
-	return bl.path
+	return b.dir, nil
 }
 
 // Remove deletes the binaries built.

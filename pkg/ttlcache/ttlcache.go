@@ -14,7 +14,8 @@ import (
 
 // Cache is a TTL map bounded in bytes. Every entry has the same TTL, so insertion order is
 // expiry order: a FIFO of insertions lets a Put evict expired (and, when over a bound,
-// oldest) entries in amortized O(1), without scanning. Safe for concurrent use.
+// oldest) entries in amortized O(1), without scanning. Safe for concurrent use. A nil
+// *Cache is a disabled cache (a TTL of 0 in the configuration): it holds nothing.
 type Cache[K comparable, V any] struct {
 	ttl      time.Duration
 	max      int
@@ -64,10 +65,19 @@ func KeySize[K comparable](key K) int64 {
 }
 
 // TTL is how long an entry is returned after the time it was stored as of.
-func (m *Cache[K, V]) TTL() time.Duration { return m.ttl }
+func (m *Cache[K, V]) TTL() time.Duration {
+	if m == nil {
+		return 0
+	}
+	return m.ttl
+}
 
 // Get returns the entry of key stored (as of its at) less than TTL before now, and that at.
 func (m *Cache[K, V]) Get(key K, now time.Time) (V, time.Time, bool) {
+	if m == nil {
+		var zero V
+		return zero, time.Time{}, false
+	}
 	m.mu.RLock()
 	e, ok := m.items[key]
 	m.mu.RUnlock()
@@ -80,6 +90,9 @@ func (m *Cache[K, V]) Get(key K, now time.Time) (V, time.Time, bool) {
 
 // Put stores v as of at, then drops what has expired by now and, past a bound, the oldest.
 func (m *Cache[K, V]) Put(key K, v V, at, now time.Time) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.seq++
@@ -112,6 +125,9 @@ func (m *Cache[K, V]) Put(key K, v V, at, now time.Time) {
 
 // Clear drops every entry (a revocation made by this process, a catalog change).
 func (m *Cache[K, V]) Clear() {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	clear(m.items)
@@ -131,6 +147,9 @@ func (m *Cache[K, V]) compact() {
 
 // Len is the number of entries held, expired ones not yet dropped included.
 func (m *Cache[K, V]) Len() int {
+	if m == nil {
+		return 0
+	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return len(m.items)
@@ -138,6 +157,9 @@ func (m *Cache[K, V]) Len() int {
 
 // Bytes is the bytes held, as the size function counts them.
 func (m *Cache[K, V]) Bytes() int64 {
+	if m == nil {
+		return 0
+	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.bytes

@@ -117,3 +117,68 @@ func TestCacheConcurrent(t *testing.T) {
 		t.Errorf("%d bytes held over a %d byte bound", b, 64<<10)
 	}
 }
+
+// TestCacheClearAndNil: Clear empties the cache and its byte count; a nil cache (disabled
+// by configuration) holds nothing and does not panic.
+func TestCacheClearAndNil(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(0, 0)
+	m := New[[32]byte, string](time.Minute, 10, 1<<20, nil)
+	for i := range 5 {
+		m.Put([32]byte{byte(i)}, "v", t0, t0)
+	}
+	if m.Len() != 5 || m.Bytes() != 5*(32+EntryOverhead) {
+		t.Fatalf("5 entries: len %d, %d bytes; want 5, %d", m.Len(), m.Bytes(), 5*(32+EntryOverhead))
+	}
+	m.Clear()
+	if _, _, ok := m.Get([32]byte{1}, t0); ok || m.Len() != 0 || m.Bytes() != 0 {
+		t.Fatalf("after Clear: len %d, %d bytes", m.Len(), m.Bytes())
+	}
+	m.Put([32]byte{9}, "after", t0, t0)
+	if v, _, ok := m.Get([32]byte{9}, t0); !ok || v != "after" {
+		t.Fatalf("put after Clear: %q %v", v, ok)
+	}
+	var off *Cache[string, int]
+	off.Put("a", 1, t0, t0)
+	off.Clear()
+	if _, _, ok := off.Get("a", t0); ok || off.Len() != 0 || off.Bytes() != 0 || off.TTL() != 0 {
+		t.Fatal("a nil cache held something")
+	}
+}
+
+// TestCacheConcurrentClear: Clear racing with puts and gets (a key revocation while
+// requests authenticate) never yields another key's value, and the byte count stays equal
+// to what the entries hold.
+func TestCacheConcurrentClear(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(0, 0)
+	size := func(key string, v []byte) int64 { return int64(len(key) + len(v)) }
+	m := New(time.Minute, 64, 1<<20, size)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 400 {
+				key := "k" + strconv.Itoa((g*13+i)%31)
+				if i%50 == 0 {
+					m.Clear()
+				}
+				m.Put(key, []byte(strings.Repeat(key, 8)), now, now)
+				if v, _, ok := m.Get(key, now); ok && string(v) != strings.Repeat(key, 8) {
+					t.Errorf("get(%s) = a value of another key (%.12s...)", key, v)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var sum int64
+	for i := range 31 {
+		key := "k" + strconv.Itoa(i)
+		if v, _, ok := m.Get(key, now); ok {
+			sum += size(key, v)
+		}
+	}
+	if b := m.Bytes(); b != sum {
+		t.Errorf("byte count %d, entries hold %d", b, sum)
+	}
+}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/gctune"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 	"github.com/sensorgate/sensorgate/services/runtime/benchdata"
 	"github.com/sensorgate/sensorgate/services/runtime/httpapi"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
@@ -38,63 +39,106 @@ func main() {
 	gctune.Apply(os.Getenv) // as the service binaries do
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil && !settings.IsHelp(err) {
 		fmt.Fprintln(os.Stderr, "readingsbench:", err)
 		os.Exit(1)
 	}
 }
 
+// options are the benchmark's flags. They are a tool's, set on the command line only, so
+// their rows in the table (pkg/settings, the mechanism of every binary) have no variable.
+type options struct {
+	DB, SQLite, Method                            string
+	Stations, Per, Requests, Conc, ExportStations int
+	SkipLoad, Reuse, LoadOnly                     bool
+}
+
+func table() []settings.Setting[options] {
+	intRow := func(name, def, usage string, lo, hi int, dst func(o *options) *int) settings.Setting[options] {
+		return settings.Setting[options]{Flag: name, Default: def, Usage: usage, Set: func(o *options, v string) (err error) {
+			*dst(o), err = settings.Int(v, lo, hi)
+			return err
+		}}
+	}
+	boolRow := func(name, usage string, dst func(o *options) *bool) settings.Setting[options] {
+		return settings.Setting[options]{Flag: name, Default: "false", Switch: true, Usage: usage, Set: func(o *options, v string) (err error) {
+			*dst(o), err = settings.Bool(v)
+			return err
+		}}
+	}
+	return []settings.Setting[options]{
+		{Flag: "db", Usage: "PostgreSQL URL of the (dedicated) benchmark database; empty: SQLite at -sqlite", Secret: true, Set: func(o *options, v string) error {
+			if v != "" {
+				if _, err := settings.URL(v, "postgres://user@host:5432/db", "postgres", "postgresql"); err != nil {
+					return err
+				}
+			}
+			o.DB = v
+			return nil
+		}},
+		{Flag: "sqlite", Usage: "SQLite file, when -db is empty", Set: func(o *options, v string) error { o.SQLite = v; return nil }},
+		intRow("stations", "1000", "stations to load", 1, 10_000_000, func(o *options) *int { return &o.Stations }),
+		intRow("per-station", "10000", "readings per station", 1, 100_000_000, func(o *options) *int { return &o.Per }),
+		{Flag: "insert", Default: store.InsertCopy, Usage: "PostgreSQL insert method: copy, unnest or values", Set: func(o *options, v string) (err error) {
+			o.Method, err = settings.OneOf(v, store.InsertCopy, store.InsertUnnest, store.InsertValues)
+			return err
+		}},
+		intRow("requests", "2000", "requests per query kind", 1, 10_000_000, func(o *options) *int { return &o.Requests }),
+		intRow("concurrency", "4", "concurrent HTTP clients", 1, 10_000, func(o *options) *int { return &o.Conc }),
+		boolRow("skip-load", "do not load (the database already holds the data)", func(o *options) *bool { return &o.SkipLoad }),
+		intRow("export-stations", "10", "stations in the export measurement (0: skip it)", 0, 1_000_000, func(o *options) *int { return &o.ExportStations }),
+		boolRow("reuse", "load only when the database holds fewer than stations x per-station readings (a dataset kept between runs is measured again without loading)", func(o *options) *bool { return &o.Reuse }),
+		boolRow("load-only", "load (unless -reuse finds the data), VACUUM ANALYZE, report the footprint, and stop", func(o *options) *bool { return &o.LoadOnly }),
+	}
+}
+
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("readingsbench", flag.ContinueOnError)
-	db := fs.String("db", "", "PostgreSQL URL of the (dedicated) benchmark database; empty: SQLite at -sqlite")
-	sqlitePath := fs.String("sqlite", "", "SQLite file, when -db is empty")
-	stations := fs.Int("stations", 1000, "stations to load")
-	per := fs.Int("per-station", 10000, "readings per station")
-	method := fs.String("insert", store.InsertCopy, "PostgreSQL insert method: copy, unnest or values")
-	requests := fs.Int("requests", 2000, "requests per query kind")
-	conc := fs.Int("concurrency", 4, "concurrent HTTP clients")
-	skipLoad := fs.Bool("skip-load", false, "do not load (the database already holds the data)")
-	exportStations := fs.Int("export-stations", 10, "stations in the export measurement (0: skip it)")
-	reuse := fs.Bool("reuse", false, "load only when the database holds fewer than stations x per-station readings (a dataset kept between runs is measured again without loading)")
-	loadOnly := fs.Bool("load-only", false, "load (unless -reuse finds the data), VACUUM ANALYZE, report the footprint, and stop")
+	fs.SetOutput(out)
+	l := settings.Register(fs, table(), func(string) string { return "" })
+	l.SetHeader("usage: readingsbench [flags]\n\nLoads stations x readings into a readings store, then measures its internal API (docs/services.md, Benchmarks).")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *db == "" && *sqlitePath == "" {
+	var o options
+	if err := l.Load(&o); err != nil {
+		return err
+	}
+	if o.DB == "" && o.SQLite == "" {
 		return errors.New("give -db (PostgreSQL) or -sqlite")
 	}
-	st, err := store.Open(ctx, store.Options{DatabaseURL: *db, SQLitePath: *sqlitePath, ServiceID: "ocean", InsertMethod: *method, MaxConns: 16})
+	st, err := store.Open(ctx, store.Options{DatabaseURL: o.DB, SQLitePath: o.SQLite, ServiceID: "ocean", InsertMethod: o.Method, MaxConns: 16})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if *reuse && !*skipLoad {
+	if o.Reuse && !o.SkipLoad {
 		fp, err := st.Footprint(ctx)
 		if err != nil {
 			return err
 		}
-		if fp.Readings >= int64(*stations)*int64(*per) {
+		if fp.Readings >= int64(o.Stations)*int64(o.Per) {
 			fmt.Fprintf(out, "reuse: the database holds %d readings already, not loading\n", fp.Readings)
-			*skipLoad = true
+			o.SkipLoad = true
 		}
 	}
 	loaded := false
-	if !*skipLoad {
+	if !o.SkipLoad {
 		loaded = true
 		// Batches of 10,000 readings: 100 stations x 100 consecutive readings, walking
 		// forward in time as a live feed would.
 		const stationsPerBatch, readingsPerBatch = 100, 100
 		t0 := time.Now()
 		var n int64
-		for off := 0; off < *per; off += readingsPerBatch {
-			for first := 0; first < *stations; first += stationsPerBatch {
+		for off := 0; off < o.Per; off += readingsPerBatch {
+			for first := 0; first < o.Stations; first += stationsPerBatch {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				k := min(readingsPerBatch, *per-off)
-				b := benchdata.Batch(first, min(stationsPerBatch, *stations-first), k, start.Add(time.Duration(off)*10*time.Minute))
+				k := min(readingsPerBatch, o.Per-off)
+				b := benchdata.Batch(first, min(stationsPerBatch, o.Stations-first), k, start.Add(time.Duration(off)*10*time.Minute))
 				res, err := st.Ingest(ctx, b)
 				if err != nil {
 					return err
@@ -107,11 +151,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		el := time.Since(t0)
 		fmt.Fprintf(out, "ingest: %d readings in %s = %.0f readings/s (insert method %s, batches of 10000, generation and encoding included)\n",
-			n, el.Round(time.Millisecond), float64(n)/el.Seconds(), *method)
+			n, el.Round(time.Millisecond), float64(n)/el.Seconds(), o.Method)
 	}
-	if loaded && *db != "" {
+	if loaded && o.DB != "" {
 		// What autovacuum does after a bulk load; before it, index-only scans read the heap.
-		if err := vacuumAnalyze(ctx, *db); err != nil {
+		if err := vacuumAnalyze(ctx, o.DB); err != nil {
 			return err
 		}
 	}
@@ -121,7 +165,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "storage: %d readings, %d bytes (tables + indexes) = %.1f bytes/reading\n", fp.Readings, fp.Bytes, float64(fp.Bytes)/float64(max(fp.Readings, 1)))
 	fmt.Fprintf(out, "rollups: %d bytes = %.1f bytes/reading\n", fp.RollupBytes, float64(fp.RollupBytes)/float64(max(fp.Readings, 1)))
-	if *loadOnly {
+	if o.LoadOnly {
 		return nil
 	}
 
@@ -134,62 +178,62 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	base := "http://" + ln.Addr().String()
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *conc}}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.Conc}}
 
-	pages := max(*per/500, 1)
+	pages := max(o.Per/500, 1)
 	kinds := []struct {
 		name string
 		url  func(r *rand.Rand) string
 	}{
-		{"latest", func(r *rand.Rand) string { return base + contract.LatestPath(benchdata.StationID(r.IntN(*stations))) }},
+		{"latest", func(r *rand.Rand) string { return base + contract.LatestPath(benchdata.StationID(r.IntN(o.Stations))) }},
 		{"page of 500 (page 1)", func(r *rand.Rand) string {
-			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(*stations))) + "?limit=500"
+			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(o.Stations))) + "?limit=500"
 		}},
 		{"page of 500 (random page)", func(r *rand.Rand) string {
-			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(*stations))) + fmt.Sprintf("?limit=500&page=%d", 1+r.IntN(pages))
+			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(o.Stations))) + fmt.Sprintf("?limit=500&page=%d", 1+r.IntN(pages))
 		}},
 		{"page of 500, last 7 days", func(r *rand.Rand) string {
-			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(*stations))) + "?limit=500&since=" +
-				start.Add(time.Duration(*per)*10*time.Minute-7*24*time.Hour).Format(time.RFC3339)
+			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(o.Stations))) + "?limit=500&since=" +
+				start.Add(time.Duration(o.Per)*10*time.Minute-7*24*time.Hour).Format(time.RFC3339)
 		}},
 		{"page of 500, raw", func(r *rand.Rand) string {
-			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(*stations))) + "?limit=500&data_format=raw"
+			return base + contract.ReadingsPath(benchdata.StationID(r.IntN(o.Stations))) + "?limit=500&data_format=raw"
 		}},
 		// Aggregates over the whole loaded range (at most 1000 buckets an answer).
 		{"aggregate 1d, whole range", func(r *rand.Rand) string {
-			return base + contract.AggregatePath(benchdata.StationID(r.IntN(*stations))) + "?interval=1d&since=" + start.Format(time.RFC3339) +
-				"&until=" + start.Add(min(time.Duration(*per)*10*time.Minute, 999*24*time.Hour)).Format(time.RFC3339)
+			return base + contract.AggregatePath(benchdata.StationID(r.IntN(o.Stations))) + "?interval=1d&since=" + start.Format(time.RFC3339) +
+				"&until=" + start.Add(min(time.Duration(o.Per)*10*time.Minute, 999*24*time.Hour)).Format(time.RFC3339)
 		}},
 		{"aggregate 1h, 1000 hours", func(r *rand.Rand) string {
-			return base + contract.AggregatePath(benchdata.StationID(r.IntN(*stations))) + "?interval=1h&since=" + start.Format(time.RFC3339) +
+			return base + contract.AggregatePath(benchdata.StationID(r.IntN(o.Stations))) + "?interval=1h&since=" + start.Format(time.RFC3339) +
 				"&until=" + start.Add(1000*time.Hour).Format(time.RFC3339)
 		}},
 		{"aggregate 1h, 1000 h, raw", func(r *rand.Rand) string {
-			return base + contract.AggregatePath(benchdata.StationID(r.IntN(*stations))) + "?source=readings&interval=1h&since=" + start.Format(time.RFC3339) +
+			return base + contract.AggregatePath(benchdata.StationID(r.IntN(o.Stations))) + "?source=readings&interval=1h&since=" + start.Format(time.RFC3339) +
 				"&until=" + start.Add(1000*time.Hour).Format(time.RFC3339)
 		}},
 	}
 	for _, k := range kinds {
 		// Warm up connections and caches the way a running service is warm.
-		if _, err := measure(ctx, client, k.url, 200, *conc); err != nil {
+		if _, err := measure(ctx, client, k.url, 200, o.Conc); err != nil {
 			return err
 		}
-		lat, err := measure(ctx, client, k.url, *requests, *conc)
+		lat, err := measure(ctx, client, k.url, o.Requests, o.Conc)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%-28s n=%d concurrency=%d p50=%s p90=%s p99=%s max=%s\n", k.name, len(lat), *conc,
+		fmt.Fprintf(out, "%-28s n=%d concurrency=%d p50=%s p90=%s p99=%s max=%s\n", k.name, len(lat), o.Conc,
 			pct(lat, 50), pct(lat, 90), pct(lat, 99), lat[len(lat)-1].Round(10*time.Microsecond))
 	}
 	if err := gzipRatio(ctx, client, base+contract.ReadingsPath(benchdata.StationID(0))+"?limit=500", out); err != nil {
 		return err
 	}
-	if *exportStations > 0 {
-		ids := make([]string, min(*exportStations, *stations))
+	if o.ExportStations > 0 {
+		ids := make([]string, min(o.ExportStations, o.Stations))
 		for i := range ids {
 			ids[i] = benchdata.StationID(i)
 		}
-		q := contract.ExportQuery{Since: start, Until: start.Add(min(time.Duration(*per)*10*time.Minute, contract.MaxExportDays*24*time.Hour))}
+		q := contract.ExportQuery{Since: start, Until: start.Add(min(time.Duration(o.Per)*10*time.Minute, contract.MaxExportDays*24*time.Hour))}
 		for _, f := range []string{"ndjson", "csv"} {
 			if err := exportRate(ctx, base+contract.PathExport+"?"+contract.ExportValues(ids, q, f, true).Encode(), f, out); err != nil {
 				return err
