@@ -84,8 +84,19 @@ func (id ID) Raw() json.RawMessage {
 // String returns the id's JSON text, for logs.
 func (id ID) String() string { return string(id.Raw()) }
 
-// Equal reports whether two ids have the same JSON text.
-func (id ID) Equal(o ID) bool { return bytes.Equal(id.raw, o.raw) }
+// Equal reports whether two ids are the same id: the same JSON text, or two strings of
+// the same value written with other escapes (encoding/json writes "&" as "\u0026" when it
+// marshals a response, so a client's "&1" comes back as "\u00261": the same string).
+func (id ID) Equal(o ID) bool {
+	if bytes.Equal(id.raw, o.raw) {
+		return true
+	}
+	if len(id.raw) == 0 || len(o.raw) == 0 || id.raw[0] != '"' || o.raw[0] != '"' {
+		return false
+	}
+	var a, b string
+	return json.Unmarshal(id.raw, &a) == nil && json.Unmarshal(o.raw, &b) == nil && a == b
+}
 
 // MarshalJSON implements json.Marshaler; an absent id marshals as null.
 func (id ID) MarshalJSON() ([]byte, error) { return id.Raw(), nil }
