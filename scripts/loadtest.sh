@@ -74,7 +74,7 @@ log() { echo "loadtest: $*" >&2; }
 log "building gateway, ocean and the fixed-rate probe"
 mkdir -p "$tmp/bin" "$tmp/www/v1"
 if [ -n "$PROFILE" ]; then
-  # The profiled build: release flags plus the pprof listener (gateway/cmd/gateway/pprof.go);
+  # The profiled build: release flags plus the pprof listener (pkg/obs/pprof.go);
   # symbols are kept so that the profile names functions.
   go build -trimpath -tags nomsgpack,pprof -o "$tmp/bin/gateway" ./gateway/cmd/gateway
 else
