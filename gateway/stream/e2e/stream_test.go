@@ -118,14 +118,22 @@ func TestStreamResumeAcrossGateways(t *testing.T) {
 			all[id] = rd
 		}
 	}
+	missing := checkDelivered(t, got, stored, all)
+	t.Logf("A delivered %d, B %d (replay and live); %d stored in the checked window, %d missing", len(first), len(second), len(stored), missing)
+}
+
+// checkDelivered asserts that every reading stored in the checked window arrived (stored)
+// and that every streamed reading equals its stored self (all: a wider window); it returns
+// how many stored readings were missing.
+func checkDelivered(t *testing.T, got map[string]readingEvent, stored, all map[string]storedReading) int {
+	t.Helper()
 	if len(stored) == 0 {
 		t.Fatalf("no reading stored in the window: nothing to compare (streamed %d)", len(got))
 	}
 	missing := 0
 	for id, rd := range stored {
 		if _, ok := got[id]; !ok {
-			missing++
-			if missing <= 5 {
+			if missing++; missing <= 5 {
 				t.Errorf("stored reading %s at %s never arrived", id, rd.Timestamp)
 			}
 		}
@@ -140,7 +148,7 @@ func TestStreamResumeAcrossGateways(t *testing.T) {
 			t.Errorf("streamed %s differs from stored: %s %s vs %s %s", id, e.Timestamp, e.Measurements, rd.Timestamp, rd.Measurements)
 		}
 	}
-	t.Logf("A delivered %d, B %d (replay and live); %d stored in the checked window, %d missing", len(first), len(second), len(stored), missing)
+	return missing
 }
 
 // TestStreamLimits: the per-key cap (429 beyond it, the slot back when a stream closes),
