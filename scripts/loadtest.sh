@@ -27,6 +27,7 @@
 # and gzip) runs ROUNDS times under wrk while /debug/pprof/profile records the gateway's
 # CPU, and the merged profile is written to PROFILE (gateway/cmd/gateway/default.pgo, which
 # `go build` of the main package then uses by itself). No other proxy is started.
+# PROFILE_PATHS=DIR in the environment also keeps each path's profile in DIR.
 # Needs nginx, caddy, wrk, redis-server (installed with apt-get when missing and run as root)
 # and Go. The gateway is built as a release build (make build's flags).
 # Everything it starts listens on 127.0.0.1 and is stopped when it exits.
@@ -283,6 +284,9 @@ if [ -n "$PROFILE" ]; then
     done
   done
   mkdir -p "$(dirname "$PROFILE")"
+  # PROFILE_PATHS=DIR keeps each path's own profile too (cpu-PATH-ROUND.pprof), to read
+  # where one path's time goes (docs/traffic.md, "Where the time goes").
+  if [ -n "${PROFILE_PATHS:-}" ]; then mkdir -p "$PROFILE_PATHS" && cp "$tmp"/cpu-*.pprof "$PROFILE_PATHS"/; fi
   go tool pprof -proto "$tmp"/cpu-*.pprof >"$PROFILE" 2>"$tmp/pprof.log" || { cat "$tmp/pprof.log" >&2; exit 1; }
   log "wrote $PROFILE ($(wc -c <"$PROFILE") bytes; load average $(cut -d' ' -f1-3 /proc/loadavg))"
   go tool pprof -top -nodecount 25 "$PROFILE" 2>/dev/null | sed 's/^/loadtest: /' >&2 || true
@@ -315,7 +319,7 @@ done
 ROUNDS_RPS=""
 for n in "${PATHS[@]}"; do
   ROUNDS_RPS="$ROUNDS_RPS $n:$(echo "${RPS[$n]}" | tr -s ' ' ',' | sed 's/^,//')"
-  RPS[$n]=$(echo "${RPS[$n]}" | median); P50[$n]=$(echo "${P50[$n]}" | median); P99[$n]=$(echo "${P99[$n]}" | median)
+  RPS[$n]=$(echo "${RPS[$n]}" | median); P50[$n]=$(echo "${P50[$n]:-}" | median); P99[$n]=$(echo "${P99[$n]:-}" | median) # the 500-row rows have no fixed-rate latency
   CPU_NGINX[$n]=$(echo "${CPU_NGINX[$n]}" | median); CPU_GW[$n]=$(echo "${CPU_GW[$n]}" | median); CPU_REDIS[$n]=$(echo "${CPU_REDIS[$n]}" | median)
 done
 peak_rss() { awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$1/status" 2>/dev/null || echo "?"; }
