@@ -48,7 +48,14 @@ func (s *Server) aggregate() http.HandlerFunc {
 				return
 			}
 		}
-		writeJSON(w, http.StatusOK, out)
+		// Encoded directly (contract.AggregateResponse.AppendJSON): encoding/json cost three
+		// quarters of a 1000-bucket request (docs/services.md, "Aggregates").
+		b, err := out.AppendJSON(make([]byte, 0, 512+len(out.Buckets)*(128+96*len(out.Parameters))))
+		if err != nil {
+			s.fail(w, r, fmt.Errorf("encode aggregate: %w", err))
+			return
+		}
+		writeBytes(w, http.StatusOK, b)
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 )
 
 // BenchmarkReadingsHandler is the CPU cost of one request in the service (store query,
-// decoding, envelope), without the network: 10 stations x 2,000 readings.
+// decoding, envelope), without the network: 10 stations x 2,000 readings; and of the
+// largest aggregate answer.
 //
 //	go test -run '^$' -bench ReadingsHandler ./services/runtime/httpapi/
 func BenchmarkReadingsHandler(b *testing.B) {
@@ -46,6 +47,9 @@ func BenchmarkReadingsHandler(b *testing.B) {
 				{"page500", contract.ReadingsPath(benchdata.StationID(3)) + "?limit=500"},
 				{"page500-p3", contract.ReadingsPath(benchdata.StationID(3)) + "?limit=500&page=3"},
 				{"page500-raw", contract.ReadingsPath(benchdata.StationID(3)) + "?limit=500&data_format=raw"},
+				// 1000 hourly buckets (the most an answer holds; the readings fill a third).
+				{"aggregate-1h-1000", contract.AggregatePath(benchdata.StationID(3)) + "?interval=1h&since=" + start.Format(time.RFC3339) +
+					"&until=" + start.Add(1000*time.Hour).Format(time.RFC3339)},
 			} {
 				b.Run(q.name, func(b *testing.B) {
 					req := httptest.NewRequest(http.MethodGet, q.path, nil)
