@@ -26,7 +26,7 @@ func TestAggregateAppendJSONMatchesMarshal(t *testing.T) {
 		Parameters: []string{"wind_direction_deg", "air_temperature_c", "wave_height_m"}, Source: "rollups",
 		Since: contract.Time{Time: time.Date(2026, 3, 8, 5, 0, 0, 0, time.UTC)}, ExpectedIntervalSeconds: &n,
 		Provenance: contract.Provenance{SensorID: "x", ServiceID: "ocean", SourceID: "41001", Provider: "noaa-ndbc", FetchedAt: &fetched},
-		Lineage: map[string]contract.AggregateLineage{"air_temperature_c": {Rule: "identity", Formula: "x", SourceField: "ATMP", SourceUnit: "degC"}},
+		Lineage:    map[string]contract.AggregateLineage{"air_temperature_c": {Rule: "identity", Formula: "x", SourceField: "ATMP", SourceUnit: "degC"}},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	start := full.Since.Time
