@@ -5,15 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-
 	"github.com/sensorgate/sensorgate/pkg/canon"
-	"github.com/sensorgate/sensorgate/pkg/testenv"
 	"github.com/sensorgate/sensorgate/pkg/timebucket"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
@@ -74,34 +69,7 @@ func TestMigrateRollupsToStationHours(t *testing.T) {
 			}
 		}
 	}
-	cases := map[string]func(t *testing.T) Options{
-		"sqlite": func(t *testing.T) Options {
-			path := filepath.Join(t.TempDir(), "old.db")
-			db, err := sql.Open("sqlite", path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			applyUpTo(t, db, "sqlite", 4)
-			fill(t, db, func(int) string { return "?" })
-			return Options{SQLitePath: path}
-		},
-		"postgres": func(t *testing.T) Options {
-			url := testenv.Postgres(t)
-			pool, err := pgxpool.New(ctx, url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pool.Close()
-			db := stdlib.OpenDBFromPool(pool)
-			defer db.Close()
-			applyUpTo(t, db, "postgres", 4)
-			m := monthStart(start.UnixMilli())
-			mustExec(t, db, fmt.Sprintf(`CREATE TABLE readings_p202601 PARTITION OF readings FOR VALUES FROM (%d) TO (%d)`, m.UnixMilli(), m.AddDate(0, 1, 0).UnixMilli()))
-			fill(t, db, func(i int) string { return fmt.Sprintf("$%d", i) })
-			return Options{DatabaseURL: url}
-		},
-	}
+	cases := oldDatabases(4, start, fill)
 	bounds := make([]time.Time, 0, 6)
 	for h := 0; h <= 5; h++ {
 		bounds = append(bounds, start.Add(time.Duration(h)*time.Hour))
