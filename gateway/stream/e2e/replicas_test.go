@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -44,7 +43,7 @@ func TestStreamCapAcrossGateways(t *testing.T) {
 	}
 
 	// A dies holding both slots; they expire and B takes them.
-	a.p.signal(syscall.SIGKILL)
+	a.p.Kill()
 	var took []*sse
 	for deadline := time.Now().Add(60 * time.Second); len(took) < 2 && time.Now().Before(deadline); {
 		if s, r := openStream(t, b.url+path); s != nil {

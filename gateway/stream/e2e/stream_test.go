@@ -74,7 +74,7 @@ func TestStreamResumeAcrossGateways(t *testing.T) {
 	if len(first) == 0 {
 		t.Fatal("no reading on A within 90 s of opening")
 	}
-	a.p.signal(syscall.SIGKILL)
+	a.p.Kill()
 	rest, _, ended := s1.collect(t, 5*time.Second)
 	first = append(first, rest...)
 	if !ended {
@@ -228,7 +228,7 @@ func TestStreamLimits(t *testing.T) {
 	t.Logf("slow client cut after %s; the fast stream got %d readings", time.Since(start).Round(time.Second), len(replayed))
 
 	// SIGTERM: the open stream gets a last comment and ends.
-	g.p.signal(syscall.SIGTERM)
+	g.p.Signal(t, syscall.SIGTERM)
 	_, comments, ended := fast.collect(t, 10*time.Second)
 	if !ended || len(comments) == 0 || !strings.Contains(comments[len(comments)-1].comment, "shutting down") {
 		t.Errorf("after SIGTERM: ended %v, comments %+v", ended, comments)
