@@ -3,14 +3,14 @@ package store_test
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"errors"
-	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -229,30 +229,9 @@ func TestMigrateAdoptsOldRunnerVersions(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			s := b.open(t, store.Config{SkipMigrations: true})
-			db := s.DB()
-			if err := db.Exec(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamp NOT NULL)`).Error; err != nil {
-				t.Fatal(err)
-			}
-			files, err := filepath.Glob(filepath.Join("migrations", b.name, "*.sql"))
-			if err != nil || len(files) == 0 {
-				t.Fatalf("migration files: %v %v", files, err)
-			}
-			for _, f := range files {
-				body, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				v, err := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0])
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := db.Exec(string(body)).Error; err != nil {
-					t.Fatalf("old runner, %s: %v", f, err)
-				}
-				if err := db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`, v, filepath.Base(f), time.Now().UTC()).Error; err != nil {
-					t.Fatal(err)
-				}
-			}
+			// The catalog's runner recorded when it applied a file, too.
+			testenv.ApplyAsLegacyRunner(t, sqlDB(t, s), migrationFiles(b.name), 1<<30,
+				testenv.LegacyColumns+", applied_at timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP")
 			loadFixture(t, s)
 			before, err := s.ListSensors(context.Background(), catalog.SensorFilter{})
 			if err != nil {
@@ -272,38 +251,24 @@ func TestMigrateAdoptsOldRunnerVersions(t *testing.T) {
 	}
 }
 
+// migrationFiles are the catalog migrations of a dialect, as the store embeds them.
+func migrationFiles(dialect string) fs.FS { return os.DirFS(filepath.Join("migrations", dialect)) }
+
+// sqlDB is the store's own connection pool.
+func sqlDB(t *testing.T, s *store.Store) *sql.DB {
+	t.Helper()
+	db, err := s.DB().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // assertVersionsOnce checks goose's version table: version 0 and each embedded migration of
 // the dialect exactly once.
 func assertVersionsOnce(t *testing.T, s *store.Store, dialect string) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("migrations", dialect, "*.sql"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("migration files: %v %v", files, err)
-	}
-	want := map[int64]int{0: 1}
-	for _, f := range files {
-		v, err := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[int64(v)] = 1
-	}
-	rows, err := s.DB().Raw(`SELECT version_id FROM catalog_goose_version WHERE is_applied`).Rows()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	got := map[int64]int{}
-	for rows.Next() {
-		var v int64
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		got[v]++
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("catalog_goose_version rows per version = %v, want %v (each migration recorded once)", got, want)
-	}
+	testenv.AssertMigratedOnce(t, sqlDB(t, s), "catalog_goose_version", migrationFiles(dialect))
 }
 
 func TestOpenWithoutDatabase(t *testing.T) {

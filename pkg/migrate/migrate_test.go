@@ -8,9 +8,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-
 	"github.com/sensorgate/sensorgate/pkg/migrate"
 	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
@@ -23,53 +20,21 @@ var files = fstest.MapFS{
 	"0005_c.sql": {Data: []byte("-- +goose Up\nCREATE TABLE c (id integer PRIMARY KEY);\n")},
 }
 
-func open(t *testing.T) *sql.DB {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := stdlib.OpenDBFromPool(pool)
-	t.Cleanup(func() { _ = db.Close(); pool.Close() })
-	return db
-}
-
 func config() migrate.Config {
 	return migrate.Config{Dialect: migrate.Postgres, Files: files, Table: "test_goose_version", LockID: 42}
 }
 
-// versions is how many rows goose's table has per applied version.
-func versions(t *testing.T, db *sql.DB) map[int64]int {
-	t.Helper()
-	rows, err := db.Query(`SELECT version_id FROM test_goose_version WHERE is_applied`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	got := map[int64]int{}
-	for rows.Next() {
-		var v int64
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		got[v]++
-	}
-	return got
-}
-
+// wantOnce checks that goose's table records 0, 1, 2 and 5 once each.
 func wantOnce(t *testing.T, db *sql.DB) {
 	t.Helper()
-	got := versions(t, db)
-	if len(got) != 4 || got[0] != 1 || got[1] != 1 || got[2] != 1 || got[5] != 1 {
-		t.Fatalf("version rows = %v, want 0, 1, 2 and 5 once each", got)
-	}
+	testenv.AssertMigratedOnce(t, db, "test_goose_version", files)
 }
 
 // Eight migrators on one empty database at once (run under -race in make test): all
 // succeed, the three migrations are applied once in all, and each is recorded once.
 func TestUpConcurrentOnEmptyPostgres(t *testing.T) {
 	t.Parallel()
-	db := open(t)
+	db := testenv.PostgresDB(t)
 	start := make(chan struct{})
 	var (
 		wg      sync.WaitGroup
@@ -105,16 +70,8 @@ func TestUpConcurrentOnEmptyPostgres(t *testing.T) {
 // there) gets only 0005: 1 and 2 are adopted, once, however often Up runs.
 func TestUpAdoptsLegacyVersions(t *testing.T) {
 	t.Parallel()
-	db := open(t)
-	for _, q := range []string{
-		`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL)`,
-		`CREATE TABLE a (id integer PRIMARY KEY)`, `CREATE TABLE b (id integer PRIMARY KEY)`, `INSERT INTO a VALUES (1)`,
-		`INSERT INTO schema_migrations VALUES (1, '0001_a.sql'), (2, '0002_b.sql')`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := testenv.PostgresDB(t)
+	testenv.ApplyAsLegacyRunner(t, db, files, 2, "")
 	for i := range 2 {
 		vs, err := migrate.Up(context.Background(), db, config())
 		if err != nil {

@@ -27,110 +27,54 @@ var apiKey string
 // internalToken is the shared secret of gateways and services (production demands one).
 const internalToken = "e2e-live-internal-token"
 
-var bins struct {
-	dir string
-	err error
-}
+// bins are the binaries the tests run, built once for the package.
+var bins = testenv.Binaries{Pkgs: map[string]string{
+	"gateway":    "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+	"ocean":      "github.com/sensorgate/sensorgate/services/cmd/ocean",
+	"weather":    "github.com/sensorgate/sensorgate/services/cmd/weather",
+	"airquality": "github.com/sensorgate/sensorgate/services/cmd/airquality",
+}}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sensorgate-live-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bins.dir = dir
-	for _, name := range []string{"gateway/cmd/gateway", "services/cmd/ocean", "services/cmd/weather", "services/cmd/airquality"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, filepath.Base(name)), "github.com/sensorgate/sensorgate/"+name).CombinedOutput()
-		if err != nil {
-			bins.err = fmt.Errorf("go build %s: %v\n%s", name, err, out)
-			break
-		}
-	}
+	bins.BuildAll()
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 
-func bin(t testing.TB, name string) string {
+// startProc starts a process of the test, killed (SIGKILL) when the test ends; its log is
+// shown when the test fails. name names the binary up to its first "-" (gateway-b runs
+// gateway).
+func startProc(t testing.TB, name string, env []string) *testenv.Process {
 	t.Helper()
-	if bins.err != nil {
-		t.Fatal(bins.err)
-	}
-	return filepath.Join(bins.dir, name)
-}
-
-// proc is a child process, killed when the test ends.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
-
-func startProc(t testing.TB, name string, env []string, args ...string) *proc {
-	t.Helper()
-	p := &proc{name: name, log: filepath.Join(t.TempDir(), name+".log"), done: make(chan struct{})}
-	f, err := os.Create(p.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd = exec.Command(bin(t, strings.SplitN(name, "-", 2)[0]), args...)
-	p.cmd.Env = append(os.Environ(), env...)
 	if dir := os.Getenv("E2E_PPROF_DIR"); dir != "" {
-		// Binaries built with GOFLAGS=-tags=pprof serve net/http/pprof on PPROF_ADDR; the
-		// address is left in <dir>/<name>.addr for `go tool pprof` during a benchmark.
+		// Binaries built with GOFLAGS=-tags=pprof serve net/http/pprof on PPROF_ADDR
+		// (pkg/obs); the address is left in <dir>/<name>.addr for `go tool pprof` during a
+		// benchmark (docs/live.md). A restarted process keeps its address.
 		addr := testenv.FreeAddr(t)
-		p.cmd.Env = append(p.cmd.Env, "PPROF_ADDR="+addr)
+		env = append(env[:len(env):len(env)], "PPROF_ADDR="+addr)
 		_ = os.WriteFile(filepath.Join(dir, name+".addr"), []byte(addr), 0o644)
 	}
-	p.cmd.Stdout, p.cmd.Stderr = f, f
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { _ = p.cmd.Wait(); _ = f.Close(); close(p.done) }()
-	t.Cleanup(func() {
-		p.signal(syscall.SIGKILL)
-		if t.Failed() {
-			b, _ := os.ReadFile(p.log)
-			if len(b) > 3000 {
-				b = b[len(b)-3000:]
-			}
-			t.Logf("--- %s log (tail) ---\n%s", name, b)
-		}
-	})
-	return p
-}
-
-// signal sends sig and, for SIGKILL, waits until the process is gone.
-func (p *proc) signal(sig syscall.Signal) {
-	_ = p.cmd.Process.Signal(sig)
-	if sig == syscall.SIGKILL {
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-		}
-	}
+	path := bins.Path(t, strings.SplitN(name, "-", 2)[0])
+	return testenv.StartProcess(t, testenv.Command{Name: name, Path: path, Env: env})
 }
 
 // service is one running backing service.
 type service struct {
 	id, url string
-	p       *proc
-	env     []string
+	p       *testenv.Process
 }
 
 // restart stops the service with SIGTERM and starts it again on the same address and
 // database.
 func (sv *service) restart(t testing.TB) {
 	t.Helper()
-	sv.p.signal(syscall.SIGTERM)
-	select {
-	case <-sv.p.done:
-	case <-time.After(60 * time.Second):
+	sv.p.Signal(t, syscall.SIGTERM)
+	if exited, _ := sv.p.Wait(60 * time.Second); !exited {
 		t.Fatalf("%s did not stop within 60 s of SIGTERM", sv.id)
 	}
-	sv.p = startProc(t, sv.id, sv.env)
-	waitStatus(t, sv.url+"/readyz", 200, 120*time.Second)
+	sv.p.Restart(t)
+	sv.p.WaitReady(t, sv.url+"/readyz", 120*time.Second)
 }
 
 // stackOptions shape a test stack.
@@ -160,18 +104,18 @@ func startStack(t testing.TB, o stackOptions) *stack {
 		if o.redis {
 			env = append(env, "REDIS_URL="+testenv.RedisURL(), "LIVE_REDIS_PREFIX="+s.redisPfx)
 		}
-		sv := &service{id: id, url: "http://" + addr, env: env}
+		sv := &service{id: id, url: "http://" + addr}
 		sv.p = startProc(t, id, env)
 		s.services[id] = sv
 		urls = append(urls, id+"="+sv.url)
 	}
 	for _, sv := range s.services {
-		waitStatus(t, sv.url+"/readyz", 200, 120*time.Second)
+		sv.p.WaitReady(t, sv.url+"/readyz", 120*time.Second)
 	}
 	s.env = []string{"SENSORGATE_ENV=production", "DATABASE_URL=" + testenv.Postgres(t), "INTERNAL_TOKEN=" + internalToken,
 		"SERVICE_URLS=" + strings.Join(urls, ","), "SYNC_INTERVAL=2s", "REDIS_URL=" + testenv.RedisURL(), "LOG_LEVEL=warn",
 		"RATE_LIMIT_PLANS=big=100000000/h"}
-	cmd := exec.Command(bin(t, "gateway"), "keys", "create", "--owner", "e2e", "--env", "production", "--plan", "big")
+	cmd := exec.Command(bins.Path(t, "gateway"), "keys", "create", "--owner", "e2e", "--env", "production", "--plan", "big")
 	cmd.Env = append(os.Environ(), s.env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -183,7 +127,7 @@ func startStack(t testing.TB, o stackOptions) *stack {
 
 type gateway struct {
 	url string
-	p   *proc
+	p   *testenv.Process
 }
 
 // startGateway starts one gateway replica and waits until its catalog holds want sensors.
@@ -192,7 +136,7 @@ func (s *stack) startGateway(t testing.TB, name string, want int, extra ...strin
 	addr := testenv.FreeAddr(t)
 	g := &gateway{url: "http://" + addr}
 	g.p = startProc(t, name, append(append([]string{"GATEWAY_ADDR=" + addr}, s.env...), extra...))
-	waitStatus(t, g.url+"/healthz", 200, 60*time.Second)
+	g.p.WaitReady(t, g.url+"/healthz", 60*time.Second)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var page struct{ Pagination struct{ Total int } }
@@ -206,24 +150,6 @@ func (s *stack) startGateway(t testing.TB, name string, want int, extra ...strin
 			t.Fatalf("%s: catalog holds %d sensors after 60s, want %d", name, page.Pagination.Total, want)
 		}
 		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func waitStatus(t testing.TB, url string, status int, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == status {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer %d within %s (last err %v)", url, status, within, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -192,7 +191,7 @@ func TestAreaLatest(t *testing.T) {
 
 	// A stopped service: its sensors unavailable (with their last known time), one warning,
 	// the others answer.
-	st.services["airquality"].p.signal(syscall.SIGKILL)
+	st.services["airquality"].p.Kill()
 	down := areaLatest(t, g, "limit=5000")
 	if len(down.Items) != len(all.Items) {
 		t.Fatalf("with airquality down: %d items, want %d", len(down.Items), len(all.Items))

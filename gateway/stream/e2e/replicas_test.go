@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -44,7 +42,7 @@ func TestStreamCapAcrossGateways(t *testing.T) {
 	}
 
 	// A dies holding both slots; they expire and B takes them.
-	a.p.signal(syscall.SIGKILL)
+	a.p.Kill()
 	var took []*sse
 	for deadline := time.Now().Add(60 * time.Second); len(took) < 2 && time.Now().Before(deadline); {
 		if s, r := openStream(t, b.url+path); s != nil {
@@ -111,17 +109,7 @@ func TestStreamResumeAfterServiceRestart(t *testing.T) {
 		}
 	}
 
-	got := map[string]readingEvent{}
-	for _, f := range append(first, second...) {
-		var e readingEvent
-		if err := json.Unmarshal([]byte(f.data), &e); err != nil {
-			t.Fatalf("event data %q: %v", f.data, err)
-		}
-		if _, dup := got[e.ID]; dup {
-			t.Errorf("reading %s (%s at %s) delivered twice", e.ID, e.ExternalID, e.Timestamp)
-		}
-		got[e.ID] = e
-	}
+	got := deliveredOnce(t, append(first, second...))
 	stored := storedBetween(t, svc, tOpen.Add(20*time.Second), tEnd.Add(-25*time.Second))
 	all := storedBetween(t, svc, tOpen.Add(-time.Hour), tEnd.Add(time.Hour))
 	missing := checkDelivered(t, got, stored, all)

@@ -74,7 +74,7 @@ func TestStreamResumeAcrossGateways(t *testing.T) {
 	if len(first) == 0 {
 		t.Fatal("no reading on A within 90 s of opening")
 	}
-	a.p.signal(syscall.SIGKILL)
+	a.p.Kill()
 	rest, _, ended := s1.collect(t, 5*time.Second)
 	first = append(first, rest...)
 	if !ended {
@@ -94,17 +94,7 @@ func TestStreamResumeAcrossGateways(t *testing.T) {
 	s2.close()
 	tEnd := time.Now()
 
-	got := map[string]readingEvent{}
-	for _, f := range append(first, second...) {
-		var e readingEvent
-		if err := json.Unmarshal([]byte(f.data), &e); err != nil {
-			t.Fatalf("event data %q: %v", f.data, err)
-		}
-		if _, dup := got[e.ID]; dup {
-			t.Errorf("reading %s (%s at %s) delivered twice", e.ID, e.ExternalID, e.Timestamp)
-		}
-		got[e.ID] = e
-	}
+	got := deliveredOnce(t, append(first, second...))
 	// Every reading stored while the client followed, in either connection or the gap,
 	// arrived: those timed 20 s after opening up to 25 s before the end (a simulated
 	// reading is stored within 15 s of its time).
@@ -120,6 +110,24 @@ func TestStreamResumeAcrossGateways(t *testing.T) {
 	}
 	missing := checkDelivered(t, got, stored, all)
 	t.Logf("A delivered %d, B %d (replay and live); %d stored in the checked window, %d missing", len(first), len(second), len(stored), missing)
+}
+
+// deliveredOnce decodes the reading events of both connections of a resumed stream by id,
+// failing the test for a reading delivered twice.
+func deliveredOnce(t *testing.T, frames []frame) map[string]readingEvent {
+	t.Helper()
+	got := map[string]readingEvent{}
+	for _, f := range frames {
+		var e readingEvent
+		if err := json.Unmarshal([]byte(f.data), &e); err != nil {
+			t.Fatalf("event data %q: %v", f.data, err)
+		}
+		if _, dup := got[e.ID]; dup {
+			t.Errorf("reading %s (%s at %s) delivered twice", e.ID, e.ExternalID, e.Timestamp)
+		}
+		got[e.ID] = e
+	}
+	return got
 }
 
 // checkDelivered asserts that every reading stored in the checked window arrived (stored)
@@ -228,7 +236,7 @@ func TestStreamLimits(t *testing.T) {
 	t.Logf("slow client cut after %s; the fast stream got %d readings", time.Since(start).Round(time.Second), len(replayed))
 
 	// SIGTERM: the open stream gets a last comment and ends.
-	g.p.signal(syscall.SIGTERM)
+	g.p.Signal(t, syscall.SIGTERM)
 	_, comments, ended := fast.collect(t, 10*time.Second)
 	if !ended || len(comments) == 0 || !strings.Contains(comments[len(comments)-1].comment, "shutting down") {
 		t.Errorf("after SIGTERM: ended %v, comments %+v", ended, comments)

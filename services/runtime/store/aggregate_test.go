@@ -96,95 +96,91 @@ func TestAggregateRollupsEqualRaw(t *testing.T) {
 	kol, _ := time.LoadLocation("Asia/Kolkata")
 	start := time.Date(2026, 10, 30, 0, 0, 0, 0, time.UTC)
 	outage := func(i int) bool { return i >= 300 && i < 318 } // 3 hours from 2026-11-01T02:00Z
-	for name, open := range backends(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			s := open(t)
-			// Two batches (the second overlaps the first) so that rollups merge partial hours.
-			all := aggBatch("AGG1", start, 6*24*5, outage)
-			first := all
-			first.Observations = all.Observations[:401]
-			for _, b := range []store.Batch{first, all} {
-				if _, err := s.Ingest(ctx, b); err != nil {
-					t.Fatal(err)
-				}
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		// Two batches (the second overlaps the first) so that rollups merge partial hours.
+		all := aggBatch("AGG1", start, 6*24*5, outage)
+		first := all
+		first.Observations = all.Observations[:401]
+		for _, b := range []store.Batch{first, all} {
+			if _, err := s.Ingest(ctx, b); err != nil {
+				t.Fatal(err)
 			}
-			cases := []struct {
-				name         string
-				since, until time.Time
-				iv           timebucket.Interval
-				loc          *time.Location
-				key          func(time.Time) string
-				buckets      int
-				sources      []string
-			}{
-				{"NY days", time.Date(2026, 10, 31, 0, 0, 0, 0, ny), time.Date(2026, 11, 3, 0, 0, 0, 0, ny), timebucket.Day, ny,
-					func(t time.Time) string { return t.In(ny).Format("2006-01-02") }, 3, []string{store.SourceRollups, store.SourceRaw}},
-				{"UTC hours", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC), timebucket.Hour1, time.UTC,
-					func(t time.Time) string { return t.UTC().Format("2006-01-02T15") }, 8, []string{store.SourceRollups, store.SourceRaw}},
-				{"NY 3h over DST", time.Date(2026, 11, 1, 0, 0, 0, 0, ny), time.Date(2026, 11, 2, 0, 0, 0, 0, ny), timebucket.Hour3, ny,
-					func(t time.Time) string {
-						l := t.In(ny)
-						return l.Format("2006-01-02") + "/" + string(rune('0'+l.Hour()/3))
-					}, 8, []string{store.SourceRollups, store.SourceRaw}},
-				{"Kolkata hours", time.Date(2026, 11, 1, 0, 30, 0, 0, time.UTC), time.Date(2026, 11, 1, 6, 30, 0, 0, time.UTC), timebucket.Hour1, kol,
-					func(t time.Time) string { return t.In(kol).Format("2006-01-02T15") }, 6, []string{store.SourceAuto}},
-			}
-			for _, c := range cases {
-				bounds, err := timebucket.Bounds(c.since, c.until, c.iv, c.loc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(bounds)-1 != c.buckets {
-					t.Fatalf("%s: %d buckets, want %d", c.name, len(bounds)-1, c.buckets)
-				}
-				want := expected(all.Observations, c.key)
-				var results []store.AggregateResult
-				for _, src := range c.sources {
-					res, err := s.Aggregate(ctx, "AGG1", store.AggregateQuery{Bounds: bounds, Source: src})
-					if err != nil {
-						t.Fatalf("%s from %q: %v", c.name, src, err)
-					}
-					if src == store.SourceAuto && res.Source != store.SourceRaw {
-						t.Errorf("%s: answered from %s, want raw readings", c.name, res.Source)
-					}
-					if len(res.Parameters) != 3 {
-						t.Errorf("%s from %s: parameters %v", c.name, src, res.Parameters)
-					}
-					for _, p := range res.Parameters {
-						for i, cell := range res.Cells[p] {
-							checkCell(t, c.name+" "+res.Source+" "+p+" "+bounds[i].Format(time.RFC3339), cell, want[c.key(bounds[i])][p], p == canon.WindDirectionDeg)
-						}
-					}
-					results = append(results, res)
-				}
-				if len(results) == 2 {
-					for _, p := range results[0].Parameters {
-						for i := range results[0].Cells[p] {
-							a, b := results[0].Cells[p][i], results[1].Cells[p][i]
-							if a.N != b.N || a.Min != b.Min || a.Max != b.Max || math.Abs(a.Sum-b.Sum) > 1e-9 ||
-								math.Abs(a.SumSin-b.SumSin) > 1e-9 || math.Abs(a.SumCos-b.SumCos) > 1e-9 {
-								t.Errorf("%s %s bucket %d: rollups %+v != raw %+v", c.name, p, i, a, b)
-							}
-						}
-					}
-				}
-			}
-			// The outage hours are empty buckets.
-			bounds, _ := timebucket.Bounds(time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 5, 0, 0, 0, time.UTC), timebucket.Hour1, time.UTC)
-			res, err := s.Aggregate(ctx, "AGG1", store.AggregateQuery{Bounds: bounds, Parameters: []string{canon.AirTemperatureC}})
+		}
+		cases := []struct {
+			name         string
+			since, until time.Time
+			iv           timebucket.Interval
+			loc          *time.Location
+			key          func(time.Time) string
+			buckets      int
+			sources      []string
+		}{
+			{"NY days", time.Date(2026, 10, 31, 0, 0, 0, 0, ny), time.Date(2026, 11, 3, 0, 0, 0, 0, ny), timebucket.Day, ny,
+				func(t time.Time) string { return t.In(ny).Format("2006-01-02") }, 3, []string{store.SourceRollups, store.SourceRaw}},
+			{"UTC hours", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC), timebucket.Hour1, time.UTC,
+				func(t time.Time) string { return t.UTC().Format("2006-01-02T15") }, 8, []string{store.SourceRollups, store.SourceRaw}},
+			{"NY 3h over DST", time.Date(2026, 11, 1, 0, 0, 0, 0, ny), time.Date(2026, 11, 2, 0, 0, 0, 0, ny), timebucket.Hour3, ny,
+				func(t time.Time) string {
+					l := t.In(ny)
+					return l.Format("2006-01-02") + "/" + string(rune('0'+l.Hour()/3))
+				}, 8, []string{store.SourceRollups, store.SourceRaw}},
+			{"Kolkata hours", time.Date(2026, 11, 1, 0, 30, 0, 0, time.UTC), time.Date(2026, 11, 1, 6, 30, 0, 0, time.UTC), timebucket.Hour1, kol,
+				func(t time.Time) string { return t.In(kol).Format("2006-01-02T15") }, 6, []string{store.SourceAuto}},
+		}
+		for _, c := range cases {
+			bounds, err := timebucket.Bounds(c.since, c.until, c.iv, c.loc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, c := range res.Cells[canon.AirTemperatureC] {
-				if c.N != 0 {
-					t.Errorf("outage hour %d has %d readings", i, c.N)
+			if len(bounds)-1 != c.buckets {
+				t.Fatalf("%s: %d buckets, want %d", c.name, len(bounds)-1, c.buckets)
+			}
+			want := expected(all.Observations, c.key)
+			var results []store.AggregateResult
+			for _, src := range c.sources {
+				res, err := s.Aggregate(ctx, "AGG1", store.AggregateQuery{Bounds: bounds, Source: src})
+				if err != nil {
+					t.Fatalf("%s from %q: %v", c.name, src, err)
+				}
+				if src == store.SourceAuto && res.Source != store.SourceRaw {
+					t.Errorf("%s: answered from %s, want raw readings", c.name, res.Source)
+				}
+				if len(res.Parameters) != 3 {
+					t.Errorf("%s from %s: parameters %v", c.name, src, res.Parameters)
+				}
+				for _, p := range res.Parameters {
+					for i, cell := range res.Cells[p] {
+						checkCell(t, c.name+" "+res.Source+" "+p+" "+bounds[i].Format(time.RFC3339), cell, want[c.key(bounds[i])][p], p == canon.WindDirectionDeg)
+					}
+				}
+				results = append(results, res)
+			}
+			if len(results) == 2 {
+				for _, p := range results[0].Parameters {
+					for i := range results[0].Cells[p] {
+						a, b := results[0].Cells[p][i], results[1].Cells[p][i]
+						if a.N != b.N || a.Min != b.Min || a.Max != b.Max || math.Abs(a.Sum-b.Sum) > 1e-9 ||
+							math.Abs(a.SumSin-b.SumSin) > 1e-9 || math.Abs(a.SumCos-b.SumCos) > 1e-9 {
+							t.Errorf("%s %s bucket %d: rollups %+v != raw %+v", c.name, p, i, a, b)
+						}
+					}
 				}
 			}
-			if _, err := s.Aggregate(ctx, "nope", store.AggregateQuery{Bounds: bounds}); err == nil {
-				t.Errorf("unknown station answered")
+		}
+		// The outage hours are empty buckets.
+		bounds, _ := timebucket.Bounds(time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 5, 0, 0, 0, time.UTC), timebucket.Hour1, time.UTC)
+		res, err := s.Aggregate(ctx, "AGG1", store.AggregateQuery{Bounds: bounds, Parameters: []string{canon.AirTemperatureC}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range res.Cells[canon.AirTemperatureC] {
+			if c.N != 0 {
+				t.Errorf("outage hour %d has %d readings", i, c.N)
 			}
-		})
-	}
+		}
+		if _, err := s.Aggregate(ctx, "nope", store.AggregateQuery{Bounds: bounds}); err == nil {
+			t.Errorf("unknown station answered")
+		}
+	})
 }

@@ -15,61 +15,57 @@ import (
 
 func TestLatestReadings(t *testing.T) {
 	t.Parallel()
-	for name, open := range backends(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			s := open(t)
-			start := time.Date(2026, 1, 30, 0, 0, 0, 0, time.UTC)
-			// A: 72 readings in one batch (their values go into blocks); B: a reading alone in
-			// its batch (inline values); C: a station that never reported.
-			a := ndbcBatch("TPLM2", start, 72)
-			a.Stations = []contract.Station{{ExternalID: "TPLM2", Name: "Thomas Point", ReportingIntervalS: 600}}
-			b := ndbcBatch("44013", start.Add(5*time.Hour), 1)
-			c := store.Batch{Provider: "ndbc", Feed: "ndbc-realtime", Stations: []contract.Station{{ExternalID: "SILENT1", Name: "Silent"}}}
-			for _, batch := range []store.Batch{a, b, c} {
-				if _, err := s.Ingest(ctx, batch); err != nil {
-					t.Fatalf("ingest: %v", err)
-				}
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		start := time.Date(2026, 1, 30, 0, 0, 0, 0, time.UTC)
+		// A: 72 readings in one batch (their values go into blocks); B: a reading alone in
+		// its batch (inline values); C: a station that never reported.
+		a := ndbcBatch("TPLM2", start, 72)
+		a.Stations = []contract.Station{{ExternalID: "TPLM2", Name: "Thomas Point", ReportingIntervalS: 600}}
+		b := ndbcBatch("44013", start.Add(5*time.Hour), 1)
+		c := store.Batch{Provider: "ndbc", Feed: "ndbc-realtime", Stations: []contract.Station{{ExternalID: "SILENT1", Name: "Silent"}}}
+		for _, batch := range []store.Batch{a, b, c} {
+			if _, err := s.Ingest(ctx, batch); err != nil {
+				t.Fatalf("ingest: %v", err)
 			}
-			got, err := s.LatestReadings(ctx, []string{"tplm2", "44013", "SILENT1", "NOPE", "TPLM2"})
+		}
+		got, err := s.LatestReadings(ctx, []string{"tplm2", "44013", "SILENT1", "NOPE", "TPLM2"})
+		if err != nil {
+			t.Fatalf("latest readings: %v", err)
+		}
+		if len(got) != 3 {
+			t.Fatalf("got %d stations, want 3 (unknown and other spellings left out, repeats once): %+v", len(got), got)
+		}
+		by := map[string]store.StationLatest{}
+		for _, g := range got {
+			by[g.Station.ExternalID] = g
+		}
+		if by["SILENT1"].Reading != nil || by["SILENT1"].Station.Name != "Silent" {
+			t.Errorf("never-reported station = %+v, want its station and no reading", by["SILENT1"])
+		}
+		if by["TPLM2"].Station.ReportingIntervalS != 600 {
+			t.Errorf("station interval = %d, want 600", by["TPLM2"].Station.ReportingIntervalS)
+		}
+		for _, id := range []string{"TPLM2", "44013"} {
+			want, err := s.LatestReading(ctx, id)
 			if err != nil {
-				t.Fatalf("latest readings: %v", err)
+				t.Fatalf("latest reading %s: %v", id, err)
 			}
-			if len(got) != 3 {
-				t.Fatalf("got %d stations, want 3 (unknown and other spellings left out, repeats once): %+v", len(got), got)
+			r := by[id].Reading
+			if r == nil {
+				t.Fatalf("%s: no reading", id)
 			}
-			by := map[string]store.StationLatest{}
-			for _, g := range got {
-				by[g.Station.ExternalID] = g
+			if r.ID != want.ID || !r.Time.Equal(want.Time) || !bytes.Equal(r.Measurements, want.Measurements) || !r.FetchedAt.Equal(want.FetchedAt) {
+				t.Errorf("%s: batched latest %s %s %s, one-station latest %s %s %s", id, r.ID, r.Time, r.Measurements, want.ID, want.Time, want.Measurements)
 			}
-			if by["SILENT1"].Reading != nil || by["SILENT1"].Station.Name != "Silent" {
-				t.Errorf("never-reported station = %+v, want its station and no reading", by["SILENT1"])
-			}
-			if by["TPLM2"].Station.ReportingIntervalS != 600 {
-				t.Errorf("station interval = %d, want 600", by["TPLM2"].Station.ReportingIntervalS)
-			}
-			for _, id := range []string{"TPLM2", "44013"} {
-				want, err := s.LatestReading(ctx, id)
-				if err != nil {
-					t.Fatalf("latest reading %s: %v", id, err)
-				}
-				r := by[id].Reading
-				if r == nil {
-					t.Fatalf("%s: no reading", id)
-				}
-				if r.ID != want.ID || !r.Time.Equal(want.Time) || !bytes.Equal(r.Measurements, want.Measurements) || !r.FetchedAt.Equal(want.FetchedAt) {
-					t.Errorf("%s: batched latest %s %s %s, one-station latest %s %s %s", id, r.ID, r.Time, r.Measurements, want.ID, want.Time, want.Measurements)
-				}
-			}
-			if want := start.Add(71 * time.Hour); !by["TPLM2"].Reading.Time.Equal(want) {
-				t.Errorf("TPLM2 latest at %s, want %s", by["TPLM2"].Reading.Time, want)
-			}
-			if got, err := s.LatestReadings(ctx, nil); err != nil || len(got) != 0 {
-				t.Errorf("no ids = %v, %v; want empty", got, err)
-			}
-		})
-	}
+		}
+		if want := start.Add(71 * time.Hour); !by["TPLM2"].Reading.Time.Equal(want) {
+			t.Errorf("TPLM2 latest at %s, want %s", by["TPLM2"].Reading.Time, want)
+		}
+		if got, err := s.LatestReadings(ctx, nil); err != nil || len(got) != 0 {
+			t.Errorf("no ids = %v, %v; want empty", got, err)
+		}
+	})
 }
 
 func TestCommittedOncePerReading(t *testing.T) {

@@ -5,15 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-
 	"github.com/sensorgate/sensorgate/pkg/canon"
-	"github.com/sensorgate/sensorgate/pkg/testenv"
 	"github.com/sensorgate/sensorgate/pkg/timebucket"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
@@ -74,91 +69,53 @@ func TestMigrateRollupsToStationHours(t *testing.T) {
 			}
 		}
 	}
-	cases := map[string]func(t *testing.T) Options{
-		"sqlite": func(t *testing.T) Options {
-			path := filepath.Join(t.TempDir(), "old.db")
-			db, err := sql.Open("sqlite", path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			applyUpTo(t, db, "sqlite", 4)
-			fill(t, db, func(int) string { return "?" })
-			return Options{SQLitePath: path}
-		},
-		"postgres": func(t *testing.T) Options {
-			url := testenv.Postgres(t)
-			pool, err := pgxpool.New(ctx, url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pool.Close()
-			db := stdlib.OpenDBFromPool(pool)
-			defer db.Close()
-			applyUpTo(t, db, "postgres", 4)
-			m := monthStart(start.UnixMilli())
-			mustExec(t, db, fmt.Sprintf(`CREATE TABLE readings_p202601 PARTITION OF readings FOR VALUES FROM (%d) TO (%d)`, m.UnixMilli(), m.AddDate(0, 1, 0).UnixMilli()))
-			fill(t, db, func(i int) string { return fmt.Sprintf("$%d", i) })
-			return Options{DatabaseURL: url}
-		},
-	}
 	bounds := make([]time.Time, 0, 6)
 	for h := 0; h <= 5; h++ {
 		bounds = append(bounds, start.Add(time.Duration(h)*time.Hour))
 	}
-	for name, prepare := range cases {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			o := prepare(t)
-			o.ServiceID = "ocean"
-			s, err := Open(ctx, o)
-			if err != nil {
-				t.Fatalf("open (migrating): %v", err)
-			}
-			defer s.Close()
-			var rows int
-			if err := s.(*sqlStore).db.QueryRowContext(ctx, `SELECT count(*) FROM rollups`).Scan(&rows); err != nil || rows != 5 {
-				t.Fatalf("rollup rows after migration: %d (want one per station-hour, 5), %v", rows, err)
-			}
-			roll, err := s.Aggregate(ctx, "OLD1", AggregateQuery{Bounds: bounds, Source: SourceRollups})
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := s.Aggregate(ctx, "OLD1", AggregateQuery{Bounds: bounds, Source: SourceRaw})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(roll.Parameters) != 3 || len(raw.Parameters) != 3 {
-				t.Fatalf("parameters: rollups %v, raw %v", roll.Parameters, raw.Parameters)
-			}
-			ms := timebucket.Millis(bounds)
-			for _, p := range raw.Parameters {
-				for i := range ms[:len(ms)-1] {
-					want := old[p][ms[i]]
-					if want == nil {
-						want = &Cell{}
-					}
-					if a, b := roll.Cells[p][i], raw.Cells[p][i]; !closeCells(a, b) || !closeCells(a, *want) {
-						t.Errorf("%s hour %d: rollups %+v, raw %+v, computed %+v", p, i, a, b, *want)
-					}
+	eachOldDatabase(t, 4, start, fill, func(t *testing.T, s Store) {
+		var rows int
+		if err := s.(*sqlStore).db.QueryRowContext(ctx, `SELECT count(*) FROM rollups`).Scan(&rows); err != nil || rows != 5 {
+			t.Fatalf("rollup rows after migration: %d (want one per station-hour, 5), %v", rows, err)
+		}
+		roll, err := s.Aggregate(ctx, "OLD1", AggregateQuery{Bounds: bounds, Source: SourceRollups})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := s.Aggregate(ctx, "OLD1", AggregateQuery{Bounds: bounds, Source: SourceRaw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(roll.Parameters) != 3 || len(raw.Parameters) != 3 {
+			t.Fatalf("parameters: rollups %v, raw %v", roll.Parameters, raw.Parameters)
+		}
+		ms := timebucket.Millis(bounds)
+		for _, p := range raw.Parameters {
+			for i := range ms[:len(ms)-1] {
+				want := old[p][ms[i]]
+				if want == nil {
+					want = &Cell{}
+				}
+				if a, b := roll.Cells[p][i], raw.Cells[p][i]; !closeCells(a, b) || !closeCells(a, *want) {
+					t.Errorf("%s hour %d: rollups %+v, raw %+v, computed %+v", p, i, a, b, *want)
 				}
 			}
-			// Ingest after the migration adds to the converted hours (a reading of hour 4).
-			ts := time.UnixMilli(rs[n-1].ts).Add(5 * time.Minute)
-			ws, _ := canon.Normalize(canon.WindSpeedMS, 9, "m/s")
-			if _, err := s.Ingest(ctx, Batch{Provider: "ndbc", Observations: []observation.Observation{{StationID: "OLD1", Time: ts,
-				Measurements: []canon.Measurement{ws}, Raw: json.RawMessage(`{}`), RawFormat: "old.v1"}}}); err != nil {
-				t.Fatal(err)
-			}
-			after, err := s.Aggregate(ctx, "OLD1", AggregateQuery{Bounds: bounds, Parameters: []string{canon.WindSpeedMS}, Source: SourceRollups})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c, w := after.Cells[canon.WindSpeedMS][4], old[canon.WindSpeedMS][ms[4]]; c.N != w.N+1 || c.Max != 9 || c.Sum != w.Sum+9 {
-				t.Errorf("hour 4 after a new reading: %+v, before %+v", c, *w)
-			}
-		})
-	}
+		}
+		// Ingest after the migration adds to the converted hours (a reading of hour 4).
+		ts := time.UnixMilli(rs[n-1].ts).Add(5 * time.Minute)
+		ws, _ := canon.Normalize(canon.WindSpeedMS, 9, "m/s")
+		if _, err := s.Ingest(ctx, Batch{Provider: "ndbc", Observations: []observation.Observation{{StationID: "OLD1", Time: ts,
+			Measurements: []canon.Measurement{ws}, Raw: json.RawMessage(`{}`), RawFormat: "old.v1"}}}); err != nil {
+			t.Fatal(err)
+		}
+		after, err := s.Aggregate(ctx, "OLD1", AggregateQuery{Bounds: bounds, Parameters: []string{canon.WindSpeedMS}, Source: SourceRollups})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, w := after.Cells[canon.WindSpeedMS][4], old[canon.WindSpeedMS][ms[4]]; c.N != w.N+1 || c.Max != 9 || c.Sum != w.Sum+9 {
+			t.Errorf("hour 4 after a new reading: %+v, before %+v", c, *w)
+		}
+	})
 }
 
 // closeCells compares cells up to float rounding of the sums.

@@ -59,84 +59,80 @@ func valueOf(t *testing.T, m json.RawMessage, param string) float64 {
 func TestRevisionsNDBC(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2022, 7, 10, 12, 0, 0, 0, time.UTC)
-	for name, open := range backends(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			s := open(t)
-			fetched := time.Date(2022, 8, 14, 0, 0, 0, 0, time.UTC)
-			rt := ndbcFile(t, "TPLM2.txt", fetched)
-			qc := ndbcFile(t, "tplm272022.txt", fetched.Add(time.Hour))
-			if res, err := s.Ingest(ctx, rt); err != nil || res.Revised != 0 {
-				t.Fatalf("realtime: %+v %v", res, err)
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		fetched := time.Date(2022, 8, 14, 0, 0, 0, 0, time.UTC)
+		rt := ndbcFile(t, "TPLM2.txt", fetched)
+		qc := ndbcFile(t, "tplm272022.txt", fetched.Add(time.Hour))
+		if res, err := s.Ingest(ctx, rt); err != nil || res.Revised != 0 {
+			t.Fatalf("realtime: %+v %v", res, err)
+		}
+		bounds, _ := timebucket.Bounds(time.Date(2022, 7, 10, 0, 0, 0, 0, time.UTC), time.Date(2022, 7, 11, 0, 0, 0, 0, time.UTC), timebucket.Hour1, time.UTC)
+		before, err := s.Aggregate(ctx, "TPLM2", store.AggregateQuery{Bounds: bounds, Parameters: []string{canon.WindSpeedMS}, Source: store.SourceRollups})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Ingest(ctx, qc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Revised == 0 {
+			t.Fatalf("QC'd file revised nothing: %+v", res)
+		}
+		one := contract.ReadingsQuery{Since: at, Until: at.Add(time.Minute), Limit: 10, Page: 1, Revisions: true}
+		rs, _, err := s.Readings(ctx, "TPLM2", one)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("reading at %s: %v %v", at, rs, err)
+		}
+		r := rs[0]
+		if valueOf(t, r.Measurements, canon.WindDirectionDeg) != 14 || valueOf(t, r.Measurements, canon.WindSpeedMS) != 6.4 {
+			t.Errorf("current value %s, want the QC'd 14 degT 6.4 m/s", r.Measurements)
+		}
+		if len(r.Revisions) != 1 {
+			t.Fatalf("revisions %+v, want the realtime value", r.Revisions)
+		}
+		rev := r.Revisions[0]
+		if valueOf(t, rev.Measurements, canon.WindDirectionDeg) != 10 || valueOf(t, rev.Measurements, canon.WindSpeedMS) != 6.2 ||
+			rev.Source != "TPLM2.txt" || rev.SourceFormat != ndbc.RawRealtime2 || !rev.FetchedAt.Equal(fetched) ||
+			rev.NewSource != "tplm272022.txt" || rev.NewFormat != ndbc.RawHistorical {
+			t.Errorf("revision %+v (%s)", rev, rev.Measurements)
+		}
+		// Without revisions=true, none are attached.
+		one.Revisions = false
+		if rs, _, _ := s.Readings(ctx, "TPLM2", one); len(rs) != 1 || rs[0].Revisions != nil {
+			t.Errorf("revisions attached without being asked for")
+		}
+		// A realtime replay and a QC'd replay change nothing.
+		for _, b := range []store.Batch{rt, qc} {
+			b.FetchedAt = b.FetchedAt.Add(24 * time.Hour)
+			if res, err := s.Ingest(ctx, b); err != nil || res.Revised != 0 || res.Inserted != 0 {
+				t.Errorf("replay of %s: %+v %v", b.Source, res, err)
 			}
-			bounds, _ := timebucket.Bounds(time.Date(2022, 7, 10, 0, 0, 0, 0, time.UTC), time.Date(2022, 7, 11, 0, 0, 0, 0, time.UTC), timebucket.Hour1, time.UTC)
-			before, err := s.Aggregate(ctx, "TPLM2", store.AggregateQuery{Bounds: bounds, Parameters: []string{canon.WindSpeedMS}, Source: store.SourceRollups})
-			if err != nil {
-				t.Fatal(err)
+		}
+		one.Revisions = true
+		rs, _, _ = s.Readings(ctx, "TPLM2", one)
+		if len(rs) != 1 || valueOf(t, rs[0].Measurements, canon.WindSpeedMS) != 6.4 || len(rs[0].Revisions) != 1 {
+			t.Errorf("after replays: %+v", rs)
+		}
+		// The rollups follow: equal to the raw readings, and moved at 12:00.
+		after, err := s.Aggregate(ctx, "TPLM2", store.AggregateQuery{Bounds: bounds, Parameters: []string{canon.WindSpeedMS}, Source: store.SourceRollups})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := s.Aggregate(ctx, "TPLM2", store.AggregateQuery{Bounds: bounds, Parameters: []string{canon.WindSpeedMS}, Source: store.SourceRaw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range after.Cells[canon.WindSpeedMS] {
+			a, w := after.Cells[canon.WindSpeedMS][i], raw.Cells[canon.WindSpeedMS][i]
+			if a.N != w.N || a.Min != w.Min || a.Max != w.Max || abs(a.Sum-w.Sum) > 1e-9 {
+				t.Errorf("hour %d: rollups %+v, raw %+v", i, a, w)
 			}
-			res, err := s.Ingest(ctx, qc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Revised == 0 {
-				t.Fatalf("QC'd file revised nothing: %+v", res)
-			}
-			one := contract.ReadingsQuery{Since: at, Until: at.Add(time.Minute), Limit: 10, Page: 1, Revisions: true}
-			rs, _, err := s.Readings(ctx, "TPLM2", one)
-			if err != nil || len(rs) != 1 {
-				t.Fatalf("reading at %s: %v %v", at, rs, err)
-			}
-			r := rs[0]
-			if valueOf(t, r.Measurements, canon.WindDirectionDeg) != 14 || valueOf(t, r.Measurements, canon.WindSpeedMS) != 6.4 {
-				t.Errorf("current value %s, want the QC'd 14 degT 6.4 m/s", r.Measurements)
-			}
-			if len(r.Revisions) != 1 {
-				t.Fatalf("revisions %+v, want the realtime value", r.Revisions)
-			}
-			rev := r.Revisions[0]
-			if valueOf(t, rev.Measurements, canon.WindDirectionDeg) != 10 || valueOf(t, rev.Measurements, canon.WindSpeedMS) != 6.2 ||
-				rev.Source != "TPLM2.txt" || rev.SourceFormat != ndbc.RawRealtime2 || !rev.FetchedAt.Equal(fetched) ||
-				rev.NewSource != "tplm272022.txt" || rev.NewFormat != ndbc.RawHistorical {
-				t.Errorf("revision %+v (%s)", rev, rev.Measurements)
-			}
-			// Without revisions=true, none are attached.
-			one.Revisions = false
-			if rs, _, _ := s.Readings(ctx, "TPLM2", one); len(rs) != 1 || rs[0].Revisions != nil {
-				t.Errorf("revisions attached without being asked for")
-			}
-			// A realtime replay and a QC'd replay change nothing.
-			for _, b := range []store.Batch{rt, qc} {
-				b.FetchedAt = b.FetchedAt.Add(24 * time.Hour)
-				if res, err := s.Ingest(ctx, b); err != nil || res.Revised != 0 || res.Inserted != 0 {
-					t.Errorf("replay of %s: %+v %v", b.Source, res, err)
-				}
-			}
-			one.Revisions = true
-			rs, _, _ = s.Readings(ctx, "TPLM2", one)
-			if len(rs) != 1 || valueOf(t, rs[0].Measurements, canon.WindSpeedMS) != 6.4 || len(rs[0].Revisions) != 1 {
-				t.Errorf("after replays: %+v", rs)
-			}
-			// The rollups follow: equal to the raw readings, and moved at 12:00.
-			after, err := s.Aggregate(ctx, "TPLM2", store.AggregateQuery{Bounds: bounds, Parameters: []string{canon.WindSpeedMS}, Source: store.SourceRollups})
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := s.Aggregate(ctx, "TPLM2", store.AggregateQuery{Bounds: bounds, Parameters: []string{canon.WindSpeedMS}, Source: store.SourceRaw})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range after.Cells[canon.WindSpeedMS] {
-				a, w := after.Cells[canon.WindSpeedMS][i], raw.Cells[canon.WindSpeedMS][i]
-				if a.N != w.N || a.Min != w.Min || a.Max != w.Max || abs(a.Sum-w.Sum) > 1e-9 {
-					t.Errorf("hour %d: rollups %+v, raw %+v", i, a, w)
-				}
-			}
-			if b12, a12 := before.Cells[canon.WindSpeedMS][12], after.Cells[canon.WindSpeedMS][12]; b12.Max == a12.Max && b12.Sum == a12.Sum {
-				t.Errorf("12:00 rollup did not move: before %+v after %+v", b12, a12)
-			}
-		})
-	}
+		}
+		if b12, a12 := before.Cells[canon.WindSpeedMS][12], after.Cells[canon.WindSpeedMS][12]; b12.Max == a12.Max && b12.Sum == a12.Sum {
+			t.Errorf("12:00 rollup did not move: before %+v after %+v", b12, a12)
+		}
+	})
 }
 
 // TestRevisionsKeepBetterSource ingests the QC'd file first: the realtime file that comes
