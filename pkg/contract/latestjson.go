@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sensorgate/sensorgate/pkg/jsonbytes"
 )
@@ -153,21 +154,29 @@ func (d *latestReader) lit(s string) {
 	d.i += len(s)
 }
 
-// str reads a string of printable ASCII without escapes, the form of every id.
+// str reads a string without escapes (the form of every id; names such as "BR:São
+// Paulo ..." are UTF-8, which encoding/json keeps as it is when it is valid).
 func (d *latestReader) str() string {
 	if !d.ok || d.i >= len(d.b) || d.b[d.i] != '"' {
 		d.ok = false
 		return ""
 	}
+	ascii := true
 	for j := d.i + 1; j < len(d.b); j++ {
 		switch c := d.b[j]; {
 		case c == '"':
-			s := string(d.b[d.i+1 : j])
+			v := d.b[d.i+1 : j]
+			if !ascii && !utf8.Valid(v) {
+				d.ok = false // encoding/json writes U+FFFD for the bad bytes
+				return ""
+			}
 			d.i = j + 1
-			return s
-		case c < 0x20 || c == '\\' || c >= 0x80:
+			return string(v)
+		case c < 0x20 || c == '\\':
 			d.ok = false
 			return ""
+		case c >= utf8.RuneSelf:
+			ascii = false
 		}
 	}
 	d.ok = false

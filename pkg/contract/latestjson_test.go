@@ -3,6 +3,7 @@ package contract
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ func latestSample() LatestBatchResponse {
 		Items: []LatestItem{
 			{ExternalID: "41002", ReportingIntervalS: 600, Timestamp: &ts, FetchedAt: &fetched,
 				Measurements: json.RawMessage(`[{"parameter":"air_temperature","value":21.5,"unit":"degC","unit_original":"degC","value_original":21.5}]`)},
-			{ExternalID: "SILENT", ReportingIntervalS: 0, Measurements: json.RawMessage(`[]`)},
+			{ExternalID: "BR:São Paulo Synthetic Monitor 1", ReportingIntervalS: 0, Measurements: json.RawMessage(`[]`)},
 			{ExternalID: "odd", ReportingIntervalS: -5, Timestamp: &ts, Measurements: json.RawMessage(" [ {\"unit\" : \"<m s-1>\u2028\"} ] ")},
 			{ExternalID: "nil-meas", Measurements: nil},
 		}}
@@ -108,6 +109,7 @@ func TestDecodeLatestBatchMatchesUnmarshal(t *testing.T) {
 		strings.Replace(s, `"measurements":[]`, `"measurements":null`, 1),
 		strings.Replace(s, `"measurements":[]`, `"measurements":[1,]`, 1),
 		strings.Replace(s, `"measurements":[]`, `"measurements":{"a":[true,false,null,-0.5e3]}`, 1),
+		strings.Replace(s, `"São`, "\"S\xffo", 1),
 		s[:len(s)-1], s + " ", s + "x", `{"service_id":"a","server_time":"2026-01-01T00:00:00.000Z","items":[]}`,
 		`{"service_id":"a","server_time":"2026-01-01T00:00:00.000Z","items":null}`, `{}`, `null`, ``,
 	} {
@@ -130,6 +132,51 @@ func FuzzDecodeLatestBatch(f *testing.F) {
 			if (err != nil) != (werr != nil) || err == nil && string(enc) != string(want) {
 				t.Fatalf("AppendLatestBatch(%+v) = %s, %v; json.Marshal gives %s, %v", got, enc, err, want, werr)
 			}
+		}
+	})
+}
+
+// benchBatch is a batched latest answer of n stations with six measurements each, the
+// size of one service's part of a 1,000-sensor area latest.
+func benchBatch(n int) LatestBatchResponse {
+	meas := json.RawMessage(`[{"parameter":"air_temperature","value":21.5,"unit":"degC","unit_original":"degC","value_original":21.5},` +
+		`{"parameter":"wind_speed","value":7.2,"unit":"m/s","unit_original":"kn","value_original":14},` +
+		`{"parameter":"wind_direction","value":250,"unit":"deg","unit_original":"deg","value_original":250},` +
+		`{"parameter":"air_pressure","value":1013.2,"unit":"hPa","unit_original":"hPa","value_original":1013.2},` +
+		`{"parameter":"water_temperature","value":18.25,"unit":"degC","unit_original":"degC","value_original":18.25},` +
+		`{"parameter":"wave_height","value":1.3,"unit":"m","unit_original":"m","value_original":1.3}]`)
+	ts := Time{Time: time.Date(2026, 11, 25, 21, 10, 0, 0, time.UTC)}
+	r := LatestBatchResponse{ServiceID: "ocean", ServerTime: ts}
+	for i := range n {
+		r.Items = append(r.Items, LatestItem{ExternalID: "SG" + strconv.Itoa(i), ReportingIntervalS: 600, Timestamp: &ts, FetchedAt: &ts, Measurements: meas})
+	}
+	return r
+}
+
+// go test -run '^$' -bench LatestBatch -benchmem ./pkg/contract/
+func BenchmarkLatestBatch(b *testing.B) {
+	r := benchBatch(340)
+	data, _ := json.Marshal(r)
+	b.Run("encode/json.Marshal", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = json.Marshal(r)
+		}
+	})
+	b.Run("encode/direct", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = AppendLatestBatch(nil, &r)
+		}
+	})
+	b.Run("decode/json.Unmarshal", func(b *testing.B) {
+		for b.Loop() {
+			var out LatestBatchResponse
+			_ = json.Unmarshal(data, &out)
+		}
+	})
+	b.Run("decode/direct", func(b *testing.B) {
+		for b.Loop() {
+			var out LatestBatchResponse
+			_ = DecodeLatestBatch(data, &out)
 		}
 	})
 }
