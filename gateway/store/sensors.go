@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/jsonbytes"
 )
 
 // List sizes (docs/api-decisions.md "Lists and ordering").
@@ -68,7 +68,7 @@ func scanSensor(r rowScanner) (catalog.Sensor, error) {
 	if err != nil {
 		return s, fmt.Errorf("store: scan sensor: %w", err)
 	}
-	if err := json.Unmarshal([]byte(dataTypes), &s.DataTypes); err != nil {
+	if s.DataTypes, err = jsonbytes.StringList(dataTypes); err != nil {
 		return s, fmt.Errorf("store: sensor %s: data_types %q: %w", s.ID, dataTypes, err)
 	}
 	if s.DataTypes == nil {

@@ -186,11 +186,20 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		}
 		return &HTTPError{StatusCode: resp.StatusCode, URL: u, Body: string(b[:min(len(b), 200)])}
 	}
-	if err := json.Unmarshal(b, out); err != nil {
+	if d, ok := out.(bodyDecoder); ok {
+		err = d.decodeJSON(b)
+	} else {
+		err = json.Unmarshal(b, out)
+	}
+	if err != nil {
 		return fmt.Errorf("contract: %s %s: decode answer: %w", method, u, err)
 	}
 	return nil
 }
+
+// bodyDecoder is an answer type with a decoder of its own, faster than encoding/json
+// (LatestBatchResponse).
+type bodyDecoder interface{ decodeJSON([]byte) error }
 
 // IsUnavailable reports whether err says the service could not be asked or failed (as
 // opposed to refusing the request): the cases where the gateway marks its data

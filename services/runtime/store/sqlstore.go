@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/jsonbytes"
 )
 
 // row is one reading on its way to the table: its plain values first, then either its
@@ -169,7 +169,7 @@ func scanStation(sc scanner) (stationRec, error) {
 	if err != nil {
 		return r, err
 	}
-	if err := json.Unmarshal([]byte(dataType), &r.DataTypes); err != nil {
+	if r.DataTypes, err = jsonbytes.StringList(dataType); err != nil {
 		return r, fmt.Errorf("station %s: data_types: %w", r.ExternalID, err)
 	}
 	if r.DataTypes == nil {
