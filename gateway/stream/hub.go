@@ -12,13 +12,13 @@ package stream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/jsonbytes"
 )
 
 // Source is one service's log as the gateway reads it (contract.Client.Events).
@@ -338,11 +338,11 @@ func render(service string, e contract.Event) []byte {
 	r := e.Reading
 	out := make([]byte, 0, len(r)+160)
 	out = append(out, `{"sensor_id":`...)
-	out = appendJSONString(out, e.SensorID)
+	out = jsonbytes.AppendString(out, e.SensorID)
 	out = append(out, `,"external_id":`...)
-	out = appendJSONString(out, e.ExternalID)
+	out = jsonbytes.AppendString(out, e.ExternalID)
 	out = append(out, `,"service_id":`...)
-	out = appendJSONString(out, service)
+	out = jsonbytes.AppendString(out, service)
 	if len(r) > 2 && r[0] == '{' {
 		out = append(out, ',')
 		out = append(out, r[1:]...)
@@ -350,9 +350,4 @@ func render(service string, e contract.Event) []byte {
 		out = append(out, '}')
 	}
 	return out
-}
-
-func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s)
-	return append(dst, b...)
 }

@@ -13,7 +13,7 @@ import (
 	_ "time/tzdata"
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
-	"github.com/sensorgate/sensorgate/pkg/jsonenc"
+	"github.com/sensorgate/sensorgate/pkg/jsonbytes"
 	"github.com/sensorgate/sensorgate/pkg/timebucket"
 )
 
@@ -252,7 +252,7 @@ type AggregateLineage struct {
 func (r *AggregateResponse) AppendJSON(b []byte) ([]byte, error) {
 	str := func(key, v string) {
 		b = append(b, key...)
-		b = jsonenc.AppendString(b, v)
+		b = jsonbytes.AppendString(b, v)
 	}
 	str(`{"sensor_id":`, r.SensorID)
 	str(`,"external_id":`, r.ExternalID)
@@ -260,8 +260,8 @@ func (r *AggregateResponse) AppendJSON(b []byte) ([]byte, error) {
 	str(`,"service_id":`, r.ServiceID)
 	str(`,"interval":`, r.Interval)
 	str(`,"tz":`, r.TZ)
-	b = appendTime(append(b, `,"since":`...), r.Since.Time)
-	b = appendTime(append(b, `,"until":`...), r.Until.Time)
+	b = appendTime(append(b, `,"since":`...), r.Since)
+	b = appendTime(append(b, `,"until":`...), r.Until)
 	b = appendStrings(append(b, `,"stats":`...), r.Stats)
 	b = appendStrings(append(b, `,"parameters":`...), r.Parameters)
 	b = append(b, `,"expected_interval_seconds":`...)
@@ -282,8 +282,8 @@ func (r *AggregateResponse) AppendJSON(b []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendTime(append(b, `{"start":`...), bk.Start.Time)
-			b = appendTime(append(b, `,"end":`...), bk.End.Time)
+			b = appendTime(append(b, `{"start":`...), bk.Start)
+			b = appendTime(append(b, `,"end":`...), bk.End)
 			str(`,"start_local":`, bk.StartLocal)
 			b = append(b, `,"values":`...)
 			if bk.Values == nil {
@@ -300,7 +300,7 @@ func (r *AggregateResponse) AppendJSON(b []byte) ([]byte, error) {
 				if j > 0 {
 					b = append(b, ',')
 				}
-				b = append(jsonenc.AppendString(b, k), ':')
+				b = append(jsonbytes.AppendString(b, k), ':')
 				var err error
 				if b, err = bk.Values[k].appendJSON(b); err != nil {
 					return nil, err
@@ -326,13 +326,6 @@ func (r *AggregateResponse) AppendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendTime appends t quoted, as Time's MarshalJSON writes it.
-func appendTime(b []byte, t time.Time) []byte {
-	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, TimeLayout)
-	return append(b, '"')
-}
-
 // appendStrings appends ss as a JSON array (null when nil).
 func appendStrings(b []byte, ss []string) []byte {
 	if ss == nil {
@@ -343,7 +336,7 @@ func appendStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = jsonenc.AppendString(b, s)
+		b = jsonbytes.AppendString(b, s)
 	}
 	return append(b, ']')
 }

@@ -64,6 +64,7 @@ func AppendLatestBatch(b []byte, r *LatestBatchResponse) ([]byte, error) {
 
 var errInvalidRaw = errors.New("invalid JSON in measurements")
 
+// appendTime appends t quoted, as Time's MarshalJSON writes it.
 func appendTime(b []byte, t Time) []byte {
 	b = append(b, '"')
 	b = t.UTC().AppendFormat(b, TimeLayout)
