@@ -204,6 +204,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return base + contract.AggregatePath(benchdata.StationID(r.IntN(o.Stations))) + "?interval=1d&since=" + start.Format(time.RFC3339) +
 				"&until=" + start.Add(min(time.Duration(o.Per)*10*time.Minute, 999*24*time.Hour)).Format(time.RFC3339)
 		}},
+		// A year from its hourly rollups (8,760 rows), as daily buckets: a year of hourly
+		// buckets is more than an answer holds.
+		{"aggregate 1d, one year", func(r *rand.Rand) string {
+			return base + contract.AggregatePath(benchdata.StationID(r.IntN(o.Stations))) + "?interval=1d&since=" + start.Format(time.RFC3339) +
+				"&until=" + start.Add(365*24*time.Hour).Format(time.RFC3339)
+		}},
 		{"aggregate 1h, 1000 hours", func(r *rand.Rand) string {
 			return base + contract.AggregatePath(benchdata.StationID(r.IntN(o.Stations))) + "?interval=1h&since=" + start.Format(time.RFC3339) +
 				"&until=" + start.Add(1000*time.Hour).Format(time.RFC3339)
