@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/gzhttp"
+	"github.com/klauspost/compress/gzip"
 )
 
 // Compression of answers (docs/gateway.md, "Compression").
@@ -32,6 +33,9 @@ func compress(next http.Handler) http.Handler {
 	wrap, err := gzhttp.NewWrapper(
 		gzhttp.MinSize(MinGzipSize),
 		gzhttp.EnableZstd(false),
+		// Level 1, as nginx's default: on a 500-row readings page it costs a third of the
+		// default level's CPU for 2% more bytes (docs/gateway.md, "Compression").
+		gzhttp.CompressionLevel(gzip.BestSpeed),
 		gzhttp.SuffixETag(gzipETagSuffix),
 		gzhttp.ContentTypeFilter(func(ct string) bool {
 			return !strings.HasPrefix(ct, "text/event-stream") && gzhttp.DefaultContentTypeFilter(ct)
