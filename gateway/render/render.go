@@ -17,6 +17,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/proxy"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/formats"
 )
@@ -173,7 +174,7 @@ func readingsPage(w io.Writer, hd http.Header, req *http.Request, body []byte, f
 			return err
 		}
 		for _, raw := range p.Readings {
-			var r contract.Reading
+			var r readingRow
 			if err := json.Unmarshal(raw, &r); err != nil {
 				return fmt.Errorf("reading: %w", err)
 			}
@@ -188,7 +189,7 @@ func readingsPage(w io.Writer, hd http.Header, req *http.Request, body []byte, f
 			return err
 		}
 		for _, raw := range p.Readings {
-			var r contract.Reading
+			var r readingRow
 			if err := json.Unmarshal(raw, &r); err != nil {
 				return fmt.Errorf("reading: %w", err)
 			}
@@ -426,4 +427,14 @@ func field(v json.RawMessage) string {
 		}
 	}
 	return s
+}
+
+// readingRow is what the CSV and GeoJSON forms take from a reading. The raw form's payload
+// is left undecoded: it is the provider's own JSON, kept as sent, and may hold numbers
+// that no float64 holds (found by FuzzParseV3 in services/adapters/openaq).
+type readingRow struct {
+	ID           string              `json:"id"`
+	Timestamp    contract.Time       `json:"timestamp"`
+	Measurements []canon.Measurement `json:"measurements"`
+	Location     *contract.Location  `json:"location"`
 }

@@ -60,8 +60,11 @@ func CheckBatch(tb testing.TB, b observation.Batch) {
 		if len(o.Measurements) == 0 {
 			tb.Fatalf("observation %d of %s has no measurements", i, o.StationID)
 		}
-		var obj map[string]any
-		if err := json.Unmarshal(o.Raw, &obj); err != nil {
+		// One JSON object, its values undecoded: raw is the provider's payload as sent,
+		// and valid JSON may hold numbers beyond float64 (1e999; found by FuzzParseV3),
+		// which nothing downstream decodes as numbers.
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(o.Raw, &obj); err != nil || obj == nil {
 			tb.Fatalf("observation %d of %s: raw is not a JSON object: %v (%q)", i, o.StationID, err, o.Raw)
 		}
 		if o.RawFormat == "" {
