@@ -9,10 +9,10 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
-// TestAggregateAppendJSONMatchesMarshal: the direct encoder writes what encoding/json
+// TestAppendAggregateMatchesMarshal: the direct encoder writes what encoding/json
 // writes, for answers with every kind of field: null and present coverage, circular
 // means cancelled out (null), strings that need escaping, lineage or none, nil slices.
-func TestAggregateAppendJSONMatchesMarshal(t *testing.T) {
+func TestAppendAggregateMatchesMarshal(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	n := 600
 	zone, err := time.LoadLocation("America/New_York")
@@ -61,18 +61,18 @@ func TestAggregateAppendJSONMatchesMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := resp.AppendJSON(nil)
+		got, err := contract.AppendAggregate(nil, resp)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if string(got) != string(want) {
-			t.Errorf("%s: AppendJSON differs from json.Marshal\n got %s\nwant %s", name, got, want)
+			t.Errorf("%s: AppendAggregate differs from json.Marshal\n got %s\nwant %s", name, got, want)
 		}
 	}
 
 	bad := bare
 	bad.Buckets = []contract.AggregateBucket{{Values: map[string]contract.AggregateStat{"x": {Stats: []string{"median"}}}}}
-	if _, err := bad.AppendJSON(nil); err == nil {
+	if _, err := contract.AppendAggregate(nil, &bad); err == nil {
 		t.Error("an unknown statistic encoded without an error")
 	}
 }
