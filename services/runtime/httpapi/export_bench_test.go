@@ -3,8 +3,13 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +19,8 @@ import (
 	"github.com/sensorgate/sensorgate/services/runtime/benchdata"
 	"github.com/sensorgate/sensorgate/services/runtime/httpapi"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 )
 
 // discard is a ResponseWriter that counts and drops what it is given (the export streams
@@ -39,6 +46,37 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// backendCPU is the CPU time (user and system, from /proc) of every PostgreSQL backend
+// connected to the database of url, by process id.
+func backendCPU(b *testing.B, url string) map[int]time.Duration {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int]time.Duration{}
+	for rows.Next() {
+		var pid int
+		if err := rows.Scan(&pid); err != nil {
+			b.Fatal(err)
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // PostgreSQL on another host: no figure
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		out[pid] = time.Duration(ut+st) * 10 * time.Millisecond // clock ticks of 1/100 s
+	}
+	return out
+}
+
 // BenchmarkExport is the service's CPU per exported reading without the network: the
 // store's scan from PostgreSQL, block decoding and the encoding, into a writer that drops
 // the bytes; 4 stations x 10,000 readings (NDBC-shaped, in blocks of 32) per export.
@@ -47,7 +85,8 @@ func cpuTime() time.Duration {
 func BenchmarkExport(b *testing.B) {
 	const stations, per = 4, 10000
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{ServiceID: "ocean", DatabaseURL: testenv.Postgres(b)})
+	dbURL := testenv.Postgres(b)
+	st, err := store.Open(ctx, store.Options{ServiceID: "ocean", DatabaseURL: dbURL})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,6 +107,7 @@ func BenchmarkExport(b *testing.B) {
 		b.Run(f, func(b *testing.B) {
 			req := httptest.NewRequest(http.MethodGet, contract.PathExport+"?"+contract.ExportValues(ids, q, f, true).Encode(), nil)
 			var lines, n int64
+			pg0 := backendCPU(b, dbURL)
 			cpu0 := cpuTime()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -76,6 +116,10 @@ func BenchmarkExport(b *testing.B) {
 				lines, n = lines+w.lines, n+w.bytes
 			}
 			cpu := cpuTime() - cpu0
+			var pg time.Duration
+			for pid, t := range backendCPU(b, dbURL) {
+				pg += t - pg0[pid]
+			}
 			el := b.Elapsed().Seconds()
 			readings := float64(b.N * stations * per)
 			b.ReportMetric(readings/el, "readings/s")
@@ -85,6 +129,9 @@ func BenchmarkExport(b *testing.B) {
 			// This process's CPU (user + system) a reading, whatever else holds the
 			// machine: the service's share of the cost, without PostgreSQL's.
 			b.ReportMetric(float64(cpu.Nanoseconds())/readings, "cpu-ns/reading")
+			// The CPU time of the database's PostgreSQL backends (the store's pool) a
+			// reading: the queries' share, planning included.
+			b.ReportMetric(float64(pg.Nanoseconds())/readings, "pg-cpu-ns/reading")
 		})
 	}
 }
