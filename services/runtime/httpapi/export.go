@@ -75,7 +75,9 @@ func (s *Server) export() http.HandlerFunc {
 			}
 			if err == nil {
 				sensorID := ids.Sensor(s.d.Meta.ID, st.ExternalID).String()
-				err = s.d.Store.Scan(r.Context(), st.ExternalID, q.Since, q.Until, func(rd store.Reading) error {
+				// CSV rows do not show the reading id: it is not derived for them.
+				sq := store.ScanQuery{Since: q.Since, Until: q.Until, SkipIDs: f == formats.CSV}
+				err = s.d.Store.Scan(r.Context(), st.ExternalID, sq, func(rd store.Reading) error {
 					if err := rows.reading(sensorID, st, rd, rq); err != nil {
 						return err
 					}

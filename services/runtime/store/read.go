@@ -51,7 +51,7 @@ func (s *sqlStore) Readings(ctx context.Context, externalID string, q contract.R
 		off = max(total-offset-limit, 0)
 		n = min(limit, total-offset)
 	}
-	rs, err := s.readings(ctx, st, lo, hi, n, off, asc, q.Format == contract.FormatRaw)
+	rs, err := s.readings(ctx, st, lo, hi, n, off, asc, q.Format == contract.FormatRaw, true)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -66,7 +66,7 @@ func (s *sqlStore) Readings(ctx context.Context, externalID string, q contract.R
 	return rs, total, nil
 }
 
-func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, limit, offset int, asc, withRaw bool) ([]Reading, error) {
+func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, limit, offset int, asc, withRaw, withIDs bool) ([]Reading, error) {
 	order := "DESC"
 	if asc {
 		order = "ASC"
@@ -118,7 +118,10 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 			return nil, fmt.Errorf("readings of %q: %w", st.ExternalID, err)
 		}
 		t := time.UnixMilli(ts).UTC()
-		r := Reading{ID: rid.id(t), StationID: st.ExternalID, Time: t, FetchedAt: time.UnixMilli(fetched).UTC(), Provider: st.ProviderSlug}
+		r := Reading{StationID: st.ExternalID, Time: t, FetchedAt: time.UnixMilli(fetched).UTC(), Provider: st.ProviderSlug}
+		if withIDs {
+			r.ID = rid.id(t)
+		}
 		if lat != nil && lon != nil {
 			r.Lat, r.Lon = lat, lon
 		}

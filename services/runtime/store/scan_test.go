@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
@@ -32,7 +34,7 @@ func TestScanReadsAheadInOrder(t *testing.T) {
 			t.Fatalf("inline reading: %+v, %v", res, err)
 		}
 		var kept []store.Reading
-		err := s.Scan(ctx, "S1", time.Time{}, time.Time{}, func(r store.Reading) error {
+		err := s.Scan(ctx, "S1", store.ScanQuery{}, func(r store.Reading) error {
 			kept = append(kept, r)
 			return nil
 		})
@@ -59,7 +61,10 @@ func TestScanReadsAheadInOrder(t *testing.T) {
 
 		stop := errors.New("stop")
 		calls := 0
-		err = s.Scan(ctx, "S1", time.Time{}, time.Time{}, func(store.Reading) error {
+		err = s.Scan(ctx, "S1", store.ScanQuery{SkipIDs: true}, func(r store.Reading) error {
+			if r.ID != (uuid.UUID{}) {
+				return errors.New("an id derived with SkipIDs")
+			}
 			if calls++; calls == 2500 {
 				return stop
 			}
@@ -71,7 +76,7 @@ func TestScanReadsAheadInOrder(t *testing.T) {
 
 		cctx, cancel := context.WithCancel(ctx)
 		calls = 0
-		err = s.Scan(cctx, "S1", time.Time{}, time.Time{}, func(store.Reading) error {
+		err = s.Scan(cctx, "S1", store.ScanQuery{}, func(store.Reading) error {
 			if calls++; calls == 100 {
 				cancel()
 			}
