@@ -38,6 +38,8 @@ test: lint
 	@scripts/testenv.sh $(GO) test $(TESTFLAGS) $(MODULES)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) $(RACE_TESTS)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) -run 'TestConcurrentClients' ./gateway/proxy/e2e/
+	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) -run 'TestScanReadsAheadInOrder' ./services/runtime/store/
+	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) -run 'TestConcurrentExportsNeverMix|TestCSVExportMatchesEncodingCSV' ./services/runtime/httpapi/
 	@$(MAKE) --no-print-directory test-web
 	@$(MAKE) --no-print-directory fuzz-short
 

@@ -52,6 +52,10 @@ type Options struct {
 // flushLines is how many lines pass between flushes when the service keeps sending.
 const flushLines = 2000
 
+// outBuffer is the size of the buffer lines are gathered in before they are written to
+// the response.
+const outBuffer = 64 << 10
+
 // writeWindow is how long the client has to take what was flushed (the server's write
 // deadline is made for single pages and is moved forward at every flush).
 const writeWindow = time.Minute
@@ -98,12 +102,15 @@ func Handler(o Options) gin.HandlerFunc {
 		hd.Set("Cache-Control", "no-store")
 		hd.Set("X-Export-Rows-Per-Request", strconv.Itoa(contract.ExportRowsPerRequest))
 		// gzip, when the client accepts it, is the gateway's compression middleware's
-		// (it flushes with the handler).
-		var out io.Writer = c.Writer
+		// (it flushes with the handler). Lines are gathered in a buffer of outBuffer
+		// bytes first: written one by one they went through the response's 2 KiB buffer
+		// and the connection's 4 KiB one, a write call every few lines.
+		out := bufio.NewWriterSize(c.Writer, outBuffer)
 		c.Status(http.StatusOK)
 		rc := http.NewResponseController(c.Writer)
 		_ = rc.SetWriteDeadline(time.Now().Add(writeWindow))
 		flush := func() {
+			_ = out.Flush()
 			_ = rc.Flush()
 			_ = rc.SetWriteDeadline(time.Now().Add(writeWindow))
 		}
@@ -129,6 +136,7 @@ func Handler(o Options) gin.HandlerFunc {
 				break
 			}
 		}
+		_ = out.Flush()
 		_ = rc.Flush()
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/canon"
@@ -228,7 +230,12 @@ type NDJSONWriter struct {
 }
 
 // NewNDJSON starts an NDJSON answer on w.
-func NewNDJSON(w io.Writer) *NDJSONWriter { return &NDJSONWriter{w: bufio.NewWriterSize(w, 32<<10)} }
+func NewNDJSON(w io.Writer) *NDJSONWriter { return NewNDJSONSize(w, 32<<10) }
+
+// NewNDJSONSize starts an NDJSON answer on w buffering size bytes.
+func NewNDJSONSize(w io.Writer, size int) *NDJSONWriter {
+	return &NDJSONWriter{w: bufio.NewWriterSize(w, size)}
+}
 
 // Value writes v as one line.
 func (n *NDJSONWriter) Value(v any) error {
@@ -245,6 +252,15 @@ func (n *NDJSONWriter) Raw(b []byte) error {
 		return err
 	}
 	return n.w.WriteByte('\n')
+}
+
+// Raw2 writes the concatenation of a and b, an already encoded, compact JSON value, as
+// one line (a value written in two parts, without copying them together).
+func (n *NDJSONWriter) Raw2(a, b []byte) error {
+	if _, err := n.w.Write(a); err != nil {
+		return err
+	}
+	return n.Raw(b)
 }
 
 // Flush writes buffered lines to the underlying writer.
@@ -393,3 +409,115 @@ func ReadingProperties(timestamp string, ms []canon.Measurement, extra map[strin
 // NewCSVNoHeader continues a CSV answer whose header another writer sent (a part of a
 // stream assembled from several sources).
 func NewCSVNoHeader(w io.Writer) *CSVWriter { return &CSVWriter{w: csv.NewWriter(w)} }
+
+// AppendCSVField appends s as one CSV field exactly as encoding/csv's Writer writes it
+// (comma ',', UseCRLF false): quoted when it holds a comma, a quote, CR or LF, starts
+// with a space, or is `\.`, its quotes doubled. The bulk export appends its rows with it
+// into one buffer instead of a []string record per row (docs/services.md "Formats and
+// export"); TestAppendCSVMatchesEncodingCSV holds the two to the same bytes.
+func AppendCSVField[T string | []byte](b []byte, s T) []byte {
+	if !csvNeedsQuotes(s) {
+		return append(b, s...)
+	}
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			b = append(b, '"')
+		}
+		b = append(b, s[i])
+	}
+	return append(b, '"')
+}
+
+// csvNeedsQuotes is encoding/csv's fieldNeedsQuotes for the comma.
+func csvNeedsQuotes[T string | []byte](s T) bool {
+	if len(s) == 0 {
+		return false
+	}
+	if len(s) == 2 && s[0] == '\\' && s[1] == '.' {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '\n' || c == '\r' || c == '"' || c == ',' {
+			return true
+		}
+	}
+	if s[0] < utf8.RuneSelf {
+		return asciiSpace[s[0]]
+	}
+	var head [utf8.UTFMax]byte
+	r, _ := utf8.DecodeRune(head[:copy(head[:], s)])
+	return unicode.IsSpace(r)
+}
+
+// asciiSpace are the ASCII bytes unicode.IsSpace reports.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// AppendCSVRecord appends rec as one CSV line, as encoding/csv's Writer.Write does.
+func AppendCSVRecord(b []byte, rec []string) []byte {
+	for i, f := range rec {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendCSVField(b, f)
+	}
+	return append(b, '\n')
+}
+
+// AppendNumber appends the JSON number num as Float writes its value, or reports false
+// when num is not a number ParseFloat reads. A number already in that form (no exponent,
+// sign only '-', no leading zero before other digits, no trailing zero after a '.', at
+// most 15 significant digits and 24 bytes) is copied: a decimal of at most 15 significant
+// digits is the only one of that many or fewer digits that reads back to its float64
+// (IEEE 754 doubles hold 15 decimal digits), so it is the shortest that FormatFloat
+// finds, and the parse and format, most of the CSV export's CPU, are skipped. Anything
+// else is parsed and formatted.
+func AppendNumber(b, num []byte) ([]byte, bool) {
+	if plainShortest(num) {
+		return append(b, num...), true
+	}
+	v, err := strconv.ParseFloat(string(num), 64)
+	if err != nil {
+		return b, false
+	}
+	return strconv.AppendFloat(b, v, 'f', -1, 64), true
+}
+
+// plainShortest reports whether num is a decimal in the form FormatFloat(v, 'f', -1, 64)
+// writes for its value (see AppendNumber).
+func plainShortest(num []byte) bool {
+	if len(num) == 0 || len(num) > 24 {
+		return false
+	}
+	i := 0
+	if num[0] == '-' {
+		i++
+	}
+	intStart := i
+	for i < len(num) && num[i] >= '0' && num[i] <= '9' {
+		i++
+	}
+	intDigits := i - intStart
+	if intDigits == 0 || (intDigits > 1 && num[intStart] == '0') {
+		return false
+	}
+	sig := intDigits // trailing zeros of the integer part counted too (conservative)
+	if num[intStart] == '0' {
+		sig = 0
+	}
+	if i == len(num) {
+		return sig <= 15
+	}
+	if num[i] != '.' {
+		return false
+	}
+	i++
+	fracStart := i
+	for i < len(num) && num[i] >= '0' && num[i] <= '9' {
+		if sig > 0 || num[i] != '0' {
+			sig++
+		}
+		i++
+	}
+	return i == len(num) && i > fracStart && num[i-1] != '0' && sig <= 15
+}

@@ -252,6 +252,17 @@ func (p *Process) WaitUntil(tb testing.TB, what string, within time.Duration, pr
 // LogPath is the file the process's output goes to.
 func (p *Process) LogPath() string { return p.log }
 
+// Pid is the id of the current run (0 when it was killed), for benchmarks that read the
+// process's CPU time from /proc.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Log is what the process has written so far.
 func (p *Process) Log() string {
 	b, _ := os.ReadFile(p.log)

@@ -79,7 +79,7 @@ func (s *sqlStore) Aggregate(ctx context.Context, externalID string, q Aggregate
 	case SourceRaw:
 		dec := NewMeasDecoder()
 		var ms []canon.Measurement
-		err = s.scanRange(ctx, st, bounds[0], bounds[len(bounds)-1], false, func(r Reading) error {
+		err = s.scanRange(ctx, st, bounds[0], bounds[len(bounds)-1], false, false, func(r Reading) error {
 			var err error
 			if ms, err = dec.Decode(ms, r.Measurements); err != nil {
 				return fmt.Errorf("reading %s of %q: %w", r.Time.Format(time.RFC3339), st.ExternalID, err)
@@ -173,44 +173,76 @@ func (s *sqlStore) aggregateRollups(ctx context.Context, st stationRec, bounds [
 }
 
 // Scan implements Reader.
-func (s *sqlStore) Scan(ctx context.Context, externalID string, since, until time.Time, fn func(Reading) error) error {
+func (s *sqlStore) Scan(ctx context.Context, externalID string, q ScanQuery, fn func(Reading) error) error {
 	st, err := s.station(ctx, externalID)
 	if err != nil {
 		return err
 	}
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-	if !since.IsZero() {
-		lo = since.UnixMilli()
+	if !q.Since.IsZero() {
+		lo = q.Since.UnixMilli()
 	}
-	if !until.IsZero() {
-		hi = until.UnixMilli()
+	if !q.Until.IsZero() {
+		hi = q.Until.UnixMilli()
 	}
-	return s.scanRange(ctx, st, lo, hi, false, fn)
+	return s.scanRange(ctx, st, lo, hi, false, !q.SkipIDs, fn)
 }
 
-// scanChunk is how many readings scanRange holds at a time.
+// scanChunk is how many readings scanRange reads in one query.
 const scanChunk = 2000
 
 // scanRange calls fn with every reading of st in [lo, hi) in time order, a chunk of
 // readings at a time (keyset paging on the primary key), so memory stays bounded
-// whatever the range; it stops at the first error or when ctx ends.
-func (s *sqlStore) scanRange(ctx context.Context, st stationRec, lo, hi int64, withRaw bool, fn func(Reading) error) error {
+// whatever the range; it stops at the first error or when ctx ends. Reading ids are
+// derived only withIDs.
+//
+// The next chunk is read (its query, its blocks' query and their zstd decoding) while fn
+// works through the current one: PostgreSQL and the decoding then run beside the
+// caller's encoding instead of between its chunks (docs/services.md "Formats and
+// export"). So at most two chunks are held. Each chunk's readings are slices of its own
+// decoded blocks, never reused, so a reading fn keeps stays valid. When fn fails or ctx
+// ends, the read ahead is cancelled and waited for before scanRange returns.
+func (s *sqlStore) scanRange(ctx context.Context, st stationRec, lo, hi int64, withRaw, withIDs bool, fn func(Reading) error) error {
+	type chunk struct {
+		rs  []Reading
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fetch := func(lo int64) chan chunk {
+		c := make(chan chunk, 1)
+		go func() {
+			rs, err := s.readings(ctx, st, lo, hi, scanChunk, 0, true, withRaw, withIDs)
+			c <- chunk{rs, err}
+		}()
+		return c
+	}
+	next := fetch(lo)
+	defer func() {
+		if next != nil {
+			cancel()
+			<-next
+		}
+	}()
 	for {
-		if err := ctx.Err(); err != nil {
-			return err
+		c := <-next
+		next = nil
+		if c.err == nil {
+			c.err = ctx.Err()
 		}
-		rs, err := s.readings(ctx, st, lo, hi, scanChunk, 0, true, withRaw)
-		if err != nil {
-			return err
+		if c.err != nil {
+			return c.err
 		}
-		for _, r := range rs {
+		if len(c.rs) == scanChunk {
+			next = fetch(c.rs[len(c.rs)-1].Time.UnixMilli() + 1)
+		}
+		for _, r := range c.rs {
 			if err := fn(r); err != nil {
 				return err
 			}
 		}
-		if len(rs) < scanChunk {
+		if next == nil {
 			return nil
 		}
-		lo = rs[len(rs)-1].Time.UnixMilli() + 1
 	}
 }

@@ -77,9 +77,9 @@ func (i *instrumented) Aggregate(ctx context.Context, externalID string, q Aggre
 	return out, err
 }
 
-func (i *instrumented) Scan(ctx context.Context, externalID string, since, until time.Time, fn func(Reading) error) error {
+func (i *instrumented) Scan(ctx context.Context, externalID string, q ScanQuery, fn func(Reading) error) error {
 	ctx, done := i.m.StoreQuery(ctx, "scan", "readings")
-	err := i.s.Scan(ctx, externalID, since, until, fn)
+	err := i.s.Scan(ctx, externalID, q, fn)
 	done(failure(err))
 	return err
 }

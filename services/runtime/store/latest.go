@@ -94,7 +94,7 @@ func (s *sqlStore) LatestReadings(ctx context.Context, externalIDs []string) ([]
 		}
 		if ref, inBlock := parseBlockRef(m); inBlock {
 			refs[len(refs)-1] = ref
-		} else if err := s.fillInline(ctx, r, m, sql.NullInt64{}, nil, false); err != nil {
+		} else if err := s.fillInline(ctx, r, m, nil, nil, false); err != nil {
 			return nil, fmt.Errorf("latest reading of %q: %w", st.ExternalID, err)
 		}
 		sl.Reading = r

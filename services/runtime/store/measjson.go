@@ -195,3 +195,102 @@ func (p *measParser) num(out *float64) bool {
 
 // unsafeString views b as a string for strconv, which does not keep it.
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// RawMeasurement is one measurement of the stored JSON as its bytes: the strings without
+// their quotes (no escapes in them, valid UTF-8) and the numbers as spelled, all slices
+// of the decoded value (valid while the reading is).
+type RawMeasurement struct {
+	Parameter, Unit, UnitOriginal []byte
+	Value, ValueOriginal          []byte
+}
+
+// DecodeRawMeasurements appends the measurements of b to dst[:0] as their bytes, for the
+// CSV export, which writes the stored numbers' text when it is already the CSV's
+// (formats.AppendNumber) instead of parsing and formatting every value. ok is false when b
+// is not the encoder's exact shape (an escape, another key order, invalid UTF-8): then
+// MeasDecoder.Decode reads it. Safe for concurrent use.
+func DecodeRawMeasurements(dst []RawMeasurement, b []byte) ([]RawMeasurement, bool) {
+	dst = dst[:0]
+	p := rawParser{b: b}
+	if !p.lit("[") {
+		return nil, false
+	}
+	if p.lit("]") {
+		return dst, p.i == len(b)
+	}
+	for {
+		var m RawMeasurement
+		ok := p.lit(`{"parameter":`) && p.str(&m.Parameter) &&
+			p.lit(`,"value":`) && p.num(&m.Value) &&
+			p.lit(`,"unit":`) && p.str(&m.Unit) &&
+			p.lit(`,"unit_original":`) && p.str(&m.UnitOriginal) &&
+			p.lit(`,"value_original":`) && p.num(&m.ValueOriginal) && p.lit("}")
+		if !ok {
+			return nil, false
+		}
+		dst = append(dst, m)
+		if p.lit("]") {
+			return dst, p.i == len(b)
+		}
+		if !p.lit(",") {
+			return nil, false
+		}
+	}
+}
+
+// rawParser is measParser without the string table and the number parse.
+type rawParser struct {
+	b []byte
+	i int
+}
+
+func (p *rawParser) lit(s string) bool {
+	if len(p.b)-p.i < len(s) || string(p.b[p.i:p.i+len(s)]) != s {
+		return false
+	}
+	p.i += len(s)
+	return true
+}
+
+func (p *rawParser) str(out *[]byte) bool {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return false
+	}
+	start, ascii := p.i+1, true
+	for j := start; j < len(p.b); j++ {
+		switch c := p.b[j]; {
+		case c == '"':
+			raw := p.b[start:j]
+			if !ascii && !utf8.Valid(raw) {
+				return false
+			}
+			*out = raw
+			p.i = j + 1
+			return true
+		case c == '\\' || c < 0x20:
+			return false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return false
+}
+
+// num takes the bytes measParser.num would parse (the caller parses or copies them).
+func (p *rawParser) num(out *[]byte) bool {
+	j := p.i
+	for j < len(p.b) {
+		c := p.b[j]
+		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+			j++
+			continue
+		}
+		break
+	}
+	if j == p.i {
+		return false
+	}
+	*out = p.b[p.i:j]
+	p.i = j
+	return true
+}

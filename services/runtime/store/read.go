@@ -51,7 +51,7 @@ func (s *sqlStore) Readings(ctx context.Context, externalID string, q contract.R
 		off = max(total-offset-limit, 0)
 		n = min(limit, total-offset)
 	}
-	rs, err := s.readings(ctx, st, lo, hi, n, off, asc, q.Format == contract.FormatRaw)
+	rs, err := s.readings(ctx, st, lo, hi, n, off, asc, q.Format == contract.FormatRaw, true)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -66,7 +66,7 @@ func (s *sqlStore) Readings(ctx context.Context, externalID string, q contract.R
 	return rs, total, nil
 }
 
-func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, limit, offset int, asc, withRaw bool) ([]Reading, error) {
+func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, limit, offset int, asc, withRaw, withIDs bool) ([]Reading, error) {
 	order := "DESC"
 	if asc {
 		order = "ASC"
@@ -103,20 +103,27 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 	rid := newReadingIDs(ids.Sensor(s.serviceID, st.ExternalID))
 	out := make([]Reading, 0, limit)
 	var refs []int64 // block reference of out[i], 0 when inline
+	// The scan's destinations are made once, not per row (each one a row escaped to the
+	// heap was most of a bulk export's allocations); nullable columns scan into pointers,
+	// which both drivers set to nil or to a new value, so each reading keeps its own.
+	var (
+		ts, fetched int64
+		lat, lon    *float64
+		m, raw      []byte
+		rawFormat   *int64
+	)
+	dest := []any{&ts, &fetched, &lat, &lon, &m, &rawFormat, &raw}
 	for rows.Next() {
-		var (
-			ts, fetched int64
-			lat, lon    sql.NullFloat64
-			m, raw      []byte
-			rawFormat   sql.NullInt64
-		)
-		if err := rows.Scan(&ts, &fetched, &lat, &lon, &m, &rawFormat, &raw); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("readings of %q: %w", st.ExternalID, err)
 		}
 		t := time.UnixMilli(ts).UTC()
-		r := Reading{ID: rid.id(t), StationID: st.ExternalID, Time: t, FetchedAt: time.UnixMilli(fetched).UTC(), Provider: st.ProviderSlug}
-		if lat.Valid && lon.Valid {
-			r.Lat, r.Lon = &lat.Float64, &lon.Float64
+		r := Reading{StationID: st.ExternalID, Time: t, FetchedAt: time.UnixMilli(fetched).UTC(), Provider: st.ProviderSlug}
+		if withIDs {
+			r.ID = rid.id(t)
+		}
+		if lat != nil && lon != nil {
+			r.Lat, r.Lon = lat, lon
 		}
 		ref, inBlock := parseBlockRef(m)
 		refs = append(refs, ref)
@@ -140,13 +147,13 @@ func (s *sqlStore) readings(ctx context.Context, st stationRec, lo, hi int64, li
 
 // fillInline decodes the values a row holds itself (rows written before blocks, and
 // readings that were alone in their batch).
-func (s *sqlStore) fillInline(ctx context.Context, r *Reading, m []byte, rawFormat sql.NullInt64, raw []byte, withRaw bool) error {
+func (s *sqlStore) fillInline(ctx context.Context, r *Reading, m []byte, rawFormat *int64, raw []byte, withRaw bool) error {
 	var err error
 	if r.Measurements, err = s.decode(ctx, m); err != nil {
 		return fmt.Errorf("measurements: %w", err)
 	}
-	if rawFormat.Valid {
-		if r.RawFormat, err = s.dictFormat(ctx, uint32(rawFormat.Int64)); err != nil {
+	if rawFormat != nil {
+		if r.RawFormat, err = s.dictFormat(ctx, uint32(*rawFormat)); err != nil {
 			return err
 		}
 	}

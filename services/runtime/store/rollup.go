@@ -427,7 +427,7 @@ var errUnnamedParams = errors.New("rollups: parameters without an id")
 func (s *sqlStore) sumReadings(ctx context.Context, st stationRec, lo, hi int64, sums rollupSums, missing *[]string) error {
 	var ms []canon.Measurement
 	dec := NewMeasDecoder()
-	return s.scanRange(ctx, st, lo, hi, false, func(r Reading) error {
+	return s.scanRange(ctx, st, lo, hi, false, false, func(r Reading) error {
 		var err error
 		if ms, err = dec.Decode(ms, r.Measurements); err != nil {
 			return fmt.Errorf("reading %d of station %d: %w", r.Time.UnixMilli(), st.key, err)

@@ -291,7 +291,7 @@ func (s *sqlStore) LatestReading(ctx context.Context, externalID string) (Readin
 	if err != nil {
 		return Reading{}, err
 	}
-	rs, err := s.readings(ctx, st, math.MinInt64, math.MaxInt64, 1, 0, false, true)
+	rs, err := s.readings(ctx, st, math.MinInt64, math.MaxInt64, 1, 0, false, true, true)
 	if err != nil {
 		return Reading{}, err
 	}

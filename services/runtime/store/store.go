@@ -106,11 +106,19 @@ type Reader interface {
 	// the hourly rollups (one row per station-hour, summed in Go) or from the raw readings, or
 	// ErrStationNotFound.
 	Aggregate(ctx context.Context, externalID string, q AggregateQuery) (AggregateResult, error)
-	// Scan calls fn with every reading of a station in [since, until) in time order (zero
-	// times: unbounded), a chunk at a time, so memory stays flat whatever the range; it
-	// stops at fn's first error or when ctx ends (a client that went away). The bulk
+	// Scan calls fn with every reading of a station in [q.Since, q.Until) in time order
+	// (zero times: unbounded), a chunk at a time, so memory stays flat whatever the range;
+	// it stops at fn's first error or when ctx ends (a client that went away). The bulk
 	// export streams through it.
-	Scan(ctx context.Context, externalID string, since, until time.Time, fn func(Reading) error) error
+	Scan(ctx context.Context, externalID string, q ScanQuery, fn func(Reading) error) error
+}
+
+// ScanQuery bounds a Scan to [Since, Until) (zero times: unbounded). SkipIDs leaves every
+// Reading.ID zero: the id is derived per reading (a SHA-1, about a tenth of the store's
+// work in a scan), for answers that show it; the CSV export does not.
+type ScanQuery struct {
+	Since, Until time.Time
+	SkipIDs      bool
 }
 
 // Writer is the ingest side.

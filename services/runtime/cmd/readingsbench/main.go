@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -48,9 +49,9 @@ func main() {
 // options are the benchmark's flags. They are a tool's, set on the command line only, so
 // their rows in the table (pkg/settings, the mechanism of every binary) have no variable.
 type options struct {
-	DB, SQLite, Method                            string
+	DB, SQLite, Method, CPUProfile                string
 	Stations, Per, Requests, Conc, ExportStations int
-	SkipLoad, Reuse, LoadOnly                     bool
+	SkipLoad, Reuse, LoadOnly, ExportOnly         bool
 }
 
 func table() []settings.Setting[options] {
@@ -89,6 +90,8 @@ func table() []settings.Setting[options] {
 		intRow("export-stations", "10", "stations in the export measurement (0: skip it)", 0, 1_000_000, func(o *options) *int { return &o.ExportStations }),
 		boolRow("reuse", "load only when the database holds fewer than stations x per-station readings (a dataset kept between runs is measured again without loading)", func(o *options) *bool { return &o.Reuse }),
 		boolRow("load-only", "load (unless -reuse finds the data), VACUUM ANALYZE, report the footprint, and stop", func(o *options) *bool { return &o.LoadOnly }),
+		boolRow("export-only", "measure only the export (no latency requests, no gzip ratio)", func(o *options) *bool { return &o.ExportOnly }),
+		{Flag: "cpuprofile", Usage: "write a CPU profile of the exports (the whole process: server and client) to this file", Set: func(o *options, v string) error { o.CPUProfile = v; return nil }},
 	}
 }
 
@@ -219,6 +222,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 				"&until=" + start.Add(1000*time.Hour).Format(time.RFC3339)
 		}},
 	}
+	if o.ExportOnly {
+		kinds = nil
+	}
 	for _, k := range kinds {
 		// Warm up connections and caches the way a running service is warm.
 		if _, err := measure(ctx, client, k.url, 200, o.Conc); err != nil {
@@ -231,10 +237,23 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "%-28s n=%d concurrency=%d p50=%s p90=%s p99=%s max=%s\n", k.name, len(lat), o.Conc,
 			pct(lat, 50), pct(lat, 90), pct(lat, 99), lat[len(lat)-1].Round(10*time.Microsecond))
 	}
-	if err := gzipRatio(ctx, client, base+contract.ReadingsPath(benchdata.StationID(0))+"?limit=500", out); err != nil {
-		return err
+	if !o.ExportOnly {
+		if err := gzipRatio(ctx, client, base+contract.ReadingsPath(benchdata.StationID(0))+"?limit=500", out); err != nil {
+			return err
+		}
 	}
 	if o.ExportStations > 0 {
+		if o.CPUProfile != "" {
+			f, err := os.Create(o.CPUProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
 		ids := make([]string, min(o.ExportStations, o.Stations))
 		for i := range ids {
 			ids[i] = benchdata.StationID(i)
@@ -269,8 +288,10 @@ func gzipRatio(ctx context.Context, c *http.Client, u string, out io.Writer) err
 	return nil
 }
 
-// exportRate streams one export and reports rows per second and this process's resident
-// memory (it serves the export): before, and its peak during (VmHWM, reset first).
+// exportRate streams one export and reports its lines per second, and readings per
+// second beside them (CSV is long form, one row per measurement, about six a reading;
+// NDJSON one line a reading), and this process's resident memory (it serves the export):
+// before, and its peak during (VmHWM, reset first).
 func exportRate(ctx context.Context, u, format string, out io.Writer) error {
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // reset the peak RSS (Linux)
 	before := procStatus("VmRSS")
@@ -282,12 +303,27 @@ func exportRate(ctx context.Context, u, format string, out io.Writer) error {
 	}
 	defer resp.Body.Close()
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
-	var rows, n int64
+	var rows, readings, n int64
+	var last []byte // CSV: the sensor_id,external_id,timestamp of the previous row
+	header := format == "csv"
 	for {
 		l, err := br.ReadSlice('\n')
 		n += int64(len(l))
 		if len(l) > 0 && l[len(l)-1] == '\n' {
 			rows++
+			switch {
+			case format != "csv":
+				readings++
+			case header:
+				header = false // the header row is no reading
+			default:
+				// Rows of one reading are consecutive (sensor, then time order) and share
+				// their first three fields.
+				if k := readingKey(l); !bytes.Equal(k, last) {
+					readings++
+					last = append(last[:0], k...)
+				}
+			}
 		}
 		if err == io.EOF {
 			break
@@ -297,9 +333,27 @@ func exportRate(ctx context.Context, u, format string, out io.Writer) error {
 		}
 	}
 	el := time.Since(t0)
-	fmt.Fprintf(out, "export %-6s %d rows, %d MB in %s = %.0f rows/s; RSS before %s, peak %s\n", format, rows, n>>20,
-		el.Round(time.Millisecond), float64(rows)/el.Seconds(), before, procStatus("VmHWM"))
+	fmt.Fprintf(out, "export %-6s %d rows, %d readings (%.2f rows/reading), %d MB in %s = %.0f rows/s, %.0f readings/s; RSS before %s, peak %s\n",
+		format, rows, readings, float64(rows)/float64(max(readings, 1)), n>>20, el.Round(time.Millisecond),
+		float64(rows)/el.Seconds(), float64(readings)/el.Seconds(), before, procStatus("VmHWM"))
 	return nil
+}
+
+// readingKey is a CSV row's first three fields (sensor_id, external_id, timestamp): up to
+// the third comma outside quotes.
+func readingKey(l []byte) []byte {
+	commas, quoted := 0, false
+	for i, c := range l {
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == ',' && !quoted:
+			if commas++; commas == 3 {
+				return l[:i]
+			}
+		}
+	}
+	return l
 }
 
 // procStatus is a field of /proc/self/status ("" elsewhere than Linux).
