@@ -18,8 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/canon"
@@ -409,60 +407,6 @@ func ReadingProperties(timestamp string, ms []canon.Measurement, extra map[strin
 // NewCSVNoHeader continues a CSV answer whose header another writer sent (a part of a
 // stream assembled from several sources).
 func NewCSVNoHeader(w io.Writer) *CSVWriter { return &CSVWriter{w: csv.NewWriter(w)} }
-
-// AppendCSVField appends s as one CSV field exactly as encoding/csv's Writer writes it
-// (comma ',', UseCRLF false): quoted when it holds a comma, a quote, CR or LF, starts
-// with a space, or is `\.`, its quotes doubled. The bulk export appends its rows with it
-// into one buffer instead of a []string record per row (docs/services.md "Formats and
-// export"); TestAppendCSVMatchesEncodingCSV holds the two to the same bytes.
-func AppendCSVField[T string | []byte](b []byte, s T) []byte {
-	if !csvNeedsQuotes(s) {
-		return append(b, s...)
-	}
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		if s[i] == '"' {
-			b = append(b, '"')
-		}
-		b = append(b, s[i])
-	}
-	return append(b, '"')
-}
-
-// csvNeedsQuotes is encoding/csv's fieldNeedsQuotes for the comma.
-func csvNeedsQuotes[T string | []byte](s T) bool {
-	if len(s) == 0 {
-		return false
-	}
-	if len(s) == 2 && s[0] == '\\' && s[1] == '.' {
-		return true
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '\n' || c == '\r' || c == '"' || c == ',' {
-			return true
-		}
-	}
-	if s[0] < utf8.RuneSelf {
-		return asciiSpace[s[0]]
-	}
-	var head [utf8.UTFMax]byte
-	r, _ := utf8.DecodeRune(head[:copy(head[:], s)])
-	return unicode.IsSpace(r)
-}
-
-// asciiSpace are the ASCII bytes unicode.IsSpace reports.
-var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
-
-// AppendCSVRecord appends rec as one CSV line, as encoding/csv's Writer.Write does.
-func AppendCSVRecord(b []byte, rec []string) []byte {
-	for i, f := range rec {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = AppendCSVField(b, f)
-	}
-	return append(b, '\n')
-}
 
 // AppendNumber appends the JSON number num as Float writes its value, or reports false
 // when num is not a number ParseFloat reads. A number already in that form (no exponent,

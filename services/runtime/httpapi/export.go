@@ -157,24 +157,23 @@ func (e *ndjsonExport) fail(msg string) error {
 }
 
 // csvExport writes the long form, one row per measurement (with lineage=true, each with
-// its conversion in five more columns, formats.LineageHeader), appending each reading's
-// rows to one buffer (bytes exactly as encoding/csv writes them, formats.AppendCSVField).
-// A reading in the store's own JSON shape has its numbers copied as stored when they are
-// already the CSV's spelling (formats.AppendNumber): parsing every value to a float64
-// and formatting it again was most of the CSV export's CPU (docs/services.md "Formats and
-// export"). Lineage and any other JSON go through MeasDecoder and formats.Float.
+// its conversion in five more columns, formats.LineageHeader), through encoding/csv over a
+// 64 KiB buffer. A reading in the store's own JSON shape has its numbers taken as stored
+// when they are already the CSV's spelling (formats.AppendNumber): parsing every value to
+// a float64 and formatting it again was most of the CSV export's CPU (docs/services.md
+// "Export speed"). Lineage and any other JSON go through MeasDecoder and formats.Float.
 type csvExport struct {
-	w       *bufio.Writer
+	c       *formats.CSVWriter
 	lineage bool
 	width   int
 	dec     *store.MeasDecoder
 	ms      []canon.Measurement
 	raw     []store.RawMeasurement
 	rec     []string
-	line    []byte // the rows of the current reading
-	// prefix is "sensor_id,external_id," of sensor (made once per station).
-	prefix []byte
-	sensor string
+	num     []byte
+	// names holds this export's parameter and unit strings, so a row does not allocate
+	// them again (a lookup by string(bytes) does not allocate).
+	names map[string]string
 }
 
 func newCSVExport(w http.ResponseWriter, header, lineage bool) *csvExport {
@@ -182,76 +181,82 @@ func newCSVExport(w http.ResponseWriter, header, lineage bool) *csvExport {
 	if lineage {
 		cols = formats.LineageHeader
 	}
-	e := &csvExport{w: bufio.NewWriterSize(w, exportBuffer), lineage: lineage, width: len(cols), dec: store.NewMeasDecoder(),
-		rec: make([]string, len(cols))}
+	e := &csvExport{lineage: lineage, width: len(cols), dec: store.NewMeasDecoder(), rec: make([]string, len(cols)),
+		names: map[string]string{}}
+	// encoding/csv writes into this buffer rather than its own 4 KiB one (bufio.NewWriter
+	// keeps a *bufio.Writer that is large enough).
+	bw := bufio.NewWriterSize(w, exportBuffer)
 	if header {
-		_, _ = e.w.Write(formats.AppendCSVRecord(nil, cols))
+		e.c, _ = formats.NewCSV(bw, cols) // a header row of constants: the write is buffered
+	} else {
+		e.c = formats.NewCSVNoHeader(bw)
 	}
 	return e
 }
 
 func (e *csvExport) reading(sensorID string, st contract.Station, r store.Reading, q contract.ReadingsQuery) error {
-	if sensorID != e.sensor || e.prefix == nil {
-		e.sensor = sensorID
-		e.prefix = formats.AppendCSVField(e.prefix[:0], sensorID)
-		e.prefix = append(e.prefix, ',')
-		e.prefix = formats.AppendCSVField(e.prefix, st.ExternalID)
-		e.prefix = append(e.prefix, ',')
-	}
-	var ok bool
 	if !e.lineage {
-		e.line, ok = e.stored(e.line[:0], r, q)
-	}
-	if !ok {
-		var err error
-		if e.line, err = e.decoded(e.line[:0], sensorID, st, r, q); err != nil {
+		if ok, err := e.stored(sensorID, st, r, q); ok || err != nil {
 			return err
 		}
 	}
-	_, err := e.w.Write(e.line)
-	return err
+	return e.decoded(sensorID, st, r, q)
 }
 
-// stored appends the rows of r from its stored JSON's bytes; false when that JSON is not
+// stored writes the rows of r from its stored JSON's bytes; false when that JSON is not
 // the store's shape or a number not one ParseFloat reads (then decoded writes the rows).
-func (e *csvExport) stored(b []byte, r store.Reading, q contract.ReadingsQuery) ([]byte, bool) {
+// It checks the whole reading before it writes a row, so a fallback never repeats one.
+func (e *csvExport) stored(sensorID string, st contract.Station, r store.Reading, q contract.ReadingsQuery) (bool, error) {
 	raw, ok := store.DecodeRawMeasurements(e.raw, r.Measurements)
 	if !ok {
-		return b, false
+		return false, nil
 	}
 	e.raw = raw
-	var scratch [32]byte
-	ts := r.Time.UTC().AppendFormat(scratch[:0], contract.TimeLayout)
+	for _, m := range raw {
+		if _, ok := formats.AppendNumber(e.num[:0], m.Value); !ok {
+			return false, nil
+		}
+		if _, ok := formats.AppendNumber(e.num[:0], m.ValueOriginal); !ok {
+			return false, nil
+		}
+	}
+	rec, ts := e.rec, contract.FormatTime(r.Time)
 	for _, m := range raw {
 		if len(q.Parameters) > 0 && !slices.ContainsFunc(q.Parameters, func(p string) bool { return p == string(m.Parameter) }) {
 			continue
 		}
-		b = append(b, e.prefix...)
-		b = formats.AppendCSVField(b, ts)
-		b = append(b, ',')
-		b = formats.AppendCSVField(b, m.Parameter)
-		b = append(b, ',')
-		if b, ok = formats.AppendNumber(b, m.Value); !ok {
-			return b, false
+		rec[0], rec[1], rec[2], rec[3] = sensorID, st.ExternalID, ts, e.name(m.Parameter)
+		rec[4], rec[5], rec[6], rec[7] = e.number(m.Value), e.name(m.Unit), e.number(m.ValueOriginal), e.name(m.UnitOriginal)
+		if err := e.c.Row(rec); err != nil {
+			return true, err
 		}
-		b = append(b, ',')
-		b = formats.AppendCSVField(b, m.Unit)
-		b = append(b, ',')
-		if b, ok = formats.AppendNumber(b, m.ValueOriginal); !ok {
-			return b, false
-		}
-		b = append(b, ',')
-		b = formats.AppendCSVField(b, m.UnitOriginal)
-		b = append(b, '\n')
 	}
-	return b, true
+	return true, nil
 }
 
-// decoded appends the rows of r from its decoded measurements.
-func (e *csvExport) decoded(b []byte, sensorID string, st contract.Station, r store.Reading, q contract.ReadingsQuery) ([]byte, error) {
+// name is b as a string, allocated once per export.
+func (e *csvExport) name(b []byte) string {
+	if s, ok := e.names[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(e.names) < 1024 {
+		e.names[s] = s
+	}
+	return s
+}
+
+// number is the CSV's spelling of the JSON number b (checked by stored).
+func (e *csvExport) number(b []byte) string {
+	e.num, _ = formats.AppendNumber(e.num[:0], b)
+	return string(e.num)
+}
+
+// decoded writes the rows of r from its decoded measurements.
+func (e *csvExport) decoded(sensorID string, st contract.Station, r store.Reading, q contract.ReadingsQuery) error {
 	ms, err := e.dec.Decode(e.ms, r.Measurements)
 	if err != nil {
-		return b, fmt.Errorf("reading %s of %s: %w", r.Time, st.ExternalID, err)
+		return fmt.Errorf("reading %s of %s: %w", r.Time, st.ExternalID, err)
 	}
 	e.ms = ms
 	var conv []canon.Conversion
@@ -261,8 +266,7 @@ func (e *csvExport) decoded(b []byte, sensorID string, st contract.Station, r st
 	}
 	if len(q.Parameters) > 0 {
 		// Each measurement once, as on readings pages and in NDJSON, however often
-		// parameter= names it (before, a parameter named twice gave its rows twice, over
-		// measurements not yet read).
+		// parameter= names it.
 		keep, keepConv := ms[:0], conv[:0]
 		for i, m := range ms {
 			if slices.Contains(q.Parameters, m.Parameter) {
@@ -274,28 +278,22 @@ func (e *csvExport) decoded(b []byte, sensorID string, st contract.Station, r st
 		}
 		ms, conv = keep, keepConv
 	}
-	rec, ts := e.rec, contract.FormatTime(r.Time)
-	for i, m := range ms {
-		rec[0], rec[1], rec[2], rec[3] = sensorID, st.ExternalID, ts, m.Parameter
-		rec[4], rec[5], rec[6], rec[7] = formats.Float(m.Value), m.Unit, formats.Float(m.ValueOriginal), m.UnitOriginal
-		if e.lineage {
-			cv := conv[i]
-			rec[8], rec[9], rec[10], rec[11], rec[12] = cv.Rule, cv.Formula, cv.SourceField, formats.Float(cv.SourceValue), cv.SourceUnit
-		}
-		b = formats.AppendCSVRecord(b, rec)
+	ts := contract.FormatTime(r.Time)
+	if e.lineage {
+		return e.c.ReadingLineageRows(sensorID, st.ExternalID, ts, ms, conv)
 	}
-	return b, nil
+	return e.c.ReadingRows(sensorID, st.ExternalID, ts, ms)
 }
 
-func (e *csvExport) flush() error { return e.w.Flush() }
+func (e *csvExport) flush() error { return e.c.Flush() }
 
 // fail writes a row whose first field starts with "#" (the documented end of an
 // incomplete CSV export), as wide as the others.
 func (e *csvExport) fail(msg string) error {
 	rec := make([]string, e.width)
 	rec[0] = "# " + apierr.Internal + ": " + msg
-	if _, err := e.w.Write(formats.AppendCSVRecord(nil, rec)); err != nil {
+	if err := e.c.Row(rec); err != nil {
 		return err
 	}
-	return e.w.Flush()
+	return e.c.Flush()
 }

@@ -1,52 +1,12 @@
 package formats
 
 import (
-	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
 )
-
-// csvFields are fields that take each branch of encoding/csv's quoting.
-var csvFields = []string{"", "plain", "41001", "m/s", "degC", `\.`, `\.x`, "a,b", `say "hi"`, `"`, "line\nbreak", "cr\rhere",
-	" leading space", "\tleading tab", "trailing ", "\u00a0nbsp first", "\u2003em space", "mid\u2003space", "ünïcödé",
-	"\xff\xfe invalid", "\v", "# internal: export incomplete after 3 readings", "2026-01-01T00:00:00Z"}
-
-func TestAppendCSVMatchesEncodingCSV(t *testing.T) {
-	rand := rand.New(rand.NewPCG(1, 2))
-	records := [][]string{csvFields, {""}, {"", ""}, {`\.`}}
-	for range 2000 {
-		rec := make([]string, 1+rand.IntN(8))
-		for i := range rec {
-			rec[i] = csvFields[rand.IntN(len(csvFields))] + csvFields[rand.IntN(len(csvFields))]
-		}
-		records = append(records, rec)
-	}
-	for _, rec := range records {
-		var want bytes.Buffer
-		w := csv.NewWriter(&want)
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		w.Flush()
-		if got := AppendCSVRecord(nil, rec); !bytes.Equal(got, want.Bytes()) {
-			t.Fatalf("record %q: got %q, encoding/csv %q", rec, got, want.Bytes())
-		}
-		var fromBytes []byte
-		for i, f := range rec {
-			if i > 0 {
-				fromBytes = append(fromBytes, ',')
-			}
-			fromBytes = AppendCSVField(fromBytes, []byte(f))
-		}
-		if fromBytes = append(fromBytes, '\n'); !bytes.Equal(fromBytes, want.Bytes()) {
-			t.Fatalf("record %q from bytes: got %q, encoding/csv %q", rec, fromBytes, want.Bytes())
-		}
-	}
-}
 
 // TestAppendNumberMatchesFloat: for the numbers the store writes (encoding/json's form of
 // float64s) and for other spellings of numbers, AppendNumber writes what Float writes of
@@ -102,21 +62,6 @@ func FuzzAppendNumber(f *testing.F) {
 		}
 		if ok && string(got) != Float(v) {
 			t.Fatalf("%q: got %q, want %q", n, got, Float(v))
-		}
-	})
-}
-
-func FuzzAppendCSVField(f *testing.F) {
-	for _, s := range csvFields {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		var want bytes.Buffer
-		w := csv.NewWriter(&want)
-		_ = w.Write([]string{s, s})
-		w.Flush()
-		if got := AppendCSVRecord(nil, []string{s, s}); !bytes.Equal(got, want.Bytes()) {
-			t.Fatalf("%q: got %q, encoding/csv %q", s, got, want.Bytes())
 		}
 	})
 }
