@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -107,6 +108,17 @@ func BenchmarkExportThroughGateway(b *testing.B) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	slices.SortFunc(sensors, func(x, y sensor) int { return strings.Compare(x.ID, y.ID) })
+	// SENSORGATE_EXPORT_BENCH_SENSORS=N exports the first N sensors (by id) of a larger
+	// dataset, e.g. 20 (1M readings) or 190 (10M) of the 100M one.
+	through := url.Values{"service": {"ocean"}}
+	if n, _ := strconv.Atoi(os.Getenv("SENSORGATE_EXPORT_BENCH_SENSORS")); n > 0 && n < len(sensors) {
+		sensors = sensors[:n]
+		ids := make([]string, n)
+		for i, s := range sensors {
+			ids[i] = s.ID
+		}
+		through = url.Values{"sensor_ids": {strings.Join(ids, ",")}}
+	}
 	ids := make([]string, len(sensors))
 	for i, s := range sensors {
 		ids[i] = s.ExternalID
@@ -117,8 +129,12 @@ func BenchmarkExportThroughGateway(b *testing.B) {
 	for _, f := range []string{"ndjson", "csv"} {
 		b.Run(f, func(b *testing.B) {
 			direct := "http://" + oceanAddr + contract.PathExport + "?" + contract.ExportValues(ids, q, f, true).Encode()
-			through := "http://" + gwAddr + "/api/v1/readings/export?" + url.Values{"service": {"ocean"}, "format": {f},
-				"since": {contract.FormatTime(q.Since)}, "until": {contract.FormatTime(q.Until)}}.Encode()
+			v := maps.Clone(through)
+			v.Set("format", f)
+			v.Set("since", contract.FormatTime(q.Since))
+			v.Set("until", contract.FormatTime(q.Until))
+			through := "http://" + gwAddr + "/api/v1/readings/export?" + v.Encode()
+			serviceRSS, gatewayRSS := procStatusKB(b, ocean, "VmRSS"), procStatusKB(b, gw, "VmRSS")
 			// Through the gateway twice: without compression, and with gzip as a client
 			// that accepts it gets (Go's transport asks for it and inflates it here, so
 			// the bytes compared are the same).
@@ -143,6 +159,12 @@ func BenchmarkExportThroughGateway(b *testing.B) {
 			b.ReportMetric(float64(g.gatewayCPU.Nanoseconds())/rd, "gateway-cpu-ns/reading")
 			b.ReportMetric(float64(z.gatewayCPU.Nanoseconds())/rd, "gzip-gateway-cpu-ns/reading")
 			b.ReportMetric(float64(d.readings)/float64(b.N), "readings/op")
+			// Peak RSS since start (VmHWM) against RSS before this format's exports: flat
+			// memory keeps the two close whatever the export's size.
+			b.ReportMetric(float64(serviceRSS)/1024, "service-rss-before-MB")
+			b.ReportMetric(float64(procStatusKB(b, ocean, "VmHWM"))/1024, "service-peak-rss-MB")
+			b.ReportMetric(float64(gatewayRSS)/1024, "gateway-rss-before-MB")
+			b.ReportMetric(float64(procStatusKB(b, gw, "VmHWM"))/1024, "gateway-peak-rss-MB")
 			b.Logf("%s: %d readings, %d lines, %d MB an export; direct %s, through the gateway %s, gzip %s (b.N=%d)", f, d.readings/int64(b.N),
 				d.lines/int64(b.N), d.bytes/int64(b.N)>>20, (d.took / time.Duration(b.N)).Round(time.Millisecond),
 				(g.took / time.Duration(b.N)).Round(time.Millisecond), (z.took / time.Duration(b.N)).Round(time.Millisecond), b.N)
@@ -240,6 +262,22 @@ func procCPU(b *testing.B, p *testenv.Process) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// procStatusKB is a kB field of process p's /proc status (VmRSS, VmHWM).
+func procStatusKB(b *testing.B, p *testenv.Process, field string) int64 {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	if err != nil {
+		b.Fatalf("%s: %v", field, err)
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb
+		}
+	}
+	b.Fatalf("no %s in /proc/%d/status", field, p.Pid())
+	return 0
 }
 
 // fetch GETs u with header pairs (empty values skipped).
