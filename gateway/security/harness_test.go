@@ -24,12 +24,7 @@ var bins = testenv.Binaries{Pkgs: map[string]string{
 	"ocean":   "github.com/sensorgate/sensorgate/services/cmd/ocean",
 }}
 
-func TestMain(m *testing.M) {
-	bins.BuildAll()
-	code := m.Run()
-	bins.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { bins.Main(m) }
 
 func bin(t *testing.T, name string) string {
 	t.Helper()

@@ -109,3 +109,13 @@ func (b *Binaries) Remove() {
 		_ = os.RemoveAll(b.dir)
 	}
 }
+
+// Main is the whole TestMain of a package that runs binaries: it builds them all before
+// the first test (so no test's time includes a build), runs the tests, removes the
+// binaries and exits with the tests' code.
+func (b *Binaries) Main(m *testing.M) {
+	b.BuildAll()
+	code := m.Run()
+	b.Remove()
+	os.Exit(code)
+}

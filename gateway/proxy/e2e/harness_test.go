@@ -27,12 +27,7 @@ var bins = testenv.Binaries{Pkgs: map[string]string{
 	Race: []string{"gateway-race"},
 }
 
-func TestMain(m *testing.M) {
-	bins.BuildAll()
-	code := m.Run()
-	bins.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { bins.Main(m) }
 
 func bin(t *testing.T, name string) string {
 	t.Helper()

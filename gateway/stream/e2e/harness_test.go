@@ -35,12 +35,7 @@ var bins = testenv.Binaries{Pkgs: map[string]string{
 	"airquality": "github.com/sensorgate/sensorgate/services/cmd/airquality",
 }}
 
-func TestMain(m *testing.M) {
-	bins.BuildAll()
-	code := m.Run()
-	bins.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { bins.Main(m) }
 
 // startProc starts a process of the test, killed (SIGKILL) when the test ends; its log is
 // shown when the test fails. name names the binary up to its first "-" (gateway-b runs
