@@ -206,6 +206,14 @@ type Store interface {
 	Close() error
 
 	ListSensors(ctx context.Context, f SensorFilter) (SensorPage, error)
+	// AreaSensors is ListSensors for area latest and the area streams: the same sensors,
+	// order and total, with only ID, ServiceID, ExternalID, Name, Latitude, Longitude,
+	// ReportingIntervalS and DistanceKM filled. Pages are cached per catalog generation,
+	// so the page is shared: read-only for the caller.
+	AreaSensors(ctx context.Context, f SensorFilter) (SensorPage, error)
+	// LastReadingTimes returns the last known reading time of each sensor named that has
+	// one (area latest reads it only for the sensors of a service that did not answer).
+	LastReadingTimes(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]time.Time, error)
 	SensorTypes(ctx context.Context) ([]string, error)
 	SensorStatuses(ctx context.Context) ([]string, error)
 	Sensor(ctx context.Context, id uuid.UUID) (Sensor, error)

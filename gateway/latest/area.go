@@ -12,6 +12,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
@@ -149,19 +152,23 @@ func clip(s string) string {
 	return strings.ToValidUTF8(s[:64], "") + "..."
 }
 
-// Lister is the part of the catalog store the area selection reads.
+// Lister is the part of the catalog store the area selection reads: the lean, cached
+// sensor pages (catalog.Store.AreaSensors), and last reading times for the sensors of a
+// service that did not answer.
 type Lister interface {
-	ListSensors(ctx context.Context, f catalog.SensorFilter) (catalog.SensorPage, error)
+	AreaSensors(ctx context.Context, f catalog.SensorFilter) (catalog.SensorPage, error)
+	LastReadingTimes(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]time.Time, error)
 }
 
 // Select returns the sensors [offset, offset+limit) of the filter in list order and the
 // total matching, reading as many catalog pages (of catalogPage) as the window spans.
+// The sensors have the fields of catalog.Store.AreaSensors only.
 func Select(ctx context.Context, st Lister, f catalog.SensorFilter, offset, limit int) ([]catalog.Sensor, int, error) {
 	out := make([]catalog.Sensor, 0, min(limit, catalogPage))
 	total := 0
 	for p := offset / catalogPage; ; p++ {
 		f.Page, f.Limit = p+1, catalogPage
-		page, err := st.ListSensors(ctx, f)
+		page, err := st.AreaSensors(ctx, f)
 		if err != nil {
 			return nil, 0, fmt.Errorf("select sensors: %w", err)
 		}

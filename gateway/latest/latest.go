@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
@@ -288,8 +289,13 @@ func (h *Handler) Answer(ctx context.Context, q Area) (Answer, error) {
 			w := warning(r.service, r.err)
 			h.o.Logger.WarnContext(ctx, "area latest: service unavailable", "service", r.service, "code", w.Code, "err", r.err)
 			ans.Warnings = append(ans.Warnings, w)
+			last := h.lastReadings(ctx, sensors, idx)
 			for _, i := range idx {
-				ans.Items[i] = h.item(&sensors[i], sensors[i].LastReadingAt, 0, nil, q, now)
+				var ts *time.Time
+				if t, ok := last[sensors[i].ID]; ok {
+					ts = &t
+				}
+				ans.Items[i] = h.item(&sensors[i], ts, 0, nil, q, now)
 				ans.Items[i].Unavailable = true
 			}
 			continue
@@ -320,6 +326,24 @@ func (h *Handler) Answer(ctx context.Context, q Area) (Answer, error) {
 }
 
 var errNotConfigured = errors.New("service not configured on this gateway")
+
+// lastReadings reads the catalog's last known reading times of sensors[idx], those of a
+// service that did not answer (the selection does not carry them: it is cached per
+// catalog generation, and a new last reading does not make a new generation). When the
+// catalog cannot say either, the sensors have no timestamp (so they are stale).
+func (h *Handler) lastReadings(ctx context.Context, sensors []catalog.Sensor, idx []int) map[uuid.UUID]time.Time {
+	ids := make([]uuid.UUID, len(idx))
+	for j, i := range idx {
+		ids[j] = sensors[i].ID
+	}
+	qctx, cancel := context.WithTimeout(ctx, h.o.QueryTimeout)
+	defer cancel()
+	last, err := h.o.Store.LastReadingTimes(qctx, ids)
+	if err != nil {
+		h.o.Logger.WarnContext(ctx, "area latest: last reading times of unavailable sensors", "err", err)
+	}
+	return last
+}
 
 // item builds one answer item; intervalS from the service wins over the catalog's.
 func (h *Handler) item(s *catalog.Sensor, ts *time.Time, intervalS int, meas json.RawMessage, q Area, now time.Time) Item {

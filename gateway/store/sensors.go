@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -16,6 +17,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/jsonbytes"
+	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
 // List sizes (docs/api-decisions.md "Lists and ordering").
@@ -457,7 +459,92 @@ func escapeLike(s string) string {
 // filter, and for filters with few matches their ids in list order, so paging through a
 // result or repeating a popular query costs a primary-key lookup of one page.
 func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalog.SensorPage, error) {
-	page := catalog.SensorPage{Sensors: []catalog.Sensor{}}
+	return s.listSensors(ctx, f, s.d.sensorColumns(""), scanSensor, nil)
+}
+
+// areaColumns are the columns of a sensor that area latest and the area streams read
+// (7 of the 22 a sensor list reads): an area-latest page of 1,000 sensors spent ~7 ms
+// reading and scanning the 22 (docs/live.md, "Area latest").
+const areaColumns = "id, service_id, external_id, name, latitude, longitude, reporting_interval_s"
+
+func scanAreaSensor(r rowScanner) (catalog.Sensor, error) {
+	var (
+		s        catalog.Sensor
+		lat, lon sql.NullFloat64
+	)
+	if err := r.Scan(&s.ID, &s.ServiceID, &s.ExternalID, &s.Name, &lat, &lon, &s.ReportingIntervalS); err != nil {
+		return s, fmt.Errorf("store: scan sensor: %w", err)
+	}
+	if lat.Valid && lon.Valid {
+		la, lo := lat.Float64, lon.Float64
+		s.Latitude, s.Longitude = &la, &lo
+	}
+	return s, nil
+}
+
+// Bounds of the area page cache: what a generation's popular area queries need, far
+// below the gateway's memory; the TTL only frees pages of filters nobody asks for any
+// more, since a new catalog generation makes every cached page unreachable at once.
+const (
+	areaCacheTTL   = 10 * time.Minute
+	areaCachePages = 512
+	areaCacheBytes = 64 << 20
+)
+
+func newAreaCache() *ttlcache.Cache[string, catalog.SensorPage] {
+	return ttlcache.New(areaCacheTTL, areaCachePages, areaCacheBytes, func(k string, p catalog.SensorPage) int64 {
+		n := ttlcache.KeySize(k) + ttlcache.EntryOverhead
+		for i := range p.Sensors {
+			sn := &p.Sensors[i]
+			n += int64(unsafe.Sizeof(*sn)) + int64(len(sn.ServiceID)+len(sn.ExternalID)+len(sn.Name)) + 48
+		}
+		return n
+	})
+}
+
+// AreaSensors implements catalog.Store: ListSensors' sensors, order and total for area
+// latest and the area streams, with only the fields they use. A page is cached per catalog
+// generation, which every Sync that changes a sensor's listed fields bumps (in the shared
+// database, so for every replica), and read each call: a changed catalog is seen by the
+// next call. last_reading_at changes without a new generation and is not in the page
+// (LastReadingTimes reads it).
+func (s *Store) AreaSensors(ctx context.Context, f catalog.SensorFilter) (catalog.SensorPage, error) {
+	return s.listSensors(ctx, f, areaColumns, scanAreaSensor, s.area)
+}
+
+// LastReadingTimes implements catalog.Store.
+func (s *Store) LastReadingTimes(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]time.Time, error) {
+	out := make(map[uuid.UUID]time.Time, len(ids))
+	for i := 0; i < len(ids); i += MaxLimit {
+		rows, err := s.db.WithContext(ctx).Raw("SELECT id, last_reading_at FROM sensors WHERE last_reading_at IS NOT NULL AND id IN ?", ids[i:min(i+MaxLimit, len(ids))]).Rows()
+		if err != nil {
+			return nil, fmt.Errorf("store: last reading times: %w", err)
+		}
+		for rows.Next() {
+			var (
+				id uuid.UUID
+				at time.Time
+			)
+			if err := rows.Scan(&id, &at); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: last reading times: %w", err)
+			}
+			out[id] = at.UTC()
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("store: last reading times: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// listSensors is ListSensors reading cols with scan; with a cache, pages are kept per
+// generation in it.
+func (s *Store) listSensors(ctx context.Context, f catalog.SensorFilter, cols string, scan func(rowScanner) (catalog.Sensor, error),
+	cache *ttlcache.Cache[string, catalog.SensorPage]) (page catalog.SensorPage, err error) {
+	page = catalog.SensorPage{Sensors: []catalog.Sensor{}}
 	if err := checkText("search", f.Search, "sensor_type", f.SensorType, "status", f.Status, "provider", f.Provider, "service_id", f.ServiceID); err != nil {
 		return page, err
 	}
@@ -484,6 +571,23 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 		return page, err
 	}
 	byDistance := f.Near != nil && f.SortByDistance
+	var cacheKey string
+	if cache != nil {
+		cacheKey = strconv.FormatInt(gen, 10) + "\x00" + strconv.FormatBool(byDistance) + "\x00" + strconv.Itoa(f.Page) +
+			"\x00" + strconv.Itoa(f.Limit) + "\x00" + q.key()
+		if old := s.areaGen.Load(); gen > old && s.areaGen.CompareAndSwap(old, gen) {
+			cache.Clear() // the pages of older generations are unreachable: free them now
+		}
+		if p, _, ok := cache.Get(cacheKey, time.Now()); ok {
+			return p, nil
+		}
+		defer func() {
+			if err == nil {
+				now := time.Now()
+				cache.Put(cacheKey, page, now, now)
+			}
+		}()
+	}
 	total := -1
 	if _, counted := s.counts.get(gen, q.key()); f.Search != "" && !counted && s.filterFirstMax > 0 {
 		// A search mostly matches few sensors: collecting them gives the total too, where
@@ -526,7 +630,7 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 		if len(ids) == 0 {
 			return page, nil
 		}
-		rows, err = db.Raw("SELECT "+s.d.sensorColumns("")+" FROM sensors WHERE id IN ?"+order, ids).Rows()
+		rows, err = db.Raw("SELECT "+cols+" FROM sensors WHERE id IN ?"+order, ids).Rows()
 		if err != nil {
 			return page, fmt.Errorf("store: list sensors: %w", err)
 		}
@@ -536,9 +640,9 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 				return page, err
 			}
 		}
-		query := "SELECT " + s.d.sensorColumns("") + " FROM sensors" + q.whereSQL() + order + " LIMIT ? OFFSET ?"
+		query := "SELECT " + cols + " FROM sensors" + q.whereSQL() + order + " LIMIT ? OFFSET ?"
 		if offset >= s.deferredJoinOffset {
-			query = "SELECT " + s.d.sensorColumns("") + " FROM sensors WHERE id IN (SELECT id FROM sensors" +
+			query = "SELECT " + cols + " FROM sensors WHERE id IN (SELECT id FROM sensors" +
 				q.whereSQL() + order + " LIMIT ? OFFSET ?)" + order
 		}
 		args := append(append([]any{}, q.args...), f.Limit, offset)
@@ -549,7 +653,7 @@ func (s *Store) ListSensors(ctx context.Context, f catalog.SensorFilter) (catalo
 	}
 	defer rows.Close()
 	for rows.Next() {
-		sn, err := scanSensor(rows)
+		sn, err := scan(rows)
 		if err != nil {
 			return page, err
 		}

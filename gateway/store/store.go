@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -23,6 +24,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
 // Config says which database to use. DatabaseURL (a PostgreSQL URL) wins over SQLitePath.
@@ -52,6 +54,10 @@ type Store struct {
 	d      dialect
 	log    *slog.Logger
 	counts *countCache
+	// area holds AreaSensors' pages per catalog generation.
+	area *ttlcache.Cache[string, catalog.SensorPage]
+	// areaGen is the newest generation area has seen; a newer one clears it.
+	areaGen atomic.Int64
 	// Plan thresholds of ListSensors (filterFirstMax, deferredJoinOffset); fields so
 	// that tests can force every plan on a small catalog.
 	filterFirstMax     int
@@ -76,7 +82,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, d: d, log: cfg.Logger, counts: newCountCache(cfg.CountCacheSize, cfg.IDCacheSize),
+	s := &Store{db: db, d: d, log: cfg.Logger, counts: newCountCache(cfg.CountCacheSize, cfg.IDCacheSize), area: newAreaCache(),
 		filterFirstMax: filterFirstMax, deferredJoinOffset: deferredJoinOffset}
 	if !cfg.SkipMigrations {
 		if err := s.Migrate(ctx); err != nil {

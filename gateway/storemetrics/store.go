@@ -60,6 +60,22 @@ func (i *instrumentedStore) ListSensors(ctx context.Context, f catalog.SensorFil
 	return v, err
 }
 
+// AreaSensors implements catalog.Store.
+func (i *instrumentedStore) AreaSensors(ctx context.Context, f catalog.SensorFilter) (catalog.SensorPage, error) {
+	ctx, done := i.m.StoreQuery(ctx, "catalog", "area_sensors")
+	v, err := i.s.AreaSensors(ctx, f)
+	done(failure(err))
+	return v, err
+}
+
+// LastReadingTimes implements catalog.Store.
+func (i *instrumentedStore) LastReadingTimes(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]time.Time, error) {
+	ctx, done := i.m.StoreQuery(ctx, "catalog", "last_reading_times")
+	v, err := i.s.LastReadingTimes(ctx, ids)
+	done(failure(err))
+	return v, err
+}
+
 // SensorTypes implements catalog.Store.
 func (i *instrumentedStore) SensorTypes(ctx context.Context) ([]string, error) {
 	ctx, done := i.m.StoreQuery(ctx, "catalog", "sensor_types")

@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -230,11 +229,20 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 	for {
 		select {
 		case e := <-sub.C:
-			if p, ok := state[e.Service]; ok && e.Pos.Compare(p) <= 0 {
-				continue // replayed already
+			// Take what is already queued too (bounded) and send it with one write and
+			// one flush: a burst of readings is otherwise one write and one flush per
+			// event per stream (docs/live.md "Figures"). Each event still carries its
+			// own cursor.
+			w.addLive(state, e)
+			for more := true; more && w.batchRoom(); {
+				select {
+				case e := <-sub.C:
+					w.addLive(state, e)
+				default:
+					more = false
+				}
 			}
-			state[e.Service] = e.Pos
-			if err := w.event(state.String(), e.Data); err != nil {
+			if err := w.send(); err != nil {
 				return
 			}
 		case <-beat.C:
@@ -279,16 +287,22 @@ func (h *Handler) replay(ctx context.Context, w *sseWriter, svc string, from, to
 				return fmt.Errorf("log of %s: %w", svc, err)
 			}
 			if p.Compare(to) > 0 {
-				return nil
+				return w.send()
 			}
 			pos = p
-			state[svc] = p
 			if !match(e.SensorID) {
+				state[svc] = p
 				continue
 			}
-			if err := w.event(state.String(), render(svc, e)); err != nil {
-				return err
+			w.add(state, newEvent(svc, p, e))
+			if !w.batchRoom() {
+				if err := w.send(); err != nil {
+					return err
+				}
 			}
+		}
+		if err := w.send(); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -296,42 +310,63 @@ func (h *Handler) replay(ctx context.Context, w *sseWriter, svc string, from, to
 
 var errWrite = errors.New("stream: write to client failed")
 
-// sseWriter writes SSE frames, each flushed, each under its own write deadline (the
-// server's WriteTimeout would otherwise cut every stream after a fixed time).
+// Batches of events: a stream sends what is queued for it with one write and one flush,
+// up to this many events or bytes at a time, so that each write still has its own
+// WriteTimeout for a bounded amount of data.
+const (
+	maxBatchEvents = 256
+	maxBatchBytes  = 64 << 10
+)
+
+// sseWriter writes SSE frames, each write under its own write deadline (the server's
+// WriteTimeout would otherwise cut every stream after a fixed time). Its buffer and cursor
+// encoder belong to one stream; the frames it copies in are the hub's, shared read-only.
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
-	buf     bytes.Buffer
+	buf     []byte
+	events  int // in buf
+	cursor  cursorEncoder
 }
 
 func (s *sseWriter) raw(text string) error {
-	s.buf.Reset()
-	s.buf.WriteString(text)
-	return s.flush()
+	s.buf = append(s.buf, text...)
+	return s.send()
 }
 
-func (s *sseWriter) event(id string, data []byte) error {
-	s.buf.Reset()
-	s.buf.WriteString("event: reading\nid: ")
-	s.buf.WriteString(id)
-	for len(data) > 0 { // JSON from the services is one line; split defensively anyway
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		s.buf.WriteString("\ndata: ")
-		s.buf.Write(line)
+// addLive is add for an event of the live feed: skipped when the stream has seen it
+// already (a replay covered it).
+func (s *sseWriter) addLive(state Cursor, e Event) {
+	if p, ok := state[e.Service]; ok && e.Pos.Compare(p) <= 0 {
+		return
 	}
-	s.buf.WriteString("\n\n")
-	return s.flush()
+	s.add(state, e)
 }
 
-func (s *sseWriter) flush() error {
+// add appends e's frame with its id: state, the stream's cursor, advanced to e.
+func (s *sseWriter) add(state Cursor, e Event) {
+	state[e.Service] = e.Pos
+	s.buf = append(s.buf, "event: reading\nid: "...)
+	s.buf = s.cursor.append(s.buf, state)
+	s.buf = append(s.buf, e.Frame...)
+	s.events++
+}
+
+// batchRoom reports whether the batch may take another event.
+func (s *sseWriter) batchRoom() bool {
+	return s.events < maxBatchEvents && len(s.buf) < maxBatchBytes
+}
+
+// send writes and flushes what add and raw gathered, if anything.
+func (s *sseWriter) send() error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	b := s.buf
+	s.buf, s.events = s.buf[:0], 0
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
-	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
+	if _, err := s.w.Write(b); err != nil {
 		return errWrite
 	}
 	if err := s.rc.Flush(); err != nil {

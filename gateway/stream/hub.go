@@ -11,6 +11,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -48,12 +49,24 @@ type HubOptions struct {
 }
 
 // Event is one reading on its way to the streams: Data is the rendered SSE data (the
-// readings-page item plus sensor_id, external_id and service_id).
+// readings-page item plus sensor_id, external_id and service_id), and Frame the part of
+// its SSE frame that follows the id line ("\ndata: ...\n\n"). Both are built once per
+// event by the hub and shared read-only by every stream it goes to (a burst of 330
+// readings to 1,000 streams is 330,000 frames: docs/live.md "Figures"); their capacity
+// equals their length, so an append to either copies instead of writing into the shared
+// array.
 type Event struct {
 	Service  string
 	Pos      contract.Position
 	SensorID string
 	Data     []byte
+	Frame    []byte
+}
+
+// newEvent renders e's data and frame once.
+func newEvent(service string, p contract.Position, e contract.Event) Event {
+	data := render(service, e)
+	return Event{Service: service, Pos: p, SensorID: e.SensorID, Data: data, Frame: frame(data)}
 }
 
 // Reasons a subscription ends from the hub's side.
@@ -245,7 +258,7 @@ func (h *Hub) follow(ctx context.Context, f *follower) {
 			if err != nil || p.Compare(head) <= 0 {
 				continue
 			}
-			evs = append(evs, Event{Service: f.id, Pos: p, SensorID: e.SensorID, Data: render(f.id, e)})
+			evs = append(evs, newEvent(f.id, p, e))
 			head = p
 		}
 		if len(evs) == 0 {
@@ -349,5 +362,24 @@ func render(service string, e contract.Event) []byte {
 	} else {
 		out = append(out, '}')
 	}
-	return out
+	return out[:len(out):len(out)]
+}
+
+// frame is the tail of an event's SSE frame after its id: each line of data as a data:
+// field (JSON from the services is one line; split defensively anyway), then the blank
+// line that ends the frame.
+func frame(data []byte) []byte {
+	out := make([]byte, 0, len(data)+16)
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		out = append(out, "\ndata: "...)
+		out = append(out, line...)
+	}
+	out = append(out, "\n\n"...)
+	return out[:len(out):len(out)]
 }

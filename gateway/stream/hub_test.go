@@ -2,8 +2,11 @@ package stream
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +154,39 @@ func TestCursorRoundTrip(t *testing.T) {
 		if _, err := ParseCursor(bad); err == nil {
 			t.Errorf("ParseCursor(%q) accepted", bad)
 		}
+	}
+}
+
+// TestCursorEncoderReused: one stream's encoder, reused across events while the cursor
+// moves and gains services, gives the text of the plain encoding every time.
+func TestCursorEncoderReused(t *testing.T) {
+	plain := func(c Cursor) string {
+		keys := make([]string, 0, len(c))
+		for k := range c {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, k+"="+c[k].String())
+		}
+		return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, ",")))
+	}
+	var e cursorEncoder
+	c := Cursor{"weather": {MS: 5}}
+	buf := []byte("id: ")
+	for i := uint64(1); i < 50; i++ {
+		switch i {
+		case 10:
+			c["airquality"] = contract.Position{MS: 1795622859679, Seq: 3}
+		case 20:
+			c["ocean"] = contract.Position{MS: 7}
+		}
+		c["weather"] = contract.Position{MS: 1795622890476 + i, Seq: i % 3}
+		got := e.append(buf[:4], c)
+		if want := "id: " + plain(c); string(got) != want {
+			t.Fatalf("event %d: %q, want %q", i, got, want)
+		}
+		buf = got
 	}
 }

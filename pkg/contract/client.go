@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -131,7 +130,7 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 		return fmt.Errorf("contract: GET %s: %w", u, classify(ctx, err))
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	body, err := readBody(resp)
 	if err != nil {
 		return fmt.Errorf("contract: GET %s: read body: %w", u, classify(ctx, err))
 	}

@@ -199,13 +199,29 @@ func TestAreaLatest(t *testing.T) {
 	if len(down.Warnings) != 1 || down.Warnings[0].ServiceID != "airquality" || down.Warnings[0].Code != "upstream_unavailable" {
 		t.Errorf("warnings %+v, want one upstream_unavailable for airquality", down.Warnings)
 	}
+	before := map[string]*time.Time{}
+	for _, it := range all.Items {
+		before[it.SensorID] = it.Timestamp
+	}
+	known := 0
 	for _, it := range down.Items {
+		if it.Unavailable && it.Timestamp != nil {
+			// The catalog's last known reading (LastReadingTimes, not the cached page):
+			// from a sync, so never after what the service itself answered.
+			known++
+			if b := before[it.SensorID]; b == nil || it.Timestamp.After(*b) {
+				t.Errorf("%s: unavailable with last known reading %s, after the service's own %v", it.ExternalID, it.Timestamp, b)
+			}
+		}
 		if it.Unavailable != (it.ServiceID == "airquality") {
 			t.Errorf("%s (%s): unavailable %v", it.ExternalID, it.ServiceID, it.Unavailable)
 		}
 		if it.Unavailable && string(it.Measurements) != "null" {
 			t.Errorf("%s: unavailable but measurements %s", it.ExternalID, it.Measurements)
 		}
+	}
+	if known == 0 {
+		t.Error("no unavailable sensor carries the catalog's last known reading time")
 	}
 	t.Logf("%d sensors: %d fresh, %d stale by their intervals", len(all.Items), fresh, stale)
 }

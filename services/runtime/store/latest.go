@@ -9,15 +9,18 @@ import (
 	"math"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/sensorgate/sensorgate/pkg/contract"
-	"github.com/sensorgate/sensorgate/pkg/ids"
 )
 
 // MaxLatestBatch bounds the stations of one LatestReadings call (the gateway's area latest
 // asks for at most one answer page, 5,000 sensors, per service).
 const MaxLatestBatch = 5000
 
-// StationLatest is a station and its newest reading (nil when it never reported).
+// StationLatest is a station and its newest reading (nil when it never reported), as the
+// batch answer needs them: the station's ExternalID, ProviderSlug, ReportingIntervalS and
+// LastReadingAt only, the reading without its ID and Raw.
 type StationLatest struct {
 	Station contract.Station
 	Reading *Reading
@@ -43,7 +46,10 @@ func (s *sqlStore) LatestReadings(ctx context.Context, externalIDs []string) ([]
 			keys = append(keys, u)
 		}
 	}
-	const cols = `SELECT ` + stationCols + `, r.ts, r.fetched_ms, r.lat, r.lon, r.measurements
+	// Only the station columns the batch answer uses (4 of stationCols' 17: the whole
+	// station row was a third of the call, docs/live.md "Area latest").
+	const cols = `SELECT stations.external_id, stations.provider, stations.reporting_interval_s, stations.last_reading_ms,
+	r.ts, r.fetched_ms, r.lat, r.lon, r.measurements
 	FROM stations LEFT JOIN readings r ON r.station = stations.skey AND r.ts = stations.last_reading_ms WHERE `
 	var (
 		rows rowsIter
@@ -69,15 +75,19 @@ func (s *sqlStore) LatestReadings(ctx context.Context, externalIDs []string) ([]
 	)
 	for rows.Next() {
 		var (
+			st          contract.Station
+			last        sql.NullInt64
 			ts, fetched sql.NullInt64
 			lat, lon    sql.NullFloat64
 			m           []byte
 		)
-		st, err := scanStation(&tailScanner{rows, []any{&ts, &fetched, &lat, &lon, &m}})
-		if err != nil {
+		if err := rows.Scan(&st.ExternalID, &st.ProviderSlug, &st.ReportingIntervalS, &last, &ts, &fetched, &lat, &lon, &m); err != nil {
 			return nil, fmt.Errorf("latest readings: %w", err)
 		}
-		sl := StationLatest{Station: st.Station}
+		if last.Valid {
+			st.LastReadingAt = &contract.Time{Time: time.UnixMilli(last.Int64).UTC()}
+		}
+		sl := StationLatest{Station: st}
 		refs = append(refs, 0)
 		if !ts.Valid {
 			if st.LastReadingAt != nil {
@@ -87,8 +97,7 @@ func (s *sqlStore) LatestReadings(ctx context.Context, externalIDs []string) ([]
 			continue
 		}
 		t := time.UnixMilli(ts.Int64).UTC()
-		r := &Reading{ID: ids.Reading(ids.Sensor(s.serviceID, st.ExternalID), t), StationID: st.ExternalID, Time: t,
-			FetchedAt: time.UnixMilli(fetched.Int64).UTC(), Provider: st.ProviderSlug}
+		r := &Reading{StationID: st.ExternalID, Time: t, FetchedAt: time.UnixMilli(fetched.Int64).UTC(), Provider: st.ProviderSlug}
 		if lat.Valid && lon.Valid {
 			r.Lat, r.Lon = &lat.Float64, &lon.Float64
 		}
@@ -113,7 +122,7 @@ func (s *sqlStore) LatestReadings(ctx context.Context, externalIDs []string) ([]
 		r, err := s.LatestReading(ctx, out[i].Station.ExternalID)
 		switch {
 		case err == nil:
-			r.Raw, r.RawFormat = nil, ""
+			r.ID, r.Raw, r.RawFormat = uuid.UUID{}, nil, ""
 			out[i].Reading = &r
 		case !isMiss(err):
 			return nil, err
@@ -162,12 +171,3 @@ func (s *sqlStore) fillLatestBlocks(ctx context.Context, out []StationLatest, re
 	}
 	return nil
 }
-
-// tailScanner scans a row whose first columns are stationCols: the station's destinations
-// come from scanStation, the rest are appended.
-type tailScanner struct {
-	sc   scanner
-	tail []any
-}
-
-func (t *tailScanner) Scan(dest ...any) error { return t.sc.Scan(append(dest, t.tail...)...) }

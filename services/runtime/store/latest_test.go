@@ -40,7 +40,7 @@ func TestLatestReadings(t *testing.T) {
 		for _, g := range got {
 			by[g.Station.ExternalID] = g
 		}
-		if by["SILENT1"].Reading != nil || by["SILENT1"].Station.Name != "Silent" {
+		if by["SILENT1"].Reading != nil || by["SILENT1"].Station.ExternalID != "SILENT1" || by["SILENT1"].Station.LastReadingAt != nil {
 			t.Errorf("never-reported station = %+v, want its station and no reading", by["SILENT1"])
 		}
 		if by["TPLM2"].Station.ReportingIntervalS != 600 {
@@ -55,8 +55,12 @@ func TestLatestReadings(t *testing.T) {
 			if r == nil {
 				t.Fatalf("%s: no reading", id)
 			}
-			if r.ID != want.ID || !r.Time.Equal(want.Time) || !bytes.Equal(r.Measurements, want.Measurements) || !r.FetchedAt.Equal(want.FetchedAt) {
-				t.Errorf("%s: batched latest %s %s %s, one-station latest %s %s %s", id, r.ID, r.Time, r.Measurements, want.ID, want.Time, want.Measurements)
+			if !r.Time.Equal(want.Time) || !bytes.Equal(r.Measurements, want.Measurements) || !r.FetchedAt.Equal(want.FetchedAt) ||
+				r.Provider != want.Provider {
+				t.Errorf("%s: batched latest %s %s %s, one-station latest %s %s %s", id, r.Time, r.Measurements, r.Provider, want.Time, want.Measurements, want.Provider)
+			}
+			if lr := by[id].Station.LastReadingAt; lr == nil || !lr.Time.Equal(want.Time) {
+				t.Errorf("%s: station's last reading %v, want %s", id, lr, want.Time)
 			}
 		}
 		if want := start.Add(71 * time.Hour); !by["TPLM2"].Reading.Time.Equal(want) {

@@ -95,8 +95,9 @@ type Reader interface {
 	// ErrStationNotFound / ErrNoReadings.
 	LatestReading(ctx context.Context, externalID string) (Reading, error)
 	// LatestReadings returns each named station (exact ids; unknown ids are left
-	// out) with its newest reading, Raw not filled, in one query: the batched latest of
-	// the gateway's area latest. At most MaxLatestBatch ids.
+	// out) with its newest reading, in one query: the batched latest of the gateway's
+	// area latest, with only what its answer needs (StationLatest). At most
+	// MaxLatestBatch ids.
 	LatestReadings(ctx context.Context, externalIDs []string) ([]StationLatest, error)
 	// Readings returns one page of a station's readings in [q.Since, q.Until), newest first
 	// unless q.Ascending, and the total in the range. Raw is filled when q.Format is raw.
