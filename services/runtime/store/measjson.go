@@ -172,15 +172,7 @@ func (p *measParser) str(out *string) bool {
 
 // num reads a JSON number.
 func (p *measParser) num(out *float64) bool {
-	j := p.i
-	for j < len(p.b) {
-		c := p.b[j]
-		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-			j++
-			continue
-		}
-		break
-	}
+	j := numberEnd(p.b, p.i)
 	if j == p.i {
 		return false
 	}
@@ -191,6 +183,19 @@ func (p *measParser) num(out *float64) bool {
 	*out = v
 	p.i = j
 	return true
+}
+
+// numberEnd is where the JSON number that starts at b[i] ends (the bytes a number may
+// hold; ParseFloat checks their order).
+func numberEnd(b []byte, i int) int {
+	for i < len(b) {
+		if c := b[i]; (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+			i++
+			continue
+		}
+		break
+	}
+	return i
 }
 
 // unsafeString views b as a string for strconv, which does not keep it.
@@ -278,15 +283,7 @@ func (p *rawParser) str(out *[]byte) bool {
 
 // num takes the bytes measParser.num would parse (the caller parses or copies them).
 func (p *rawParser) num(out *[]byte) bool {
-	j := p.i
-	for j < len(p.b) {
-		c := p.b[j]
-		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-			j++
-			continue
-		}
-		break
-	}
+	j := numberEnd(p.b, p.i)
 	if j == p.i {
 		return false
 	}
