@@ -48,25 +48,22 @@ type HubOptions struct {
 	Logger  *slog.Logger
 }
 
-// Event is one reading on its way to the streams: Data is the rendered SSE data (the
-// readings-page item plus sensor_id, external_id and service_id), and Frame the part of
-// its SSE frame that follows the id line ("\ndata: ...\n\n"). Both are built once per
-// event by the hub and shared read-only by every stream it goes to (a burst of 330
-// readings to 1,000 streams is 330,000 frames: docs/live.md "Figures"); their capacity
-// equals their length, so an append to either copies instead of writing into the shared
-// array.
+// Event is one reading on its way to the streams: Frame is the part of its SSE frame that
+// follows the id line ("\ndata: ...\n\n", the data being the readings-page item plus
+// sensor_id, external_id and service_id). It is built once per event by the hub and
+// shared read-only by every stream it goes to (a burst of 330 readings to 1,000 streams is
+// 330,000 frames: docs/live.md "Figures"); its capacity equals its length, so an append
+// copies instead of writing into the shared array.
 type Event struct {
 	Service  string
 	Pos      contract.Position
 	SensorID string
-	Data     []byte
 	Frame    []byte
 }
 
 // newEvent renders e's data and frame once.
 func newEvent(service string, p contract.Position, e contract.Event) Event {
-	data := render(service, e)
-	return Event{Service: service, Pos: p, SensorID: e.SensorID, Data: data, Frame: frame(data)}
+	return Event{Service: service, Pos: p, SensorID: e.SensorID, Frame: frame(render(service, e))}
 }
 
 // Reasons a subscription ends from the hub's side.
