@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/formats"
 	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
@@ -213,7 +214,7 @@ func (r *exportRun) add(b *testing.B, u, format string, hdr []string, service, g
 			case header:
 				header = false
 			default:
-				if k := csvReadingKey(l); !bytes.Equal(k, last) {
+				if k := formats.ReadingRowKey(l); !bytes.Equal(k, last) {
 					r.readings++
 					last = append(last[:0], k...)
 				}
@@ -229,22 +230,6 @@ func (r *exportRun) add(b *testing.B, u, format string, hdr []string, service, g
 	r.took += time.Since(t0)
 	r.serviceCPU += procCPU(b, service) - s0
 	r.gatewayCPU += procCPU(b, gateway) - g0
-}
-
-// csvReadingKey is a CSV row's sensor_id,external_id,timestamp.
-func csvReadingKey(l []byte) []byte {
-	commas, quoted := 0, false
-	for i, c := range l {
-		switch {
-		case c == '"':
-			quoted = !quoted
-		case c == ',' && !quoted:
-			if commas++; commas == 3 {
-				return l[:i]
-			}
-		}
-	}
-	return l
 }
 
 // procCPU is the user and system CPU time process p has used (Linux /proc; 0 for nil).

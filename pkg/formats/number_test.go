@@ -65,3 +65,15 @@ func FuzzAppendNumber(f *testing.F) {
 		}
 	})
 }
+
+func TestReadingRowKey(t *testing.T) {
+	for row, want := range map[string]string{
+		"s1,41001,2026-01-01T00:00:00.000Z,wave_height_m,1.5,m,1.5,m\n":           "s1,41001,2026-01-01T00:00:00.000Z",
+		`s1,"ST,""1""",2026-01-01T00:00:00.000Z,wind_speed_ms,2,m/s,2,m/s` + "\n": `s1,"ST,""1""",2026-01-01T00:00:00.000Z`,
+		"sensor_id,external_id\n": "sensor_id,external_id\n",
+	} {
+		if got := string(ReadingRowKey([]byte(row))); got != want {
+			t.Errorf("ReadingRowKey(%q) = %q, want %q", row, got, want)
+		}
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/formats"
 	"github.com/sensorgate/sensorgate/pkg/gctune"
 	"github.com/sensorgate/sensorgate/pkg/settings"
 	"github.com/sensorgate/sensorgate/services/runtime/benchdata"
@@ -319,7 +320,7 @@ func exportRate(ctx context.Context, u, format string, out io.Writer) error {
 			default:
 				// Rows of one reading are consecutive (sensor, then time order) and share
 				// their first three fields.
-				if k := readingKey(l); !bytes.Equal(k, last) {
+				if k := formats.ReadingRowKey(l); !bytes.Equal(k, last) {
 					readings++
 					last = append(last[:0], k...)
 				}
@@ -337,23 +338,6 @@ func exportRate(ctx context.Context, u, format string, out io.Writer) error {
 		format, rows, readings, float64(rows)/float64(max(readings, 1)), n>>20, el.Round(time.Millisecond),
 		float64(rows)/el.Seconds(), float64(readings)/el.Seconds(), before, procStatus("VmHWM"))
 	return nil
-}
-
-// readingKey is a CSV row's first three fields (sensor_id, external_id, timestamp): up to
-// the third comma outside quotes.
-func readingKey(l []byte) []byte {
-	commas, quoted := 0, false
-	for i, c := range l {
-		switch {
-		case c == '"':
-			quoted = !quoted
-		case c == ',' && !quoted:
-			if commas++; commas == 3 {
-				return l[:i]
-			}
-		}
-	}
-	return l
 }
 
 // procStatus is a field of /proc/self/status ("" elsewhere than Linux).
