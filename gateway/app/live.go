@@ -14,6 +14,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/latest"
 	"github.com/sensorgate/sensorgate/gateway/stream"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // live is area latest and the streams (docs/live.md): their handlers and the hub that
@@ -30,7 +31,7 @@ type live struct {
 // newLive builds one batched-latest client and one log follower per configured service.
 // With REDIS_URL the per-key stream cap is shared by every replica (stream.RedisLimiter,
 // leases of three heartbeats); without it each replica counts its own.
-func newLive(cfg config.Config, st catalog.Store, log *slog.Logger) (live, error) {
+func newLive(cfg config.Config, st catalog.Store, met *obs.Metrics, log *slog.Logger) (live, error) {
 	batch := map[string]latest.BatchClient{}
 	sources := map[string]stream.Source{}
 	for _, s := range cfg.Services {
@@ -39,7 +40,7 @@ func newLive(cfg config.Config, st catalog.Store, log *slog.Logger) (live, error
 		sources[s.ID] = contract.NewClient(s.URL, cfg.InternalToken, &http.Client{Timeout: stream.DefaultWait + 10*time.Second})
 	}
 	lh := latest.New(latest.Options{Store: st, Services: batch, Logger: log})
-	hub := stream.NewHub(stream.HubOptions{Sources: sources, Buffer: cfg.Stream.Buffer, Logger: log})
+	hub := stream.NewHub(stream.HubOptions{Sources: sources, Buffer: cfg.Stream.Buffer, Logger: log, Delay: met.StreamDelay})
 	closeFn := func() {}
 	var limiter stream.Limiter
 	if cfg.RedisURL != "" {

@@ -140,7 +140,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer rl.close()
 
 	// Area latest and the streams; the hub follows every service's log until shutdown.
-	lv, err := newLive(cfg, st, log)
+	lv, err := newLive(cfg, st, met, log)
 	if err != nil {
 		return err
 	}

@@ -236,7 +236,7 @@ func TestDashboardUsesRegisteredMetrics(t *testing.T) {
 		"sensorgate_ratelimit_decisions_total", "sensorgate_auth_key_cache_lookups_total",
 		"sensorgate_ingest_readings_total", "sensorgate_ingest_rows_rejected_total",
 		"sensorgate_ingest_last_success_timestamp_seconds", "sensorgate_ingest_lag_seconds",
-		"sensorgate_store_query_duration_seconds_bucket", "up",
+		"sensorgate_store_query_duration_seconds_bucket", "sensorgate_stream_delay_seconds_bucket", "up",
 	} {
 		if !used[m] {
 			t.Errorf("the dashboard does not show %s", m)

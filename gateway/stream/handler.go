@@ -197,7 +197,7 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 	}
 
 	boundSendBuffer(ctx)
-	w := &sseWriter{w: c.Writer, rc: http.NewResponseController(c.Writer), timeout: h.o.WriteTimeout}
+	w := &sseWriter{w: c.Writer, rc: http.NewResponseController(c.Writer), timeout: h.o.WriteTimeout, hub: h.o.Hub}
 	hd := c.Writer.Header()
 	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
@@ -328,6 +328,15 @@ type sseWriter struct {
 	buf     []byte
 	events  int // in buf
 	cursor  cursorEncoder
+	// hub and live: the live events in buf, whose delays are recorded once they are
+	// written (HubOptions.Delay); replayed events are not news and are not recorded.
+	hub  *Hub
+	live []liveEvent
+}
+
+type liveEvent struct {
+	service string
+	pos     contract.Position
 }
 
 func (s *sseWriter) raw(text string) error {
@@ -342,6 +351,7 @@ func (s *sseWriter) addLive(state Cursor, e Event) {
 		return
 	}
 	s.add(state, e)
+	s.live = append(s.live, liveEvent{e.Service, e.Pos})
 }
 
 // add appends e's frame with its id: state, the stream's cursor, advanced to e.
@@ -371,6 +381,13 @@ func (s *sseWriter) send() error {
 	}
 	if err := s.rc.Flush(); err != nil {
 		return errWrite
+	}
+	if len(s.live) > 0 {
+		now := time.Now()
+		for _, e := range s.live {
+			s.hub.written(e.service).Observe(delay(e.pos, now))
+		}
+		s.live = s.live[:0]
 	}
 	return nil
 }

@@ -13,6 +13,10 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // TestStreamsBatchedNeverMix: 24 area streams over real HTTP connections read two
@@ -179,4 +183,147 @@ func (c *streamChecker) check(event, id, data string) error {
 	c.seen++
 	c.lastID = id
 	return nil
+}
+
+// TestStreamDelayRecorded: the delay histogram (HubOptions.Delay) records every live
+// event once when the hub receives it and once per stream that writes it, each delay
+// measured from the event's log position, and never a replayed event (Last-Event-ID
+// replays old readings, which are not news). The log's positions here are 2 s in the past.
+func TestStreamDelayRecorded(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	met, err := obs.NewMetrics(prometheus.NewRegistry(), "gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newLogSource()
+	src.base = uint64(time.Now().Add(-2 * time.Second).UnixMilli())
+	h := NewHub(HubOptions{Sources: map[string]Source{"ocean": src}, Wait: 200 * time.Millisecond, Delay: met.StreamDelay})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+	<-h.Ready("ocean")
+	r := gin.New()
+	r.GET("/stream", NewHandler(Options{Hub: h, MaxPerKey: 10}).AreaStream)
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	defer h.Close()
+	sensor := func(int) string { return "s" }
+
+	type result struct {
+		lastID string
+		err    error
+	}
+	// read opens a stream and reads n readings; opened is closed when the stream is open.
+	read := func(lastID string, n int, opened chan<- struct{}) <-chan result {
+		out := make(chan result, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/stream", nil)
+			if lastID != "" {
+				req.Header.Set("Last-Event-ID", lastID)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				close(opened)
+				out <- result{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			id := ""
+			for sc.Scan() {
+				line := sc.Text()
+				switch {
+				case strings.HasPrefix(line, ": sensorgate stream open"):
+					close(opened)
+				case strings.HasPrefix(line, "id: "):
+					id = line[4:]
+				case line == "" && id != "":
+					if n--; n == 0 {
+						out <- result{lastID: id}
+						return
+					}
+				}
+			}
+			out <- result{err: fmt.Errorf("stream ended with %d readings to go: %v", n, sc.Err())}
+		}()
+		return out
+	}
+	wait := func(c <-chan result) string {
+		t.Helper()
+		select {
+		case r := <-c:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			return r.lastID
+		case <-time.After(20 * time.Second):
+			t.Fatal("stream did not receive its readings within 20 s")
+		}
+		return ""
+	}
+	open := func() chan struct{} { return make(chan struct{}) }
+
+	count := func(stage string) (uint64, float64, uint64) {
+		t.Helper()
+		var m dto.Metric
+		if err := met.StreamDelay.WithLabelValues("ocean", stage).(prometheus.Histogram).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		under := uint64(0) // observations under 1.5 s
+		for _, bk := range m.GetHistogram().GetBucket() {
+			if bk.GetUpperBound() == 1.5 {
+				under = bk.GetCumulativeCount()
+			}
+		}
+		return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum(), under
+	}
+	// Three streams read 50 live readings; c leaves. a and b read 15 more live: 10
+	// while c is away, 5 after it resumed. c gets the 10 by replay, the 5 live.
+	oa, ob, oc := open(), open(), open()
+	a, b, c := read("", 65, oa), read("", 65, ob), read("", 50, oc)
+	<-oa
+	<-ob
+	<-oc
+	src.add(50, sensor)
+	cLast := wait(c)
+	// c's server side ends when it sees the connection closed (until then it may still
+	// write the next readings to it, and record them).
+	f := h.followers["ocean"]
+	for subs := 3; subs != 2; {
+		time.Sleep(5 * time.Millisecond)
+		f.mu.Lock()
+		subs = len(f.subs)
+		f.mu.Unlock()
+	}
+	src.add(10, sensor)
+	// c resumes once the hub has the 10 (else they reach c live, not replayed).
+	for n, _, _ := count(obs.StreamReceived); n < 60; n, _, _ = count(obs.StreamReceived) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	oc = open()
+	c = read(cLast, 15, oc)
+	<-oc
+	src.add(5, sensor)
+	wait(a)
+	wait(b)
+	wait(c)
+
+	// The written observations are recorded after the write returns, which may be after
+	// the client read the frame: wait for the last ones.
+	deadline := time.Now().Add(5 * time.Second)
+	for n, _, _ := count(obs.StreamWritten); n < 50*3+10*2+5*3 && time.Now().Before(deadline); n, _, _ = count(obs.StreamWritten) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range []struct {
+		stage string
+		n     uint64
+	}{{obs.StreamReceived, 65}, {obs.StreamWritten, 50*3 + 10*2 + 5*3}} {
+		n, sum, under := count(want.stage)
+		if n != want.n {
+			t.Errorf("%s: %d delays recorded, want %d", want.stage, n, want.n)
+		}
+		if under != 0 || sum/float64(n) > 30 {
+			t.Errorf("%s: %d delays under 1.5 s, mean %.2f s; every event was logged 2 s before it was added", want.stage, under, sum/float64(n))
+		}
+	}
 }

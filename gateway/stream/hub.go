@@ -18,8 +18,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/jsonbytes"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // Source is one service's log as the gateway reads it (contract.Client.Events).
@@ -46,6 +49,10 @@ type HubOptions struct {
 	// Backoff is the wait after a failed poll (default 1 s).
 	Backoff time.Duration
 	Logger  *slog.Logger
+	// Delay, when set, records each live event's delay from its service's log position
+	// to the hub (stage received) and to each stream's write (stage written): the hops
+	// of the delivery promise (obs.Metrics.StreamDelay, docs/live.md).
+	Delay *prometheus.HistogramVec
 }
 
 // Event is one reading on its way to the streams: Frame is the part of its SSE frame that
@@ -126,6 +133,9 @@ type follower struct {
 	head  contract.Position
 	ready chan struct{}
 	subs  map[*Sub]struct{}
+	// received and written observe the delays of StreamDelay; a discarding observer
+	// without HubOptions.Delay.
+	received, written prometheus.Observer
 }
 
 // NewHub returns a hub; Run starts following.
@@ -144,7 +154,13 @@ func NewHub(o HubOptions) *Hub {
 	}
 	h := &Hub{o: o, followers: map[string]*follower{}, stop: make(chan struct{})}
 	for id, src := range o.Sources {
-		h.followers[id] = &follower{id: id, src: src, ready: make(chan struct{}), subs: map[*Sub]struct{}{}}
+		f := &follower{id: id, src: src, ready: make(chan struct{}), subs: map[*Sub]struct{}{},
+			received: discard{}, written: discard{}}
+		if o.Delay != nil {
+			f.received = o.Delay.WithLabelValues(id, obs.StreamReceived)
+			f.written = o.Delay.WithLabelValues(id, obs.StreamWritten)
+		}
+		h.followers[id] = f
 	}
 	return h
 }
@@ -250,12 +266,14 @@ func (h *Hub) follow(ctx context.Context, f *follower) {
 				"head", head.String(), "oldest", page.Oldest)
 		}
 		evs := make([]Event, 0, len(page.Events))
+		now := time.Now()
 		for _, e := range page.Events {
 			p, err := contract.ParsePosition(e.Pos)
 			if err != nil || p.Compare(head) <= 0 {
 				continue
 			}
 			evs = append(evs, newEvent(f.id, p, e))
+			f.received.Observe(delay(p, now))
 			head = p
 		}
 		if len(evs) == 0 {
@@ -334,6 +352,25 @@ func (h *Hub) Source(id string) Source {
 	}
 	return nil
 }
+
+// written is the observer of service id's write delays (stage written).
+func (h *Hub) written(id string) prometheus.Observer {
+	if f, ok := h.followers[id]; ok {
+		return f.written
+	}
+	return discard{}
+}
+
+// delay is the seconds from p's logging (its milliseconds of the log's clock: Redis's,
+// or the service's) to now, never negative (clocks of different hosts may disagree).
+func delay(p contract.Position, now time.Time) float64 {
+	return max(0, float64(now.UnixMilli()-int64(p.MS))/1000)
+}
+
+// discard is the observer of a hub without HubOptions.Delay.
+type discard struct{}
+
+func (discard) Observe(float64) {}
 
 // Ready is closed once service id's log answered its first poll (nil for an unknown id).
 func (h *Hub) Ready(id string) <-chan struct{} {

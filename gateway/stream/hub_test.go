@@ -17,6 +17,8 @@ import (
 // logSource is an in-test service log (the service side is tested with its real logs in
 // services/runtime/live); here it only feeds the hub.
 type logSource struct {
+	// base is added to every position's milliseconds (0: positions 1, 2, 3, ...).
+	base   uint64
 	mu     sync.Mutex
 	events []contract.Event
 	notify chan struct{}
@@ -28,7 +30,7 @@ func (l *logSource) add(n int, sensor func(i int) string) {
 	l.mu.Lock()
 	for i := 0; i < n; i++ {
 		k := len(l.events) + 1
-		l.events = append(l.events, contract.Event{Pos: fmt.Sprintf("%d-0", k), SensorID: sensor(k), ExternalID: "X",
+		l.events = append(l.events, contract.Event{Pos: fmt.Sprintf("%d-0", l.base+uint64(k)), SensorID: sensor(k), ExternalID: "X",
 			Reading: json.RawMessage(fmt.Sprintf(`{"n":%d}`, k))})
 	}
 	close(l.notify)
@@ -39,7 +41,7 @@ func (l *logSource) add(n int, sensor func(i int) string) {
 func (l *logSource) Events(ctx context.Context, after string, limit int, wait time.Duration) (contract.EventsPage, error) {
 	for {
 		l.mu.Lock()
-		last := fmt.Sprintf("%d-0", len(l.events))
+		last := fmt.Sprintf("%d-0", l.base+uint64(len(l.events)))
 		if after == "" {
 			l.mu.Unlock()
 			return contract.EventsPage{Last: last}, nil
@@ -49,10 +51,10 @@ func (l *logSource) Events(ctx context.Context, after string, limit int, wait ti
 			l.mu.Unlock()
 			return contract.EventsPage{}, err
 		}
-		if int(p.MS) < len(l.events) {
-			evs := append([]contract.Event(nil), l.events[p.MS:min(len(l.events), int(p.MS)+limit)]...)
+		if i := int(max(p.MS, l.base) - l.base); i < len(l.events) {
+			evs := append([]contract.Event(nil), l.events[i:min(len(l.events), i+limit)]...)
 			l.mu.Unlock()
-			return contract.EventsPage{Events: evs, Last: last, Oldest: "1-0"}, nil
+			return contract.EventsPage{Events: evs, Last: last, Oldest: fmt.Sprintf("%d-0", l.base+1)}, nil
 		}
 		notify := l.notify
 		l.mu.Unlock()

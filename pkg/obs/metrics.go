@@ -83,6 +83,10 @@ type Metrics struct {
 	StoreDuration *prometheus.HistogramVec
 	// BuildInfo is 1, labelled with the binary's version.
 	BuildInfo *prometheus.GaugeVec
+	// StreamDelay: the gateway's streams, from a service logging a stored reading (its
+	// log position's time) to the gateway receiving it from the log (stage received) and
+	// to a stream writing it to its client's connection (stage written), by service.
+	StreamDelay *prometheus.HistogramVec
 
 	names []string
 
@@ -134,6 +138,16 @@ func (c *observerCache[K]) get(k K, create func() prometheus.Observer) prometheu
 // httpBuckets span a cached catalog answer (sub-millisecond) to a slow upstream (10 s).
 var httpBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
+// streamBuckets resolve the 2 s delivery promise of the streams (docs/live.md) and a burst
+// of readings fanned out to thousands of streams.
+var streamBuckets = []float64{.01, .025, .05, .1, .25, .5, .75, 1, 1.5, 2, 2.5, 3, 4, 5, 7.5, 10, 30}
+
+// Stages of StreamDelay.
+const (
+	StreamReceived = "received"
+	StreamWritten  = "written"
+)
+
 // NewMetrics creates and registers every metric with component as constant label.
 func NewMetrics(reg prometheus.Registerer, component string) (*Metrics, error) {
 	if component == "" {
@@ -168,6 +182,7 @@ func NewMetrics(reg prometheus.Registerer, component string) (*Metrics, error) {
 	m.KeyCache = counter("auth_key_cache_lookups_total", "API key cache lookups, by result.", "result")
 	m.ServiceUp = gauge("service_up", "1 when the last probe of the service succeeded.", "service")
 	m.StoreDuration = hist("store_query_duration_seconds", "Store queries, by store, operation and result.", []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}, "store", "op", "result")
+	m.StreamDelay = hist("stream_delay_seconds", "Streams: from a service logging a stored reading to the gateway receiving it (stage=received) and writing it to a client (stage=written), by service.", streamBuckets, "service", "stage")
 	m.BuildInfo = gauge("build_info", "Always 1, labelled with the version of the binary.", "version")
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

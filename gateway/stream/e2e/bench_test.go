@@ -1,15 +1,21 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // quantile of sorted durations.
@@ -85,6 +91,7 @@ func BenchmarkStreamDelivery1000(b *testing.B) {
 		// Longer than a minute: the simulation times readings on whole minutes, and a
 		// shorter window can hold none (it did, once in five runs, at 45 s).
 		const window = 75 * time.Second
+		before := streamDelays(b, g.url)
 		opened := make([]*sse, 0, streams)
 		for j := 0; j < streams; j++ {
 			s, r := openStream(b, g.url+"/api/v1/readings/stream")
@@ -125,7 +132,74 @@ func BenchmarkStreamDelivery1000(b *testing.B) {
 		b.ReportMetric(float64(quantile(delays, 0.5).Microseconds())/1000, "p50_ms")
 		b.ReportMetric(float64(quantile(delays, 0.99).Microseconds())/1000, "p99_ms")
 		b.ReportMetric(float64(delays[len(delays)-1].Microseconds())/1000, "max_ms")
+		// The hops inside the gateway, from its StreamDelay histogram (bucket bounds):
+		// the log to the gateway's follower, the log to the stream's write; what is
+		// left of the client's delay is the socket and this process's reading.
+		after := streamDelays(b, g.url)
+		for _, stage := range []string{obs.StreamReceived, obs.StreamWritten} {
+			h := after[stage].minus(before[stage])
+			b.Logf("gateway %s: %d events, p50 <= %gs, p99 <= %gs, max <= %gs", stage, h.count, h.quantile(0.5), h.quantile(0.99), h.quantile(1))
+			b.ReportMetric(h.quantile(0.99)*1000, stage+"_p99_ms")
+		}
 	}
+}
+
+// delayHist is the gateway's StreamDelay histogram of one stage, summed over services.
+type delayHist struct {
+	count  uint64
+	bounds []float64
+	cum    []uint64 // cumulative counts at bounds
+}
+
+// streamDelays scrapes the gateway's StreamDelay histograms by stage.
+func streamDelays(t testing.TB, gw string) map[string]delayHist {
+	t.Helper()
+	r := get(t, gw+obs.PathMetrics)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(r.body))
+	if r.status != 200 || err != nil {
+		t.Fatalf("gateway metrics: %d, %v", r.status, err)
+	}
+	out := map[string]delayHist{}
+	for _, m := range fams["sensorgate_stream_delay_seconds"].GetMetric() {
+		stage := ""
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "stage" {
+				stage = l.GetValue()
+			}
+		}
+		h := out[stage]
+		h.count += m.GetHistogram().GetSampleCount()
+		for i, bk := range m.GetHistogram().GetBucket() {
+			if len(h.bounds) <= i {
+				h.bounds = append(h.bounds, bk.GetUpperBound())
+				h.cum = append(h.cum, 0)
+			}
+			h.cum[i] += bk.GetCumulativeCount()
+		}
+		out[stage] = h
+	}
+	return out
+}
+
+// minus is h's observations since prev.
+func (h delayHist) minus(prev delayHist) delayHist {
+	out := delayHist{count: h.count - prev.count, bounds: h.bounds, cum: slices.Clone(h.cum)}
+	for i := range prev.cum {
+		out.cum[i] -= prev.cum[i]
+	}
+	return out
+}
+
+// quantile is the upper bound of the bucket holding the q quantile (+Inf beyond the last).
+func (h delayHist) quantile(q float64) float64 {
+	need := uint64(math.Ceil(q * float64(h.count)))
+	for i, c := range h.cum {
+		if c >= need {
+			return h.bounds[i]
+		}
+	}
+	return math.Inf(1)
 }
 
 // cursorPos reads the position of service in an event id (the test knows the cursor's
