@@ -93,6 +93,9 @@ type Stream struct {
 	Buffer int
 	// Heartbeat is the interval of the keep-alive comment (STREAM_HEARTBEAT, at most 15s).
 	Heartbeat time.Duration
+	// FlushInterval is the least time between two writes to a stream's client
+	// (STREAM_FLUSH_INTERVAL; 0 writes every batch at once).
+	FlushInterval time.Duration
 }
 
 // Proxy is the configuration of the path to the backing services (package proxy).
@@ -303,6 +306,14 @@ func Settings() []setting {
 				return err
 			}
 			c.Stream.Heartbeat = d
+			return nil
+		}},
+		{Env: "STREAM_FLUSH_INTERVAL", Flag: "stream-flush-interval", Default: "100ms", Usage: "least time between two writes to a stream's client: a burst of readings is gathered into few writes (0 to 1s; 0 writes each at once)", Set: func(c *Config, v string) error {
+			d, err := settings.Duration(v, 0, time.Second)
+			if err != nil {
+				return err
+			}
+			c.Stream.FlushInterval = d
 			return nil
 		}},
 		{Env: "SHUTDOWN_DELAY", Flag: "shutdown-delay", Default: "0s", Usage: "after SIGTERM, how long to keep serving with /readyz at 503 before no longer accepting connections (set it to the load balancer's probe period)", Set: func(c *Config, v string) error {

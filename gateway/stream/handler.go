@@ -27,6 +27,10 @@ const (
 	DefaultHeartbeat = 15 * time.Second
 	// DefaultRetry is the reconnect delay the stream tells clients (retry:).
 	DefaultRetry = 3 * time.Second
+	// DefaultFlushInterval is the least time between two writes to a stream's client: the
+	// most a reading of a burst waits for the ones after it, so that a burst is a few
+	// writes per stream, not one per page of the service's log.
+	DefaultFlushInterval = 100 * time.Millisecond
 	// DefaultWriteTimeout bounds one write to a client; a client that does not take its
 	// bytes within it is disconnected.
 	DefaultWriteTimeout = 10 * time.Second
@@ -49,12 +53,15 @@ type Options struct {
 	Store   Store
 	Limiter Limiter
 	// MaxPerKey caps the concurrent streams of one key (default DefaultMaxPerKey).
-	MaxPerKey    int
-	Heartbeat    time.Duration
-	Retry        time.Duration
-	WriteTimeout time.Duration
-	MaxSensors   int
-	Logger       *slog.Logger
+	MaxPerKey int
+	Heartbeat time.Duration
+	// FlushInterval is the least time between two writes to a client (default
+	// DefaultFlushInterval; negative: write every batch at once).
+	FlushInterval time.Duration
+	Retry         time.Duration
+	WriteTimeout  time.Duration
+	MaxSensors    int
+	Logger        *slog.Logger
 }
 
 // Handler serves the streams.
@@ -73,6 +80,9 @@ func NewHandler(o Options) *Handler {
 	}
 	if o.Retry <= 0 {
 		o.Retry = DefaultRetry
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = DefaultFlushInterval
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = DefaultWriteTimeout
@@ -226,12 +236,31 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 
 	beat := time.NewTicker(h.o.Heartbeat)
 	defer beat.Stop()
+	// Writes to the client are at least FlushInterval apart: a reading after a quiet
+	// spell goes out at once, the readings of a burst are gathered until the interval
+	// has passed (or a batch is full) and sent with one write and one flush. A burst
+	// arrives from the services' logs in many small pages; sending each page to every
+	// stream as it comes is one write per page per stream, and those writes, not the
+	// readings, are what a burst costs (docs/live.md "Figures").
+	var (
+		lastSend time.Time
+		hold     = time.NewTimer(time.Hour)
+		holding  bool
+	)
+	hold.Stop()
+	defer hold.Stop()
+	send := func() error {
+		if holding {
+			hold.Stop()
+			holding = false
+		}
+		lastSend = time.Now()
+		return w.send()
+	}
 	for {
 		select {
 		case e := <-sub.C:
-			// Take what is already queued too (bounded) and send it with one write and
-			// one flush: a burst of readings is otherwise one write and one flush per
-			// event per stream (docs/live.md "Figures"). Each event still carries its
+			// Take what is already queued too (bounded); each event still carries its
 			// own cursor.
 			w.addLive(state, e)
 			for more := true; more && w.batchRoom(); {
@@ -242,7 +271,19 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 					more = false
 				}
 			}
-			if err := w.send(); err != nil {
+			if wait := h.o.FlushInterval - time.Since(lastSend); wait > 0 && w.batchRoom() {
+				if !holding {
+					hold.Reset(wait)
+					holding = true
+				}
+				continue
+			}
+			if err := send(); err != nil {
+				return
+			}
+		case <-hold.C:
+			holding = false
+			if err := send(); err != nil {
 				return
 			}
 		case <-beat.C:

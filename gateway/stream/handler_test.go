@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -326,4 +328,112 @@ func TestStreamDelayRecorded(t *testing.T) {
 			t.Errorf("%s: %d delays under 1.5 s, mean %.2f s; every event was logged 2 s before it was added", want.stage, under, sum/float64(n))
 		}
 	}
+}
+
+// TestStreamWritesCoalesced: a reading after a quiet spell is written at once; the
+// readings arriving within FlushInterval after a write, page by page as the services'
+// logs hand them out, are gathered and written together, in order, each with its own id.
+// Writes are counted on the connection.
+func TestStreamWritesCoalesced(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	src := newLogSource()
+	h := NewHub(HubOptions{Sources: map[string]Source{"ocean": src}, Wait: time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+	<-h.Ready("ocean")
+	r := gin.New()
+	r.GET("/stream", NewHandler(Options{Hub: h, FlushInterval: 2 * time.Second}).AreaStream)
+	srv := httptest.NewUnstartedServer(r)
+	var writes atomic.Int64
+	srv.Listener = countingListener{srv.Listener, &writes}
+	srv.Start()
+	defer srv.Close()
+	defer h.Close()
+
+	resp, err := http.Get(srv.URL + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	frames := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		id := ""
+		for sc.Scan() {
+			switch line := sc.Text(); {
+			case strings.HasPrefix(line, ": sensorgate stream open"):
+				frames <- "open"
+			case strings.HasPrefix(line, "id: "):
+				id = line[4:]
+			case line == "" && id != "":
+				frames <- id
+				id = ""
+			}
+		}
+		close(frames)
+	}()
+	next := func() string {
+		t.Helper()
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				t.Fatal("stream ended")
+			}
+			return f
+		case <-time.After(10 * time.Second):
+			t.Fatal("no frame within 10 s")
+		}
+		return ""
+	}
+	if f := next(); f != "open" {
+		t.Fatalf("first frame %q", f)
+	}
+	sensor := func(int) string { return "s" }
+	src.add(1, sensor)
+	next()
+	before := writes.Load()
+	// Ten pages 20 ms apart: well within the 2 s after the first write.
+	for i := 0; i < 10; i++ {
+		time.Sleep(20 * time.Millisecond)
+		src.add(3, sensor)
+	}
+	for i := 2; i <= 31; i++ {
+		cur, err := ParseCursor(next())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur["ocean"].MS != uint64(i) {
+			t.Fatalf("frame %d carries position %v", i, cur["ocean"])
+		}
+	}
+	// One send is a chunk: its size line, data and end may be up to three writes on the
+	// connection; ten pages sent one by one would be ten sends.
+	if n := writes.Load() - before; n > 3 {
+		t.Errorf("the 30 readings of ten pages took %d writes on the connection, want one send (at most 3 writes)", n)
+	}
+}
+
+// countingListener counts the writes on the connections it accepts.
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
 }
