@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
 // BenchmarkBurst1000: a burst of 330 readings (a simulated ingest round, docs/live.md
@@ -94,7 +94,7 @@ func benchBurst(b *testing.B, page int, gap, flush time.Duration) {
 	for i := 0; i < streams; i++ {
 		<-opened
 	}
-	cpu0 := cpuTime(b)
+	cpu0 := testenv.CPUTime(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		got.Add(streams)
@@ -108,16 +108,7 @@ func benchBurst(b *testing.B, page int, gap, flush time.Duration) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/burst")
-	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu_ms/burst")
-}
-
-// cpuTime is the CPU time (user and system) of this process so far.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((testenv.CPUTime(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu_ms/burst")
 }
 
 // addReadings logs n readings of the size of a real one (~500 bytes of data).

@@ -27,6 +27,17 @@ func FreeAddr(tb testing.TB) string {
 	return l.Addr().String()
 }
 
+// CPUTime is the CPU time (user and system) this process has used so far: a benchmark
+// whose clients run in the test process reports their share of the machine with it.
+func CPUTime(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // Build compiles the main package pkg into dir/name and returns the binary's path.
 func Build(tb testing.TB, dir, name, pkg string) string {
 	tb.Helper()

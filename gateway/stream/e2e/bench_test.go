@@ -16,6 +16,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
 // quantile of sorted durations.
@@ -91,7 +92,8 @@ func BenchmarkStreamDelivery1000(b *testing.B) {
 		// Longer than a minute: the simulation times readings on whole minutes, and a
 		// shorter window can hold none (it did, once in five runs, at 45 s).
 		const window = 75 * time.Second
-		before := streamDelays(b, g.url)
+		before, gwCPU0 := streamDelays(b, g.url)
+		cpu0 := testenv.CPUTime(b)
 		opened := make([]*sse, 0, streams)
 		for j := 0; j < streams; j++ {
 			s, r := openStream(b, g.url+"/api/v1/readings/stream")
@@ -135,7 +137,9 @@ func BenchmarkStreamDelivery1000(b *testing.B) {
 		// The hops inside the gateway, from its StreamDelay histogram (bucket bounds):
 		// the log to the gateway's follower, the log to the stream's write; what is
 		// left of the client's delay is the socket and this process's reading.
-		after := streamDelays(b, g.url)
+		after, gwCPU := streamDelays(b, g.url)
+		b.ReportMetric((gwCPU-gwCPU0)*1e6/float64(len(delays)), "gateway_cpu_us/delivery")
+		b.ReportMetric(float64((testenv.CPUTime(b)-cpu0).Microseconds())/float64(len(delays)), "client_cpu_us/delivery")
 		for _, stage := range []string{obs.StreamReceived, obs.StreamWritten} {
 			h := after[stage].minus(before[stage])
 			b.Logf("gateway %s: %d events, p50 <= %gs, p99 <= %gs, max <= %gs", stage, h.count, h.quantile(0.5), h.quantile(0.99), h.quantile(1))
@@ -151,8 +155,8 @@ type delayHist struct {
 	cum    []uint64 // cumulative counts at bounds
 }
 
-// streamDelays scrapes the gateway's StreamDelay histograms by stage.
-func streamDelays(t testing.TB, gw string) map[string]delayHist {
+// streamDelays scrapes the gateway's StreamDelay histograms by stage, and its CPU seconds.
+func streamDelays(t testing.TB, gw string) (map[string]delayHist, float64) {
 	t.Helper()
 	r := get(t, gw+obs.PathMetrics)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -179,7 +183,7 @@ func streamDelays(t testing.TB, gw string) map[string]delayHist {
 		}
 		out[stage] = h
 	}
-	return out
+	return out, fams["process_cpu_seconds_total"].GetMetric()[0].GetCounter().GetValue()
 }
 
 // minus is h's observations since prev.
