@@ -80,7 +80,11 @@ func BenchmarkAreaLatest1000(b *testing.B) {
 // BenchmarkStreamDelivery1000: 1,000 open area streams on one gateway while the services
 // store readings at their simulated cadence (event logs in Redis); the delay of each
 // delivered reading is its arrival at the client minus the time its service logged it
-// (the log position's milliseconds, right after the batch committed).
+// (the log position's milliseconds, right after the batch committed). It also reports the
+// gateway's own view of two hops (received from the log, written to the client: its
+// sensorgate_stream_delay_seconds, to bucket bounds) and the CPU a delivery of the gateway
+// and of the clients. Start it about a minute before a 10-minute mark to catch a burst
+// (docs/live.md); STREAM_FLUSH_INTERVAL in its environment reaches the gateway.
 //
 //	scripts/testenv.sh go test -run '^$' -bench StreamDelivery1000 -benchtime 1x ./gateway/stream/e2e/
 func BenchmarkStreamDelivery1000(b *testing.B) {
@@ -101,6 +105,7 @@ func BenchmarkStreamDelivery1000(b *testing.B) {
 		// what the gateway does per reading (the harness's frame-by-frame reader did)
 		// measures mostly itself.
 		ctx, cancel := context.WithTimeout(context.Background(), window)
+		defer cancel()
 		bodies := make([]io.ReadCloser, 0, streams)
 		for j := 0; j < streams; j++ {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.url+"/api/v1/readings/stream", nil)
@@ -126,7 +131,6 @@ func BenchmarkStreamDelivery1000(b *testing.B) {
 			}()
 		}
 		wg.Wait()
-		cancel()
 		slices.Sort(delays)
 		if len(delays) == 0 {
 			b.Fatalf("no reading delivered in %v", window)
