@@ -57,12 +57,8 @@ func newLive(cfg config.Config, st catalog.Store, met *obs.Metrics, log *slog.Lo
 		limiter = rl
 		closeFn = func() { rl.Close(); _ = rdb.Close() }
 	}
-	flush := cfg.Stream.FlushInterval
-	if flush == 0 {
-		flush = -1 // configured off: write every batch at once
-	}
 	sh := stream.NewHandler(stream.Options{Hub: hub, Store: st, Limiter: limiter, MaxPerKey: cfg.Stream.MaxPerKey,
-		Heartbeat: cfg.Stream.Heartbeat, FlushInterval: flush, Logger: log})
+		Heartbeat: cfg.Stream.Heartbeat, FlushInterval: cfg.Stream.FlushInterval, Logger: log})
 	return live{
 		handlers: api.LiveHandlers{AreaLatest: lh.Serve, SensorStream: sh.SensorStream, AreaStream: sh.AreaStream},
 		hub:      hub,

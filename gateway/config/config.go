@@ -308,7 +308,7 @@ func Settings() []setting {
 			c.Stream.Heartbeat = d
 			return nil
 		}},
-		{Env: "STREAM_FLUSH_INTERVAL", Flag: "stream-flush-interval", Default: "100ms", Usage: "least time between two writes to a stream's client: a burst of readings is gathered into few writes (0 to 1s; 0 writes each at once)", Set: func(c *Config, v string) error {
+		{Env: "STREAM_FLUSH_INTERVAL", Flag: "stream-flush-interval", Default: "0s", Usage: "least time between two writes to a stream's client, so that a burst of readings is gathered into few writes (0 to 1s; 0 writes each batch at once)", Set: func(c *Config, v string) error {
 			d, err := settings.Duration(v, 0, time.Second)
 			if err != nil {
 				return err

@@ -27,10 +27,6 @@ const (
 	DefaultHeartbeat = 15 * time.Second
 	// DefaultRetry is the reconnect delay the stream tells clients (retry:).
 	DefaultRetry = 3 * time.Second
-	// DefaultFlushInterval is the least time between two writes to a stream's client: the
-	// most a reading of a burst waits for the ones after it, so that a burst is a few
-	// writes per stream, not one per page of the service's log.
-	DefaultFlushInterval = 100 * time.Millisecond
 	// DefaultWriteTimeout bounds one write to a client; a client that does not take its
 	// bytes within it is disconnected.
 	DefaultWriteTimeout = 10 * time.Second
@@ -55,8 +51,8 @@ type Options struct {
 	// MaxPerKey caps the concurrent streams of one key (default DefaultMaxPerKey).
 	MaxPerKey int
 	Heartbeat time.Duration
-	// FlushInterval is the least time between two writes to a client (default
-	// DefaultFlushInterval; negative: write every batch at once).
+	// FlushInterval, when set, is the least time between two writes to a client
+	// (STREAM_FLUSH_INTERVAL); zero writes every batch at once.
 	FlushInterval time.Duration
 	Retry         time.Duration
 	WriteTimeout  time.Duration
@@ -80,9 +76,6 @@ func NewHandler(o Options) *Handler {
 	}
 	if o.Retry <= 0 {
 		o.Retry = DefaultRetry
-	}
-	if o.FlushInterval == 0 {
-		o.FlushInterval = DefaultFlushInterval
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = DefaultWriteTimeout
@@ -236,12 +229,12 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 
 	beat := time.NewTicker(h.o.Heartbeat)
 	defer beat.Stop()
-	// Writes to the client are at least FlushInterval apart: a reading after a quiet
-	// spell goes out at once, the readings of a burst are gathered until the interval
-	// has passed (or a batch is full) and sent with one write and one flush. A burst
-	// arrives from the services' logs in many small pages; sending each page to every
-	// stream as it comes is one write per page per stream, and those writes, not the
-	// readings, are what a burst costs (docs/live.md "Figures").
+	// With FlushInterval, writes to the client are at least that far apart: a reading
+	// after a quiet spell goes out at once, the readings of a burst are gathered until
+	// the interval has passed (or a batch is full) and sent with one write and one flush.
+	// A burst arrives from the services' logs in many small pages, and sending each page
+	// to every stream as it comes is one write per page per stream (docs/live.md "the
+	// delay hop by hop": off by default, as end to end it did not pay).
 	var (
 		lastSend time.Time
 		hold     = time.NewTimer(time.Hour)

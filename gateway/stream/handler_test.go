@@ -38,7 +38,8 @@ func TestStreamsBatchedNeverMix(t *testing.T) {
 	go h.Run(ctx)
 	<-h.Ready("ocean")
 	<-h.Ready("weather")
-	hd := NewHandler(Options{Hub: h, MaxPerKey: 100})
+	// A short FlushInterval: the batches are also held and gathered across pages.
+	hd := NewHandler(Options{Hub: h, MaxPerKey: 100, FlushInterval: 5 * time.Millisecond})
 	r := gin.New()
 	r.GET("/stream", hd.AreaStream)
 	srv := httptest.NewServer(r)
