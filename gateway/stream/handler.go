@@ -200,7 +200,7 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 	}
 
 	boundSendBuffer(ctx)
-	w := &sseWriter{w: c.Writer, rc: http.NewResponseController(c.Writer), timeout: h.o.WriteTimeout, hub: h.o.Hub}
+	w := &sseWriter{w: c.Writer, rc: http.NewResponseController(c.Writer), timeout: h.o.WriteTimeout}
 	hd := c.Writer.Header()
 	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
@@ -235,21 +235,7 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 	// A burst arrives from the services' logs in many small pages, and sending each page
 	// to every stream as it comes is one write per page per stream (docs/live.md "the
 	// delay hop by hop": off by default, as end to end it did not pay).
-	var (
-		lastSend time.Time
-		hold     = time.NewTimer(time.Hour)
-		holding  bool
-	)
-	hold.Stop()
-	defer hold.Stop()
-	send := func() error {
-		if holding {
-			hold.Stop()
-			holding = false
-		}
-		lastSend = time.Now()
-		return w.send()
-	}
+	var due <-chan time.Time // while a batch is held: when the interval is over
 	for {
 		select {
 		case e := <-sub.C:
@@ -264,19 +250,19 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 					more = false
 				}
 			}
-			if wait := h.o.FlushInterval - time.Since(lastSend); wait > 0 && w.batchRoom() {
-				if !holding {
-					hold.Reset(wait)
-					holding = true
+			if wait := h.o.FlushInterval - time.Since(w.sent); wait > 0 && w.batchRoom() {
+				if due == nil {
+					due = time.After(wait)
 				}
 				continue
 			}
-			if err := send(); err != nil {
+			due = nil
+			if err := w.send(); err != nil {
 				return
 			}
-		case <-hold.C:
-			holding = false
-			if err := send(); err != nil {
+		case <-due:
+			due = nil
+			if err := w.send(); err != nil {
 				return
 			}
 		case <-beat.C:
@@ -362,15 +348,11 @@ type sseWriter struct {
 	buf     []byte
 	events  int // in buf
 	cursor  cursorEncoder
-	// hub and live: the live events in buf, whose delays are recorded once they are
-	// written (HubOptions.Delay); replayed events are not news and are not recorded.
-	hub  *Hub
-	live []liveEvent
-}
-
-type liveEvent struct {
-	service string
-	pos     contract.Position
+	// sent is when the last write began (FlushInterval counts from it).
+	sent time.Time
+	// live are the live events in buf, whose delays are recorded once they are written
+	// (HubOptions.Delay); replayed events are not news and are not recorded.
+	live []Event
 }
 
 func (s *sseWriter) raw(text string) error {
@@ -385,7 +367,7 @@ func (s *sseWriter) addLive(state Cursor, e Event) {
 		return
 	}
 	s.add(state, e)
-	s.live = append(s.live, liveEvent{e.Service, e.Pos})
+	s.live = append(s.live, e)
 }
 
 // add appends e's frame with its id: state, the stream's cursor, advanced to e.
@@ -409,7 +391,8 @@ func (s *sseWriter) send() error {
 	}
 	b := s.buf
 	s.buf, s.events = s.buf[:0], 0
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	s.sent = time.Now()
+	_ = s.rc.SetWriteDeadline(s.sent.Add(s.timeout))
 	if _, err := s.w.Write(b); err != nil {
 		return errWrite
 	}
@@ -419,7 +402,7 @@ func (s *sseWriter) send() error {
 	if len(s.live) > 0 {
 		now := time.Now()
 		for _, e := range s.live {
-			s.hub.written(e.service).Observe(delay(e.pos, now))
+			e.written.Observe(delay(e.Pos, now))
 		}
 		s.live = s.live[:0]
 	}

@@ -66,6 +66,9 @@ type Event struct {
 	Pos      contract.Position
 	SensorID string
 	Frame    []byte
+	// written observes its delay when a stream has written it (the follower's, a
+	// discarding one without HubOptions.Delay; nil for a replayed event, never recorded).
+	written prometheus.Observer
 }
 
 // newEvent renders e's data and frame once.
@@ -272,7 +275,9 @@ func (h *Hub) follow(ctx context.Context, f *follower) {
 			if err != nil || p.Compare(head) <= 0 {
 				continue
 			}
-			evs = append(evs, newEvent(f.id, p, e))
+			ev := newEvent(f.id, p, e)
+			ev.written = f.written
+			evs = append(evs, ev)
 			f.received.Observe(delay(p, now))
 			head = p
 		}
@@ -351,14 +356,6 @@ func (h *Hub) Source(id string) Source {
 		return f.src
 	}
 	return nil
-}
-
-// written is the observer of service id's write delays (stage written).
-func (h *Hub) written(id string) prometheus.Observer {
-	if f, ok := h.followers[id]; ok {
-		return f.written
-	}
-	return discard{}
 }
 
 // delay is the seconds from p's logging (its milliseconds of the log's clock: Redis's,
