@@ -220,34 +220,22 @@ func TestStreamDelayRecorded(t *testing.T) {
 	read := func(lastID string, n int, opened chan<- struct{}) <-chan result {
 		out := make(chan result, 1)
 		go func() {
-			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/stream", nil)
-			if lastID != "" {
-				req.Header.Set("Last-Event-ID", lastID)
-			}
-			resp, err := http.DefaultClient.Do(req)
+			ids, stop, err := eventIDs(srv.URL+"/stream", lastID)
 			if err != nil {
 				close(opened)
 				out <- result{err: err}
 				return
 			}
-			defer resp.Body.Close()
-			sc := bufio.NewScanner(resp.Body)
-			id := ""
-			for sc.Scan() {
-				line := sc.Text()
-				switch {
-				case strings.HasPrefix(line, ": sensorgate stream open"):
+			defer stop()
+			for id := range ids {
+				if id == streamOpened {
 					close(opened)
-				case strings.HasPrefix(line, "id: "):
-					id = line[4:]
-				case line == "" && id != "":
-					if n--; n == 0 {
-						out <- result{lastID: id}
-						return
-					}
+				} else if n--; n == 0 {
+					out <- result{lastID: id}
+					return
 				}
 			}
-			out <- result{err: fmt.Errorf("stream ended with %d readings to go: %v", n, sc.Err())}
+			out <- result{err: fmt.Errorf("stream ended with %d readings to go", n)}
 		}()
 		return out
 	}
@@ -352,28 +340,11 @@ func TestStreamWritesCoalesced(t *testing.T) {
 	defer srv.Close()
 	defer h.Close()
 
-	resp, err := http.Get(srv.URL + "/stream")
+	frames, stop, err := eventIDs(srv.URL+"/stream", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	frames := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		id := ""
-		for sc.Scan() {
-			switch line := sc.Text(); {
-			case strings.HasPrefix(line, ": sensorgate stream open"):
-				frames <- "open"
-			case strings.HasPrefix(line, "id: "):
-				id = line[4:]
-			case line == "" && id != "":
-				frames <- id
-				id = ""
-			}
-		}
-		close(frames)
-	}()
+	defer stop()
 	next := func() string {
 		t.Helper()
 		select {
@@ -387,7 +358,7 @@ func TestStreamWritesCoalesced(t *testing.T) {
 		}
 		return ""
 	}
-	if f := next(); f != "open" {
+	if f := next(); f != streamOpened {
 		t.Fatalf("first frame %q", f)
 	}
 	sensor := func(int) string { return "s" }
@@ -413,6 +384,51 @@ func TestStreamWritesCoalesced(t *testing.T) {
 	if n := writes.Load() - before; n > 3 {
 		t.Errorf("the 30 readings of ten pages took %d writes on the connection, want one send (at most 3 writes)", n)
 	}
+}
+
+// streamOpened is what eventIDs sends when the stream's opening comment arrived.
+const streamOpened = "(open)"
+
+// eventIDs opens a stream (resuming from lastID when given) and sends streamOpened once it
+// is open, then the id of every event, until the stream ends or stop is called.
+func eventIDs(url, lastID string) (ids <-chan string, stop func(), err error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open: %w", err)
+	}
+	out, done := make(chan string), make(chan struct{})
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		id := ""
+		for sc.Scan() {
+			send := ""
+			switch line := sc.Text(); {
+			case strings.HasPrefix(line, ": sensorgate stream open"):
+				send = streamOpened
+			case strings.HasPrefix(line, "id: "):
+				id = line[4:]
+			case line == "" && id != "":
+				send, id = id, ""
+			}
+			if send == "" {
+				continue
+			}
+			select {
+			case out <- send:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return out, func() { close(done); resp.Body.Close() }, nil
 }
 
 // countingListener counts the writes on the connections it accepts.
