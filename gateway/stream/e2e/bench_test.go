@@ -4,13 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"math"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/gateway/stream"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
@@ -117,7 +115,7 @@ func BenchmarkStreamDelivery1000(b *testing.B) {
 			bodies = append(bodies, resp.Body)
 		}
 		// From here on (the streams are open): the deliveries' CPU, not the opening's.
-		before, gwCPU0 := streamDelays(b, g.url)
+		before, gwCPU0 := scrapeGateway(b, g.url)
 		cpu0 := testenv.CPUTime(b)
 		for _, body := range bodies {
 			wg.Add(1)
@@ -142,7 +140,7 @@ func BenchmarkStreamDelivery1000(b *testing.B) {
 		// The hops inside the gateway, from its StreamDelay histogram (bucket bounds):
 		// the log to the gateway's follower, the log to the stream's write; what is
 		// left of the client's delay is the socket and this process's reading.
-		after, gwCPU := streamDelays(b, g.url)
+		after, gwCPU := scrapeGateway(b, g.url)
 		b.ReportMetric((gwCPU-gwCPU0)*1e6/float64(len(delays)), "gateway_cpu_us/delivery")
 		b.ReportMetric(float64((testenv.CPUTime(b)-cpu0).Microseconds())/float64(len(delays)), "client_cpu_us/delivery")
 		for _, stage := range []string{obs.StreamReceived, obs.StreamWritten} {
@@ -160,8 +158,8 @@ type delayHist struct {
 	cum    []uint64 // cumulative counts at bounds
 }
 
-// streamDelays scrapes the gateway's StreamDelay histograms by stage, and its CPU seconds.
-func streamDelays(t testing.TB, gw string) (map[string]delayHist, float64) {
+// scrapeGateway reads the gateway's StreamDelay histograms by stage, and its CPU seconds.
+func scrapeGateway(t testing.TB, gw string) (map[string]delayHist, float64) {
 	t.Helper()
 	r := get(t, gw+obs.PathMetrics)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -237,26 +235,12 @@ func delaysOf(r io.Reader) []time.Duration {
 			}
 		case len(line) == 1 && len(id) > 0:
 			at := time.Now()
-			if p, ok := cursorPos(string(id), service); ok {
-				out = append(out, at.Sub(time.UnixMilli(int64(p.MS))))
+			if c, err := stream.ParseCursor(string(id)); err == nil {
+				if p, ok := c[service]; ok {
+					out = append(out, at.Sub(time.UnixMilli(int64(p.MS))))
+				}
 			}
 			id = id[:0]
 		}
 	}
-}
-
-// cursorPos reads the position of service in an event id (the test knows the cursor's
-// form; clients treat it as opaque).
-func cursorPos(id, service string) (contract.Position, bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(id)
-	if err != nil {
-		return contract.Position{}, false
-	}
-	for _, part := range strings.Split(string(raw), ",") {
-		if svc, pos, ok := strings.Cut(part, "="); ok && svc == service {
-			p, err := contract.ParsePosition(pos)
-			return p, err == nil
-		}
-	}
-	return contract.Position{}, false
 }
