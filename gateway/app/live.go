@@ -3,8 +3,6 @@ package app
 import (
 	"fmt"
 	"log/slog"
-	"net/http"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,16 +26,15 @@ type live struct {
 	close func()
 }
 
-// newLive builds one batched-latest client and one log follower per configured service.
+// newLive builds area latest and one log follower per configured service, over the
+// services' clients.
 // With REDIS_URL the per-key stream cap is shared by every replica (stream.RedisLimiter,
 // leases of three heartbeats); without it each replica counts its own.
-func newLive(cfg config.Config, st catalog.Store, met *obs.Metrics, log *slog.Logger) (live, error) {
+func newLive(cfg config.Config, st catalog.Store, clients map[string]*contract.Client, met *obs.Metrics, log *slog.Logger) (live, error) {
 	batch := map[string]latest.BatchClient{}
 	sources := map[string]stream.Source{}
-	for _, s := range cfg.Services {
-		batch[s.ID] = contract.NewClient(s.URL, cfg.InternalToken, &http.Client{Timeout: latest.DefaultTimeout + time.Second})
-		// The follower's long poll holds a request open for up to stream.DefaultWait.
-		sources[s.ID] = contract.NewClient(s.URL, cfg.InternalToken, &http.Client{Timeout: stream.DefaultWait + 10*time.Second})
+	for id, c := range clients {
+		batch[id], sources[id] = c, c
 	}
 	lh := latest.New(latest.Options{Store: st, Services: batch, Logger: log})
 	hub := stream.NewHub(stream.HubOptions{Sources: sources, Buffer: cfg.Stream.Buffer, Logger: log, Delay: met.StreamDelay})

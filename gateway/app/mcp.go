@@ -10,33 +10,21 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
-	"github.com/sensorgate/sensorgate/gateway/config"
 	"github.com/sensorgate/sensorgate/gateway/mcp"
-	"github.com/sensorgate/sensorgate/gateway/proxy"
+	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
-// newMCP builds the MCP endpoints: services are reached at their configured URLs with the
-// internal token over the one upstream client, within its MCP and readings deadlines, and
-// private projects are visible to their owner's keys. latest_in_area answers through area
+// newMCP builds the MCP endpoints: service tools are forwarded through the services'
+// clients, the readings tools answer through the REST readings path (answers), private
+// projects are visible to their owner's keys, and latest_in_area answers through area
 // (the handler of GET /api/v1/readings/latest).
-func newMCP(cfg config.Config, st catalog.Store, up *proxy.Upstreams, area mcp.AreaLatest, log *slog.Logger) (api.MCPHandlers, error) {
-	urls := make(map[string]string, len(cfg.Services))
-	for _, s := range cfg.Services {
-		urls[s.ID] = s.URL
-	}
+func newMCP(st catalog.Store, clients map[string]*contract.Client, answers mcp.Readings, area mcp.AreaLatest, log *slog.Logger) (api.MCPHandlers, error) {
 	h, err := mcp.New(mcp.Config{
-		Store:           st,
-		InternalToken:   cfg.InternalToken,
-		UpstreamTimeout: cfg.Proxy.Timeout,
-		// The one upstream client (request ids and spans come with it); a POST is sent
-		// once by it, and the forwarder's own single retry of a refused connection stays.
-		Forwarder: mcp.NewHTTPForwarder(mcp.HTTPForwarderConfig{Client: up.Client(0), InternalToken: cfg.InternalToken,
-			Timeout: up.Deadline(proxy.RouteMCP)}),
-		Readings: mcp.NewHTTPReadings(mcp.HTTPReadingsConfig{Client: up.Client(0), InternalToken: cfg.InternalToken,
-			Timeout: up.Deadline(proxy.RouteReadings)}),
-		ServiceURLs: urls,
-		AreaLatest:  area,
-		Logger:      log,
+		Store:      st,
+		Clients:    clients,
+		Readings:   answers,
+		AreaLatest: area,
+		Logger:     log,
 		Viewer: func(c *gin.Context) (uuid.UUID, bool) {
 			id, ok := auth.FromGin(c)
 			return id.OwnerID, ok

@@ -16,7 +16,6 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
 	"github.com/sensorgate/sensorgate/gateway/config"
-	"github.com/sensorgate/sensorgate/gateway/proxy"
 	"github.com/sensorgate/sensorgate/gateway/storemetrics"
 	"github.com/sensorgate/sensorgate/gateway/stream"
 	"github.com/sensorgate/sensorgate/pkg/obs"
@@ -103,11 +102,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		stopBG()
 		bg.Wait()
 	}()
-	px, err := newProxying(cfg, st, reg, met, tracing, log)
+	clients, err := newClients(cfg, met, tracing, log)
 	if err != nil {
 		return err
 	}
-	defer px.close()
+	defer func() {
+		for _, c := range clients {
+			c.CloseIdleConnections()
+		}
+	}()
+	px, err := newReadingsPath(cfg, st, clients, reg, met, log)
+	if err != nil {
+		return err
+	}
 	bg.Add(1)
 	go func() {
 		defer bg.Done()
@@ -115,12 +122,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}()
 
 	if cfg.SyncInterval > 0 {
-		services := make(map[string]string, len(cfg.Services))
-		for _, s := range cfg.Services {
-			services[s.ID] = s.URL
-		}
-		syncer, err := catalogsync.New(st, catalogsync.Config{Services: services, Token: cfg.InternalToken, Logger: log,
-			HTTPClient: px.up.Client(px.up.Deadline(proxy.RouteCatalog))})
+		syncer, err := catalogsync.New(st, catalogsync.Config{Services: clients, Logger: log})
 		if err != nil {
 			return fmt.Errorf("catalog sync: %w", err)
 		}
@@ -140,12 +142,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer rl.close()
 
 	// Area latest and the streams; the hub follows every service's log until shutdown.
-	lv, err := newLive(cfg, st, met, log)
+	lv, err := newLive(cfg, st, clients, met, log)
 	if err != nil {
 		return err
 	}
 	defer lv.close()
-	mcpHandlers, err := newMCP(cfg, st, px.up, lv.latest, log)
+	mcpHandlers, err := newMCP(st, clients, px.answers, lv.latest, log)
 	if err != nil {
 		return err
 	}

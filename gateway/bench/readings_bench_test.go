@@ -18,10 +18,11 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
-	"github.com/sensorgate/sensorgate/gateway/proxy"
 	"github.com/sensorgate/sensorgate/gateway/ratelimit"
+	"github.com/sensorgate/sensorgate/gateway/readings"
 	"github.com/sensorgate/sensorgate/gateway/render"
 	"github.com/sensorgate/sensorgate/gateway/store"
+	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -113,16 +114,15 @@ func readingsGateway(b testing.TB, keys int) (http.Handler, []string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	up, err := proxy.New(proxy.Options{Services: map[string]string{"ocean": backend.URL}, Metrics: met})
+	clients, err := contract.NewClients(map[string]string{"ocean": backend.URL}, contract.Options{Metrics: met})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(up.CloseIdleConnections)
-	cache, err := proxy.NewCache(proxy.CacheOptions{TTL: 3 * time.Second, Registerer: reg})
+	cache, err := readings.NewCache(readings.CacheOptions{TTL: 3 * time.Second, Registerer: reg})
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := proxy.NewHandlers(proxy.HandlerOptions{Upstreams: up, Cache: cache, Error: api.Fail,
+	h, err := readings.NewHandlers(readings.HandlerOptions{Clients: clients, Cache: cache, Error: api.Fail,
 		Resolve: func(ctx context.Context, ref string) (catalog.Sensor, error) {
 			return catalog.ResolveSensor(ctx, st, ref)
 		}})

@@ -264,7 +264,7 @@ func TestSyncerFullIncrementalAndMissing(t *testing.T) {
 	t.Parallel()
 	s := sqliteStore(t)
 	ocean, oceanSrv := newFakeService(t, "ocean", 7)
-	sy, err := catalogsync.New(s, catalogsync.Config{Services: map[string]string{"ocean": oceanSrv.URL}, Token: "tok", PageSize: 3, FullEvery: 3, Logger: quiet})
+	sy, err := catalogsync.New(s, catalogsync.Config{Services: clients(t, "tok", map[string]string{"ocean": oceanSrv.URL}), PageSize: 3, FullEvery: 3, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,8 +347,8 @@ func TestSyncerIsolatesFailingServices(t *testing.T) {
 	deadURL := "http://" + ln.Addr().String()
 	ln.Close()
 	sy, err := catalogsync.New(s, catalogsync.Config{
-		Services: map[string]string{"ocean": oceanSrv.URL, "weather": weatherSrv.URL, "airquality": deadURL},
-		Token:    "tok", MaxBackoff: time.Hour, Logger: quiet,
+		Services:   clients(t, "tok", map[string]string{"ocean": oceanSrv.URL, "weather": weatherSrv.URL, "airquality": deadURL}),
+		MaxBackoff: time.Hour, Logger: quiet,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +395,7 @@ func TestSyncerRejectsImpostorsAndBadStations(t *testing.T) {
 	ocean, oceanSrv := newFakeService(t, "ocean", 2)
 	ocean.put(contract.Station{ExternalID: "bad-date", Name: "x", DeploymentDate: "yesterday", ProviderSlug: "prov-ocean"})
 	ocean.put(contract.Station{ExternalID: "alien", Name: "y", ProviderSlug: "someone-else"})
-	sy, err := catalogsync.New(s, catalogsync.Config{Services: map[string]string{"ocean": oceanSrv.URL, "weather": oceanSrv.URL}, Token: "tok", Logger: quiet})
+	sy, err := catalogsync.New(s, catalogsync.Config{Services: clients(t, "tok", map[string]string{"ocean": oceanSrv.URL, "weather": oceanSrv.URL}), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestSyncerRunStopsWithContext(t *testing.T) {
 	t.Parallel()
 	s := sqliteStore(t)
 	ocean, oceanSrv := newFakeService(t, "ocean", 2)
-	sy, err := catalogsync.New(s, catalogsync.Config{Services: map[string]string{"ocean": oceanSrv.URL}, Token: "tok", Logger: quiet})
+	sy, err := catalogsync.New(s, catalogsync.Config{Services: clients(t, "tok", map[string]string{"ocean": oceanSrv.URL}), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +462,7 @@ func TestStartupFailuresLogInfo(t *testing.T) {
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) }), nil))
-	sy, err := catalogsync.New(s, catalogsync.Config{Services: map[string]string{"ocean": srv.URL}, Token: "tok", Logger: log})
+	sy, err := catalogsync.New(s, catalogsync.Config{Services: clients(t, "tok", map[string]string{"ocean": srv.URL}), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,3 +493,13 @@ func TestStartupFailuresLogInfo(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
+
+// clients are the services' clients as the gateway builds them.
+func clients(t *testing.T, token string, urls map[string]string) map[string]*contract.Client {
+	t.Helper()
+	cs, err := contract.NewClients(urls, contract.Options{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}

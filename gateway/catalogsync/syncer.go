@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -27,12 +26,8 @@ const (
 
 // Config configures a Syncer.
 type Config struct {
-	// Services maps service id to internal base URL, e.g. "ocean": "http://127.0.0.1:8081".
-	Services map[string]string
-	// Token is sent in contract.HeaderInternalToken when not empty.
-	Token string
-	// HTTPClient is used for every call (default: a client with a 10 s timeout).
-	HTTPClient *http.Client
+	// Services are the clients of the services to sync, by id.
+	Services map[string]*contract.Client
 	// PageSize is the stations asked per page (default 500).
 	PageSize int
 	// FullEvery makes every Nth round of a service a full listing, which marks the
@@ -88,11 +83,11 @@ func New(st catalog.Store, cfg Config) (*Syncer, error) {
 	}
 	s := &Syncer{store: st, cfg: cfg, log: cfg.Logger, clients: map[string]*contract.Client{},
 		state: map[string]*serviceState{}, busy: map[string]*sync.Mutex{}}
-	for id, u := range cfg.Services {
-		if id == "" || u == "" {
-			return nil, fmt.Errorf("catalogsync: service %q has no URL", id)
+	for id, c := range cfg.Services {
+		if id == "" || c == nil {
+			return nil, fmt.Errorf("catalogsync: service %q has no client", id)
 		}
-		s.clients[id] = contract.NewClient(u, cfg.Token, cfg.HTTPClient)
+		s.clients[id] = c
 		s.state[id] = &serviceState{}
 		s.busy[id] = &sync.Mutex{}
 		s.ids = append(s.ids, id)
@@ -116,7 +111,7 @@ func (s *Syncer) Register(ctx context.Context) error {
 	}
 	var errs []error
 	for _, id := range s.ids {
-		if err := reg.UpsertService(ctx, catalog.Service{ID: id, URL: s.cfg.Services[id]}); err != nil {
+		if err := reg.UpsertService(ctx, catalog.Service{ID: id, URL: s.cfg.Services[id].BaseURL()}); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -234,7 +229,7 @@ func (s *Syncer) round(ctx context.Context, id string, c *contract.Client, full 
 		s.log.WarnContext(ctx, "catalog sync: listing changed while paging, not marking missing stations", "service", id)
 		full = false
 	}
-	b, rejects := batchFor(ServiceFromMeta(meta, s.cfg.Services[id]), meta.Providers, meta.Feeds, stations, full)
+	b, rejects := batchFor(ServiceFromMeta(meta, s.cfg.Services[id].BaseURL()), meta.Providers, meta.Feeds, stations, full)
 	for _, r := range rejects {
 		s.log.WarnContext(ctx, "catalog sync: station rejected", "service", id, "err", r)
 	}

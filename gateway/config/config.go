@@ -98,7 +98,7 @@ type Stream struct {
 	FlushInterval time.Duration
 }
 
-// Proxy is the configuration of the path to the backing services (package proxy).
+// Proxy is the configuration of the path to the backing services (packages contract and readings).
 type Proxy struct {
 	// Timeout is the deadline of one readings call to a service, retries included
 	// (UPSTREAM_TIMEOUT); past it the client gets 504 upstream_timeout.
@@ -110,6 +110,8 @@ type Proxy struct {
 	CacheTTL time.Duration
 	// ProbeInterval is how often every service's health is probed (PROBE_INTERVAL).
 	ProbeInterval time.Duration
+	// HTTP2 speaks HTTP/2 without TLS to the services (UPSTREAM_HTTP2).
+	HTTP2 bool
 }
 
 // RateLimit is the rate limiter's configuration (RATE_LIMIT_*). Development keys always
@@ -283,6 +285,11 @@ func Settings() []setting {
 			}
 			c.Proxy.ProbeInterval = d
 			return nil
+		}},
+		{Env: "UPSTREAM_HTTP2", Flag: "upstream-http2", Default: "false", Usage: "speak HTTP/2 without TLS (prior knowledge) to the backing services instead of HTTP/1.1", Set: func(c *Config, v string) error {
+			b, err := settings.Bool(v)
+			c.Proxy.HTTP2 = b
+			return err
 		}},
 		{Env: "STREAM_MAX_PER_KEY", Flag: "stream-max-per-key", Default: "5", Usage: "streams one API key may hold open at once on a replica (429 beyond)", Set: func(c *Config, v string) error {
 			n, err := settings.Int(v, 1, 10000)

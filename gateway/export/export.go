@@ -31,7 +31,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
-	"github.com/sensorgate/sensorgate/gateway/proxy"
+	"github.com/sensorgate/sensorgate/gateway/readings"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/formats"
@@ -40,11 +40,12 @@ import (
 // Options configure the handler.
 type Options struct {
 	Select    api.SelectFunc
-	Upstreams *proxy.Upstreams
+	// Services are the clients of the services, by id.
+	Services map[string]*contract.Client
 	// Charge takes one more request from the caller's budget: nil when granted, else the
 	// error refusing it (429 rate_limited, 503 rate_limit_unavailable).
 	Charge func(c *gin.Context) error
-	Fail   proxy.ErrorFunc
+	Fail   readings.ErrorFunc
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -92,7 +93,7 @@ func Handler(o Options) gin.HandlerFunc {
 		// still a clean error answer.
 		var first *http.Response
 		if len(runs) > 0 {
-			if first, err = o.Upstreams.Open(ctx, runs[0].service, path(runs[0], q, f)); err != nil {
+			if first, err = o.open(ctx, runs[0], q, f); err != nil {
 				o.Fail(c, err)
 				return
 			}
@@ -124,7 +125,7 @@ func Handler(o Options) gin.HandlerFunc {
 		for i, r := range runs {
 			resp := first
 			if i > 0 {
-				if resp, err = o.Upstreams.Open(ctx, r.service, path(r, q, f)); err != nil {
+				if resp, err = o.open(ctx, r, q, f); err != nil {
 					st.end(err)
 					break
 				}
@@ -165,8 +166,13 @@ func plan(sensors []catalog.Sensor) []run {
 	return out
 }
 
-func path(r run, q contract.ExportQuery, f string) string {
-	return contract.PathExport + "?" + contract.ExportValues(r.ids, q, f, false).Encode()
+// open starts the export of one run of sensors from their service.
+func (o Options) open(ctx context.Context, r run, q contract.ExportQuery, f string) (*http.Response, error) {
+	c, ok := o.Services[r.service]
+	if !ok {
+		return nil, apierr.New(apierr.UpstreamUnavailable, "service %q is not configured on this gateway", r.service)
+	}
+	return c.Export(ctx, contract.ExportValues(r.ids, q, f, false))
 }
 
 // stream passes lines to the client, charging the budget per started block of rows.

@@ -474,7 +474,7 @@ func runDescribeSensor(ctx context.Context, cc *callCtx, a sensorIDArgs) (string
 		out.LatestError = apierr.From(asAPIError(err)).Message
 	} else {
 		out.Service = &serviceRef{ID: svc.ID, Name: svc.Name, Status: svc.Status, MCPEndpoint: "/api/v1/services/" + svc.ID + "/mcp"}
-		lr, err := cc.h.readings.Latest(ctx, svc, s.ExternalID, nil)
+		lr, err := cc.h.latest(ctx, s, nil)
 		if err != nil {
 			out.LatestError = apierr.From(asAPIError(err)).Message
 		} else {
@@ -625,10 +625,6 @@ func runGetReadings(ctx context.Context, cc *callCtx, a getReadingsArgs) (string
 			return "", none, err
 		}
 	}
-	svc, err := cc.h.serviceOf(ctx, s)
-	if err != nil {
-		return "", none, err
-	}
 	up := url.Values{}
 	up.Set("data_format", parsed.Format)
 	up.Set("limit", strconv.Itoa(limit))
@@ -658,10 +654,10 @@ func runGetReadings(ctx context.Context, cc *callCtx, a getReadingsArgs) (string
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			latest, latestErr = cc.h.readings.Latest(ctx, svc, s.ExternalID, nil)
+			latest, latestErr = cc.h.latest(ctx, s, nil)
 		}()
 	}
-	rr, err := cc.h.readings.Readings(ctx, svc, s.ExternalID, up)
+	rr, err := cc.h.readingsPage(ctx, s, up)
 	wg.Wait()
 	if err != nil {
 		return "", none, asAPIError(err)

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/sensorgate/sensorgate/pkg/testenv"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/testenv"
 
 	"github.com/google/uuid"
 

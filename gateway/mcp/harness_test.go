@@ -23,6 +23,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
 	"github.com/sensorgate/sensorgate/gateway/latest"
 	"github.com/sensorgate/sensorgate/gateway/mcp"
+	"github.com/sensorgate/sensorgate/gateway/readings"
 	"github.com/sensorgate/sensorgate/gateway/store"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -84,7 +85,8 @@ func newGateway(tb testing.TB, stations int) *gateway {
 		tb.Fatalf("open store: %v", err)
 	}
 	tb.Cleanup(func() { _ = st.Close() })
-	syncer, err := catalogsync.New(st, catalogsync.Config{Services: map[string]string{"ocean": svcURL}, Token: internalToken, Logger: slog.New(slog.DiscardHandler)})
+	clients, answers := upstreams(tb, st, map[string]string{"ocean": svcURL}, 0)
+	syncer, err := catalogsync.New(st, catalogsync.Config{Services: clients, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -98,11 +100,9 @@ func newGateway(tb testing.TB, stations int) *gateway {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	area := latest.New(latest.Options{Store: st, Services: map[string]latest.BatchClient{
-		"ocean": contract.NewClient(svcURL, internalToken, &http.Client{Timeout: 5 * time.Second}),
-	}})
+	area := latest.New(latest.Options{Store: st, Services: map[string]latest.BatchClient{"ocean": clients["ocean"]}})
 	h, err := mcp.New(mcp.Config{
-		Store: st, InternalToken: internalToken, Logger: slog.New(slog.DiscardHandler), AreaLatest: area,
+		Store: st, Clients: clients, Readings: answers, Logger: slog.New(slog.DiscardHandler), AreaLatest: area,
 		Viewer: func(c *gin.Context) (uuid.UUID, bool) {
 			id, ok := auth.FromGin(c)
 			return id.OwnerID, ok
@@ -133,6 +133,29 @@ func newGateway(tb testing.TB, stations int) *gateway {
 		tb.Fatalf("synced catalog has no ocean sensors: %v", err)
 	}
 	return &gateway{URL: srv.URL, ServiceURL: svcURL, Store: st, Handler: h, Sensors: page.Sensors, OwnerID: auth.OwnerID("development")}
+}
+
+// upstreams are the services' clients and the readings path over them, as gateway/app
+// builds them; timeout 0 keeps the default deadlines.
+func upstreams(tb testing.TB, st catalog.Store, urls map[string]string, timeout time.Duration) (map[string]*contract.Client, *readings.Handlers) {
+	tb.Helper()
+	clients, err := contract.NewClients(urls, contract.Options{Token: internalToken,
+		Timeouts: contract.Timeouts{Latest: timeout, Readings: timeout, Health: timeout}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cache, err := readings.NewCache(readings.CacheOptions{TTL: readings.DefaultCacheTTL})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	answers, err := readings.NewHandlers(readings.HandlerOptions{Clients: clients, Cache: cache,
+		Resolve: func(ctx context.Context, ref string) (catalog.Sensor, error) {
+			return catalog.ResolveSensor(ctx, st, ref)
+		}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return clients, answers
 }
 
 // renderErrors writes the error the auth middleware records, as the gateway's own error

@@ -193,11 +193,7 @@ func runAggregate(ctx context.Context, cc *callCtx, a aggregateArgs) (string, co
 	if _, err := contract.ParseAggregateQuery(v, cc.now); err != nil {
 		return "", none, restArgError(tool, err, map[string]string{"parameter": "parameters"})
 	}
-	svc, err := cc.h.serviceOf(ctx, s)
-	if err != nil {
-		return "", none, err
-	}
-	out, err := cc.h.readings.Aggregate(ctx, svc, s.ExternalID, v)
+	out, err := cc.h.aggregate(ctx, s, v)
 	if err != nil {
 		return "", none, asAPIError(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
-	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
@@ -31,25 +31,12 @@ const MaxBodyBytes = 1 << 20
 type Config struct {
 	// Store is the catalog (required).
 	Store catalog.Store
-	// Forwarder posts JSON-RPC messages to a service's /mcp. Default: an HTTPForwarder
-	// with InternalToken.
-	Forwarder Forwarder
-	// Readings fetches readings for the gateway's own tools. Default: an HTTPReadings
-	// with InternalToken.
+	// Clients are the services' clients, by id (required): service tools are forwarded
+	// through them.
+	Clients map[string]*contract.Client
+	// Readings is the gateway's readings path (required), which the readings tools answer
+	// through.
 	Readings Readings
-	// InternalToken is the shared secret sent to services in contract.HeaderInternalToken
-	// by the default Forwarder and Readings.
-	InternalToken string
-	// UpstreamTimeout bounds one call of the default Forwarder and Readings to a service,
-	// retries included (default 15s and 10s).
-	UpstreamTimeout time.Duration
-	// Tracing, when enabled, makes the default Forwarder and Readings send the W3C
-	// traceparent of a client span to the service (nil: no tracing).
-	Tracing *obs.Tracing
-	// ServiceURLs maps service ids to internal base URLs; a configured URL wins over the
-	// one the catalog recorded at sync, so that the gateway reaches services where its
-	// configuration says they are.
-	ServiceURLs map[string]string
 	// Viewer returns the authenticated caller's owner id, which decides what private
 	// projects it may reach. Nil, or false: the caller sees public projects only.
 	Viewer func(c *gin.Context) (uuid.UUID, bool)
@@ -71,13 +58,12 @@ type Config struct {
 // Handler serves the five MCP endpoints of the gateway.
 type Handler struct {
 	store    catalog.Store
-	fwd      Forwarder
+	clients  map[string]*contract.Client
 	readings Readings
 	viewer   func(c *gin.Context) (uuid.UUID, bool)
 	log      *slog.Logger
 	now      func() time.Time
 	version  string
-	urls     map[string]string
 	area     AreaLatest
 
 	// Catalog lookups, trusted for CacheTTL (nil: not cached).
@@ -93,8 +79,8 @@ type Handler struct {
 
 // New returns a Handler; it fails when a required dependency is missing.
 func New(cfg Config) (*Handler, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("mcp: Config.Store is required")
+	if cfg.Store == nil || cfg.Clients == nil || cfg.Readings == nil {
+		return nil, errors.New("mcp: Config.Store, Clients and Readings are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -108,21 +94,14 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.CacheTTL == 0 {
 		cfg.CacheTTL = 5 * time.Second
 	}
-	if cfg.Forwarder == nil {
-		cfg.Forwarder = NewHTTPForwarder(HTTPForwarderConfig{InternalToken: cfg.InternalToken, Timeout: cfg.UpstreamTimeout, Tracing: cfg.Tracing})
-	}
-	if cfg.Readings == nil {
-		cfg.Readings = NewHTTPReadings(HTTPReadingsConfig{InternalToken: cfg.InternalToken, Timeout: cfg.UpstreamTimeout, Tracing: cfg.Tracing})
-	}
 	h := &Handler{
 		store:    cfg.Store,
-		fwd:      cfg.Forwarder,
+		clients:  cfg.Clients,
 		readings: cfg.Readings,
 		viewer:   cfg.Viewer,
 		log:      cfg.Logger,
 		now:      cfg.Now,
 		version:  cfg.Version,
-		urls:     cfg.ServiceURLs,
 		area:     cfg.AreaLatest,
 		sensors:  newCache[uuid.UUID](cfg.CacheTTL, 10000, 512, sensorStrings),
 		services: newCache[string](cfg.CacheTTL, 256, 1024, serviceStrings),
@@ -165,9 +144,6 @@ func (h *Handler) service(ctx context.Context, id string) (catalog.Service, erro
 	s, err := h.store.Service(ctx, id)
 	if err != nil {
 		return s, err
-	}
-	if u, ok := h.urls[id]; ok && u != "" {
-		s.URL = u
 	}
 	h.services.Put(id, s, now, now)
 	return s, nil

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"

@@ -504,11 +504,7 @@ func runCleanedStream(ctx context.Context, cc *callCtx, a cleanedStreamArgs) (st
 }
 
 func (cc *callCtx) stream(ctx context.Context, s catalog.Sensor, q url.Values) (streamEnvelope, error) {
-	svc, err := cc.h.serviceOf(ctx, s)
-	if err != nil {
-		return streamEnvelope{}, err
-	}
-	rr, err := cc.h.readings.Readings(ctx, svc, s.ExternalID, q)
+	rr, err := cc.h.readingsPage(ctx, s, q)
 	if err != nil {
 		return streamEnvelope{}, asAPIError(err)
 	}
@@ -550,12 +546,7 @@ func runLastReading(ctx context.Context, cc *callCtx, a targetArgs) (string, las
 	}
 	var lastErr error
 	for _, c := range candidates {
-		svc, err := cc.h.serviceOf(ctx, c)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		lr, err := cc.h.readings.Latest(ctx, svc, c.ExternalID, nil)
+		lr, err := cc.h.latest(ctx, c, nil)
 		if err != nil {
 			lastErr = err
 			if ae := apierr.From(asAPIError(err)); ae.Code == apierr.UpstreamTimeout || ae.Code == apierr.UpstreamUnavailable {

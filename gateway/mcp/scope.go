@@ -203,15 +203,6 @@ func underscoreName(serviceID, name string) string {
 	return name
 }
 
-func (h *Handler) forward(ctx context.Context, sc *scope, info requestInfo, body []byte) ([]byte, error) {
-	return h.fwd.Forward(ctx, ForwardRequest{
-		Service:         *sc.service,
-		Body:            body,
-		ProtocolVersion: info.protocolVersion,
-		RequestID:       info.requestID,
-	})
-}
-
 // upstreamError answers a non-tool method whose forwarding failed with -32603 and the
 // API error code in data, so a client can tell a slow service from a dead one.
 func (h *Handler) upstreamError(ctx context.Context, sc *scope, id jsonrpc.ID, err error) []byte {

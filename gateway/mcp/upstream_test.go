@@ -8,21 +8,20 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // The faults below (a 500, a stall, an HTML error page, a refused port) cannot be caused
 // on the real service on demand, so a stand-in plays them; the real service is exercised
 // by the tests in package mcp_test.
 
-func TestHTTPForwarderFaults(t *testing.T) {
+func TestForwardFaults(t *testing.T) {
 	t.Parallel()
 	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ocean.x"}}`
 	tests := []struct {
@@ -121,11 +120,11 @@ func TestHTTPForwarderFaults(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(tt.handler)
 			defer srv.Close()
-			f := NewHTTPForwarder(HTTPForwarderConfig{InternalToken: "tok", Timeout: 300 * time.Millisecond})
-			got, err := f.Forward(context.Background(), ForwardRequest{
-				Service: catalog.Service{ID: "ocean", URL: srv.URL + "/"}, Body: []byte(call),
-				ProtocolVersion: "2025-06-18", RequestID: "rid",
-			})
+			c, err := contract.NewClient("ocean", srv.URL+"/", contract.Options{Token: "tok", Timeouts: contract.Timeouts{Readings: 300 * time.Millisecond}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := forwardTo(obs.WithRequestID(context.Background(), "rid"), c, []byte(call), "2025-06-18")
 			switch {
 			case tt.want != "":
 				if err != nil || string(got) != tt.want {
@@ -149,7 +148,7 @@ func TestHTTPForwarderFaults(t *testing.T) {
 	}
 }
 
-func TestHTTPForwarderRefusedIsRetriedOnce(t *testing.T) {
+func TestForwardRefused(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -157,69 +156,14 @@ func TestHTTPForwarderRefusedIsRetriedOnce(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens: every dial is refused
-	f := NewHTTPForwarder(HTTPForwarderConfig{Timeout: 2 * time.Second})
-	_, err = f.Forward(context.Background(), ForwardRequest{Service: catalog.Service{ID: "weather", URL: "http://" + addr}, Body: []byte(`{}`)})
+	c, err := contract.NewClient("weather", "http://"+addr, contract.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = forwardTo(context.Background(), c, []byte(`{}`), "")
 	var ae *apierr.Error
-	if !errors.As(err, &ae) || ae.Code != apierr.UpstreamUnavailable {
-		t.Fatalf("err = %v, want upstream_unavailable", err)
-	}
-	_, err = f.Forward(context.Background(), ForwardRequest{Service: catalog.Service{ID: "weather"}, Body: []byte(`{}`)})
-	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "no internal address") {
-		t.Errorf("service without URL: %v", err)
-	}
-}
-
-func TestHTTPReadings(t *testing.T) {
-	t.Parallel()
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := calls.Add(1)
-		switch {
-		case r.Header.Get(contract.HeaderInternalToken) != "tok":
-			http.Error(w, "no token", 403)
-		case strings.HasSuffix(r.URL.Path, "/EMPTY/readings/latest"):
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(404)
-			_, _ = w.Write([]byte(`{"error":"station EMPTY has no readings","code":"no_readings"}`))
-		case strings.HasSuffix(r.URL.Path, "/FLAKY/readings/latest") && n%2 == 1:
-			http.Error(w, "warming up", http.StatusServiceUnavailable)
-		case strings.HasSuffix(r.URL.Path, "/readings/latest"):
-			_ = json.NewEncoder(w).Encode(contract.LatestResponse{ExternalID: strings.Split(r.URL.Path, "/")[3], ServiceID: "ocean"})
-		case strings.HasSuffix(r.URL.Path, "/readings"):
-			if r.URL.Query().Get("limit") != "5" {
-				http.Error(w, "query lost", 400)
-				return
-			}
-			_ = json.NewEncoder(w).Encode(contract.ReadingsResponse{ExternalID: "A", Pagination: contract.NewPagination(1, 5, 9)})
-		default:
-			http.Error(w, "?", 500)
-		}
-	}))
-	defer srv.Close()
-	rd := NewHTTPReadings(HTTPReadingsConfig{InternalToken: "tok", Timeout: 2 * time.Second})
-	svc := catalog.Service{ID: "ocean", URL: srv.URL}
-	ctx := context.Background()
-
-	if lr, err := rd.Latest(ctx, svc, "A", nil); err != nil || lr.ExternalID != "A" {
-		t.Errorf("latest: %+v %v", lr, err)
-	}
-	if rr, err := rd.Readings(ctx, svc, "A", map[string][]string{"limit": {"5"}}); err != nil || rr.Pagination.Total != 9 {
-		t.Errorf("readings: %+v %v", rr, err)
-	}
-	_, err := rd.Latest(ctx, svc, "EMPTY", nil)
-	var ae *apierr.Error
-	if !errors.As(err, &ae) || ae.Code != apierr.NoReadings {
-		t.Errorf("no readings: %v, want the service's no_readings", err)
-	}
-	if lr, err := rd.Latest(ctx, svc, "FLAKY", nil); err != nil || lr.ExternalID != "FLAKY" {
-		t.Errorf("a 503 is retried: %+v %v", lr, err)
-	}
-	if _, err := rd.Latest(ctx, svc, "../etc", nil); !errors.As(err, &ae) || ae.Code != apierr.SensorNotFound {
-		t.Errorf("unsafe id: %v", err)
-	}
-	bad := NewHTTPReadings(HTTPReadingsConfig{InternalToken: "wrong", Timeout: time.Second})
-	if _, err := bad.Latest(ctx, svc, "A", nil); !errors.As(err, &ae) || ae.Code != apierr.UpstreamUnavailable {
-		t.Errorf("refused token: %v, want upstream_unavailable", err)
+	if !errors.As(err, &ae) || ae.Code != apierr.UpstreamUnavailable || !strings.Contains(ae.Message, "weather") {
+		t.Fatalf("err = %v, want upstream_unavailable naming the service", err)
 	}
 }
 

@@ -57,7 +57,7 @@ func TestProbeAllRecordsStatuses(t *testing.T) {
 	}
 	clients := map[string]HealthClient{}
 	for id, u := range servers {
-		clients[id] = contract.NewClient(u, "", nil)
+		clients[id] = mustClient(t, id, u)
 		if id != "unsynced" {
 			if _, err := st.Sync(ctx, catalog.SyncBatch{Service: catalog.Service{ID: id, Name: id, Status: "active"}}); err != nil {
 				t.Fatal(err)
@@ -118,7 +118,7 @@ func TestRunStopsWithContext(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(contract.Health{ServiceID: "a", Status: "ok"})
 	}))
 	defer srv.Close()
-	p, err := New(map[string]HealthClient{"a": contract.NewClient(srv.URL, "", nil)}, st, Options{Interval: time.Hour})
+	p, err := New(map[string]HealthClient{"a": mustClient(t, "a", srv.URL)}, st, Options{Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,4 +136,13 @@ func TestNewNeedsStore(t *testing.T) {
 	if _, err := New(nil, nil, Options{}); err == nil {
 		t.Fatal("New without a store succeeded")
 	}
+}
+
+func mustClient(t *testing.T, id, url string) *contract.Client {
+	t.Helper()
+	c, err := contract.NewClient(id, url, contract.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

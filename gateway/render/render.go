@@ -15,7 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/sensorgate/sensorgate/gateway/proxy"
+	"github.com/sensorgate/sensorgate/gateway/readings"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -30,26 +30,26 @@ var (
 )
 
 // Readings answers GET /sensors/:id/readings in the negotiated format.
-func Readings(h *proxy.Handlers, fail proxy.ErrorFunc) gin.HandlerFunc {
-	return answer(h, fail, proxy.RouteReadings, ReadingsFormats, readingsPage)
+func Readings(h *readings.Handlers, fail readings.ErrorFunc) gin.HandlerFunc {
+	return answer(h, fail, contract.RouteReadings, ReadingsFormats, readingsPage)
 }
 
 // Aggregate answers GET /sensors/:id/readings/aggregate in the negotiated format.
-func Aggregate(h *proxy.Handlers, fail proxy.ErrorFunc) gin.HandlerFunc {
-	return answer(h, fail, proxy.RouteAggregate, AggregateFormats, aggregatePage)
+func Aggregate(h *readings.Handlers, fail readings.ErrorFunc) gin.HandlerFunc {
+	return answer(h, fail, contract.RouteAggregate, AggregateFormats, aggregatePage)
 }
 
 // converter writes the JSON answer body in format f to w, setting its headers on hd first.
 type converter func(w io.Writer, hd http.Header, req *http.Request, body []byte, f string) error
 
-func answer(h *proxy.Handlers, fail proxy.ErrorFunc, route proxy.Route, allowed []string, conv converter) gin.HandlerFunc {
+func answer(h *readings.Handlers, fail readings.ErrorFunc, route contract.Route, allowed []string, conv converter) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		f, err := formats.NegotiateRaw(c.Request.URL.RawQuery, headerValue(c.Request.Header, "Accept"), allowed...)
 		if err != nil {
 			fail(c, err)
 			return
 		}
-		if f != formats.JSON && route == proxy.RouteReadings && c.Query("data_format") == contract.FormatRaw && f != formats.NDJSON {
+		if f != formats.JSON && route == contract.RouteReadings && c.Query("data_format") == contract.FormatRaw && f != formats.NDJSON {
 			fail(c, apierr.Invalid(formats.Param, "%s needs data_format=cleaned (raw readings have no measurements to put in rows); use json or ndjson", f))
 			return
 		}

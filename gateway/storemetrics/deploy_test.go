@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sensorgate/sensorgate/gateway/ratelimit"
-	"github.com/sensorgate/sensorgate/pkg/contract"
 	shared "github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -63,7 +62,7 @@ func registeredNames(t *testing.T) map[string]bool {
 			t.Fatal(err)
 		}
 		if component != "gateway" {
-			if err := cr.Register(shared.NewIngestCollector(component, func() []contract.ProviderHealth { return nil })); err != nil {
+			if err := cr.Register(shared.NewIngestCollector(component, func() []shared.ProviderIngest { return nil })); err != nil {
 				t.Fatal(err)
 			}
 		}

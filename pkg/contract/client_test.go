@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // fakeService speaks the internal contract for two stations and records what it was asked.
@@ -54,10 +57,19 @@ func fakeService(t *testing.T, token string) (*httptest.Server, *[]*http.Request
 	return srv, &seen
 }
 
+func newClient(t *testing.T, url string, opt contract.Options) *contract.Client {
+	t.Helper()
+	c, err := contract.NewClient("ocean", url, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestClientCalls(t *testing.T) {
 	t.Parallel()
 	srv, seen := fakeService(t, "s3cret")
-	c := contract.NewClient(srv.URL+"/", "s3cret", nil)
+	c := newClient(t, srv.URL+"/", contract.Options{Token: "s3cret"})
 	ctx := context.Background()
 
 	m, err := c.Meta(ctx)
@@ -97,35 +109,39 @@ func TestClientErrors(t *testing.T) {
 	srv, _ := fakeService(t, "s3cret")
 	ctx := context.Background()
 
-	// A JSON error of the service comes back as an *apierr.Error with its status.
-	_, err := contract.NewClient(srv.URL, "wrong", nil).Meta(ctx)
+	// A service that refuses the gateway's token is the gateway's fault: 502, unreachable.
+	_, err := newClient(t, srv.URL, contract.Options{Token: "wrong"}).Meta(ctx)
 	var ae *apierr.Error
-	var se *contract.ServiceError
-	if !errors.As(err, &ae) || ae.Code != apierr.Forbidden || !errors.As(err, &se) || se.StatusCode != http.StatusForbidden {
+	if !errors.As(err, &ae) || ae.Code != apierr.UpstreamUnavailable || !errors.Is(err, contract.ErrUnreachable) {
 		t.Fatalf("wrong token: %v", err)
 	}
-	if errors.Is(err, contract.ErrUnreachable) || errors.Is(err, contract.ErrTimeout) {
-		t.Fatalf("an answer is not unreachable: %v", err)
+
+	// A JSON error of the service comes back as a *ServiceError with its status.
+	_, err = newClient(t, srv.URL, contract.Options{Token: "s3cret"}).Sensors(ctx, time.Time{}, -1, 10)
+	var se *contract.ServiceError
+	if err != nil && (!errors.As(err, &se) || errors.Is(err, contract.ErrUnreachable)) {
+		t.Fatalf("service error: %v", err)
 	}
 
-	// A non-JSON error answer is an *HTTPError.
+	// A non-JSON error answer is upstream_unavailable, after the retries.
+	var plainCalls atomic.Int32
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plainCalls.Add(1)
 		http.Error(w, "upstream proxy exploded", http.StatusBadGateway)
 	}))
 	t.Cleanup(plain.Close)
-	_, err = contract.NewClient(plain.URL, "", nil).Health(ctx)
-	var he *contract.HTTPError
-	if !errors.As(err, &he) || he.StatusCode != http.StatusBadGateway || !strings.Contains(he.Body, "exploded") {
-		t.Fatalf("plain 502: %v", err)
+	_, err = newClient(t, plain.URL, contract.Options{Timeouts: contract.Timeouts{Health: 5 * time.Second}}).Health(ctx)
+	if !errors.As(err, &ae) || ae.Code != apierr.UpstreamUnavailable || strings.Contains(err.Error(), "exploded") || plainCalls.Load() != 1+contract.DefaultRetries {
+		t.Fatalf("plain 502 (%d calls): %v", plainCalls.Load(), err)
 	}
 
-	// A 200 that is not JSON is a decode error naming the URL.
+	// A 200 that is not JSON is refused as a bad response.
 	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("<html>hello</html>"))
 	}))
 	t.Cleanup(garbage.Close)
-	_, err = contract.NewClient(garbage.URL, "", nil).Sensors(ctx, time.Time{}, 1, 10)
-	if err == nil || !strings.Contains(err.Error(), "decode") || !strings.Contains(err.Error(), "/v1/sensors") {
+	_, err = newClient(t, garbage.URL, contract.Options{}).Sensors(ctx, time.Time{}, 1, 10)
+	if !errors.As(err, &ae) || ae.Code != apierr.UpstreamBadResponse {
 		t.Fatalf("garbage answer: %v", err)
 	}
 
@@ -136,7 +152,7 @@ func TestClientErrors(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	_, err = contract.NewClient("http://"+addr, "", nil).Meta(ctx)
+	_, err = newClient(t, "http://"+addr, contract.Options{}).Meta(ctx)
 	if !errors.Is(err, contract.ErrUnreachable) {
 		t.Fatalf("closed port: %v", err)
 	}
@@ -150,13 +166,13 @@ func TestClientErrors(t *testing.T) {
 		}
 	}))
 	t.Cleanup(func() { close(release); slow.Close() })
-	_, err = contract.NewClient(slow.URL, "", &http.Client{Timeout: 50 * time.Millisecond}).Meta(ctx)
+	_, err = newClient(t, slow.URL, contract.Options{Timeouts: contract.Timeouts{Catalog: 50 * time.Millisecond}}).Meta(ctx)
 	if !errors.Is(err, contract.ErrTimeout) {
 		t.Fatalf("client timeout: %v", err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	_, err = contract.NewClient(slow.URL, "", nil).Meta(dctx)
+	_, err = newClient(t, slow.URL, contract.Options{}).Meta(dctx)
 	if !errors.Is(err, contract.ErrTimeout) {
 		t.Fatalf("context deadline: %v", err)
 	}
@@ -164,8 +180,55 @@ func TestClientErrors(t *testing.T) {
 	// A cancelled caller is neither timeout nor unreachable.
 	cctx, ccancel := context.WithCancel(ctx)
 	ccancel()
-	_, err = contract.NewClient(slow.URL, "", nil).Meta(cctx)
+	_, err = newClient(t, slow.URL, contract.Options{}).Meta(cctx)
 	if err == nil || errors.Is(err, contract.ErrTimeout) || errors.Is(err, contract.ErrUnreachable) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+// TestOneClientRetriesOnlyIdempotentCalls: a service's client passes the request id on,
+// retries a GET after a 503 and never sends an MCP message (a POST) twice.
+func TestOneClientRetriesOnlyIdempotentCalls(t *testing.T) {
+	t.Parallel()
+	var gets, posts atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := gets.Load()
+		if r.Method == http.MethodPost {
+			n = posts.Add(1)
+		} else {
+			n = gets.Add(1)
+		}
+		if r.Header.Get(contract.HeaderRequestID) != "rid-1" {
+			t.Errorf("request id not passed on: %q", r.Header.Get(contract.HeaderRequestID))
+		}
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"service_id":"s","status":"ok"}`)
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL, contract.Options{})
+	ctx := obs.WithRequestID(context.Background(), "rid-1")
+	h, err := c.Health(ctx)
+	if err != nil || h.Status != "ok" || gets.Load() != 2 {
+		t.Errorf("GET: %+v %v after %d attempts, want ok after 2", h, err, gets.Load())
+	}
+	resp, err := c.MCP(ctx, []byte(`{}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != 503 || posts.Load() != 1 {
+		t.Errorf("POST: %d after %d attempts, want the 503 after 1", resp.Status, posts.Load())
+	}
+}
+
+func TestNewRejectsBadServiceURL(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"ftp://x", "127.0.0.1:8081", ""} {
+		if _, err := contract.NewClients(map[string]string{"ocean": u}, contract.Options{}); err == nil || !strings.Contains(err.Error(), "ocean") {
+			t.Errorf("NewClients with URL %q: err = %v, want one naming the service", u, err)
+		}
 	}
 }

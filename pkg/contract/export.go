@@ -1,12 +1,18 @@
 package contract
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // Bulk export limits (docs/api-decisions.md "Wave 2", Export).
@@ -88,4 +94,75 @@ func ExportValues(stations []string, q ExportQuery, format string, header bool) 
 		v.Set("lineage", "true")
 	}
 	return v
+}
+
+// Export calls GET PathExport with the query of ExportValues and returns the service's
+// 200 open, for the caller to read as it arrives and close: the answer is too large to
+// hold. RouteStream's deadline bounds the wait for its headers, not the stream, which
+// runs until the service ends it or ctx ends (a caller that goes away closes the call and
+// the service stops its scan). Any other answer is an error: the service's own 4xx error
+// as an *apierr.Error, anything else as Get's failures are.
+func (c *Client) Export(ctx context.Context, q url.Values) (*http.Response, error) {
+	start := time.Now()
+	c.recycle()
+	resp, outcome, err := c.open(ctx, withQuery(PathExport, q.Encode()))
+	c.observe(outcome, start)
+	return resp, err
+}
+
+func (c *Client) open(parent context.Context, pathQuery string) (*http.Response, string, error) {
+	ctx, cancel := context.WithCancel(parent)
+	timeout := c.Deadline(RouteStream)
+	headerTimer := time.AfterFunc(timeout, cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+pathQuery, nil)
+	if err != nil {
+		cancel()
+		return nil, obs.OutcomeUnavailable, apierr.New(apierr.UpstreamUnavailable, "service %q: bad request path", c.id)
+	}
+	req.Header["Accept"] = []string{"application/x-ndjson, text/csv, application/json"}
+	if c.sh.tokenV != nil {
+		req.Header[HeaderInternalToken] = c.sh.tokenV
+	}
+	resp, err := c.do(ctx, req, true)
+	if !headerTimer.Stop() { // the headers came too late, if at all
+		cancel()
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		outcome, err := c.timedOut(parent, RouteStream, timeout, err)
+		return nil, outcome, err
+	}
+	if err != nil {
+		cancel()
+		outcome, err := c.failure(parent, ctx, RouteStream, timeout, err)
+		return nil, outcome, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		cancel()
+		status, b, outcome, err := c.judge(parent, RouteStream, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		if err != nil {
+			return nil, outcome, err
+		}
+		var e apierr.Error
+		if json.Unmarshal(b, &e) != nil || e.Code == "" || status == http.StatusOK {
+			return nil, obs.OutcomeServerError, fmt.Errorf("%w: %w", apierr.New(apierr.UpstreamBadResponse, "service %q gave an answer the gateway does not pass on", c.id), ErrUnreachable)
+		}
+		return nil, outcome, &e
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, obs.OutcomeOK, nil
+}
+
+// cancelOnClose releases an open call's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }

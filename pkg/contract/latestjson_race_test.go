@@ -39,7 +39,10 @@ func TestLatestBatchAnswersNeverMix(t *testing.T) {
 		_, _ = w.Write(b)
 	}))
 	defer srv.Close()
-	c := NewClient(srv.URL, "", nil)
+	c, err := NewClient("ocean", srv.URL, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	var (
 		wg   sync.WaitGroup

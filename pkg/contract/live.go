@@ -1,19 +1,11 @@
 package contract
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/sensorgate/sensorgate/pkg/apierr"
 )
 
 // Internal paths of the live features (docs/live.md).
@@ -117,116 +109,4 @@ func (p Position) Compare(q Position) int {
 		return 1
 	}
 	return 0
-}
-
-// LatestBatch calls POST PathLatestBatch.
-func (c *Client) LatestBatch(ctx context.Context, externalIDs []string) (LatestBatchResponse, error) {
-	var out LatestBatchResponse
-	body, err := json.Marshal(LatestBatchRequest{ExternalIDs: externalIDs})
-	if err != nil {
-		return out, fmt.Errorf("contract: latest batch: %w", err)
-	}
-	err = c.do(ctx, http.MethodPost, PathLatestBatch, nil, body, &out)
-	return out, err
-}
-
-// Events calls GET PathEvents: after "" asks only for the log's current head (Last);
-// wait > 0 holds the answer until an event arrives or wait passes. The client's
-// http.Client timeout must exceed wait.
-func (c *Client) Events(ctx context.Context, after string, limit int, wait time.Duration) (EventsPage, error) {
-	var p EventsPage
-	q := url.Values{}
-	if after != "" {
-		q.Set("after", after)
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if wait > 0 {
-		q.Set("wait", strconv.FormatInt(wait.Milliseconds(), 10)+"ms")
-	}
-	err := c.do(ctx, http.MethodGet, PathEvents, q, nil, &p)
-	return p, err
-}
-
-// do is get with a method and an optional JSON body, answered the same way.
-func (c *Client) do(ctx context.Context, method, path string, q url.Values, body []byte, out any) error {
-	if method == http.MethodGet {
-		return c.get(ctx, path, q, out)
-	}
-	u := c.base + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("contract: %s %s: %w", method, u, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Content-Type", "application/json")
-	if c.token != "" {
-		req.Header.Set(HeaderInternalToken, c.token)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("contract: %s %s: %w", method, u, classify(ctx, err))
-	}
-	defer resp.Body.Close()
-	b, err := readBody(resp)
-	if err != nil {
-		return fmt.Errorf("contract: %s %s: read body: %w", method, u, classify(ctx, err))
-	}
-	if len(b) > maxResponseBytes {
-		return fmt.Errorf("contract: %s %s: answer larger than %d bytes", method, u, maxResponseBytes)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		var ae apierr.Error
-		if json.Unmarshal(b, &ae) == nil && ae.Code != "" {
-			return &ServiceError{StatusCode: resp.StatusCode, URL: u, Err: &ae}
-		}
-		return &HTTPError{StatusCode: resp.StatusCode, URL: u, Body: string(b[:min(len(b), 200)])}
-	}
-	if d, ok := out.(bodyDecoder); ok {
-		err = d.decodeJSON(b)
-	} else {
-		err = json.Unmarshal(b, out)
-	}
-	if err != nil {
-		return fmt.Errorf("contract: %s %s: decode answer: %w", method, u, err)
-	}
-	return nil
-}
-
-// bodyDecoder is an answer type with a decoder of its own, faster than encoding/json
-// (LatestBatchResponse).
-type bodyDecoder interface{ decodeJSON([]byte) error }
-
-// IsUnavailable reports whether err says the service could not be asked or failed (as
-// opposed to refusing the request): the cases where the gateway marks its data
-// unavailable and carries on.
-func IsUnavailable(err error) bool {
-	if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrTimeout) {
-		return true
-	}
-	var se *ServiceError
-	if errors.As(err, &se) {
-		return se.StatusCode >= 500
-	}
-	var he *HTTPError
-	return errors.As(err, &he) && he.StatusCode >= 500
-}
-
-// readBody reads an answer of at most maxResponseBytes (one byte more tells a larger
-// one). A declared length is read into one buffer of that size: io.ReadAll grows its
-// buffer from 512 bytes, about ten copies for a 340-sensor batch answer of ~300 kB
-// (docs/live.md, "Area latest").
-func readBody(resp *http.Response) ([]byte, error) {
-	if n := resp.ContentLength; n > 0 && n <= maxResponseBytes {
-		b := make([]byte, n)
-		if _, err := io.ReadFull(resp.Body, b); err != nil {
-			return nil, err
-		}
-		return b, nil
-	}
-	return io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 }

@@ -1,9 +1,9 @@
 package obs
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
+	"time"
 
-	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Ingest metric names (NewIngestCollector).
@@ -15,11 +15,22 @@ const (
 	MetricIngestLag         = Namespace + "_ingest_lag_seconds"
 )
 
+// ProviderIngest is one provider's ingest state as a service's health reports it
+// (contract.ProviderHealth, which this package cannot name: the contract's client uses
+// this package's transport).
+type ProviderIngest struct {
+	Slug, Mode             string
+	LastSuccess, LastError time.Time // zero: never
+	LagSeconds             *float64
+	RowsIngested           int64
+	RowsRejected           map[string]int64
+}
+
 // ingestCollector turns a service's per-provider ingest state into metrics at scrape time,
 // so the metrics and GET /v1/health can never disagree and the scheduler needs no second
 // set of counters.
 type ingestCollector struct {
-	health                              func() []contract.ProviderHealth
+	health                              func() []ProviderIngest
 	readings, rejected, success, failed *prometheus.Desc
 	lag                                 *prometheus.Desc
 }
@@ -27,7 +38,7 @@ type ingestCollector struct {
 // NewIngestCollector returns a collector of the ingest state health reports (the
 // scheduler's Health method): readings ingested and rows rejected by reason (counters since
 // start), and the last success, last error and lag per provider (gauges).
-func NewIngestCollector(component string, health func() []contract.ProviderHealth) prometheus.Collector {
+func NewIngestCollector(component string, health func() []ProviderIngest) prometheus.Collector {
 	cl := prometheus.Labels{"component": component}
 	return &ingestCollector{
 		health:   health,
@@ -53,11 +64,11 @@ func (c *ingestCollector) Collect(ch chan<- prometheus.Metric) {
 		for reason, n := range h.RowsRejected {
 			ch <- c.metric(c.rejected, prometheus.CounterValue, float64(n), h.Slug, reason)
 		}
-		if h.LastSuccessAt != nil {
-			ch <- c.metric(c.success, prometheus.GaugeValue, float64(h.LastSuccessAt.UnixNano())/1e9, h.Slug)
+		if !h.LastSuccess.IsZero() {
+			ch <- c.metric(c.success, prometheus.GaugeValue, float64(h.LastSuccess.UnixNano())/1e9, h.Slug)
 		}
-		if h.LastErrorAt != nil {
-			ch <- c.metric(c.failed, prometheus.GaugeValue, float64(h.LastErrorAt.UnixNano())/1e9, h.Slug)
+		if !h.LastError.IsZero() {
+			ch <- c.metric(c.failed, prometheus.GaugeValue, float64(h.LastError.UnixNano())/1e9, h.Slug)
 		}
 		if h.LagSeconds != nil {
 			ch <- c.metric(c.lag, prometheus.GaugeValue, *h.LagSeconds, h.Slug)

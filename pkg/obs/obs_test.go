@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/sensorgate/sensorgate/pkg/contract"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -302,11 +301,11 @@ func TestMetricsRegistration(t *testing.T) {
 
 func TestIngestCollector(t *testing.T) {
 	t.Parallel()
-	success := contract.Time{Time: time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)}
+	success := time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)
 	lag := 600.0
-	health := func() []contract.ProviderHealth {
-		return []contract.ProviderHealth{
-			{Slug: "nws", Mode: "files", LastSuccessAt: &success, LagSeconds: &lag, RowsIngested: 60, RowsRejected: map[string]int64{"out_of_range": 2}},
+	health := func() []ProviderIngest {
+		return []ProviderIngest{
+			{Slug: "nws", Mode: "files", LastSuccess: success, LagSeconds: &lag, RowsIngested: 60, RowsRejected: map[string]int64{"out_of_range": 2}},
 			{Slug: "metar", Mode: "live", RowsRejected: map[string]int64{}},
 		}
 	}

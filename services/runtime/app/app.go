@@ -150,7 +150,7 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 	if err != nil {
 		return fmt.Errorf("%s: %w", def.ID, err)
 	}
-	if err := reg.Register(obs.NewIngestCollector(def.ID, sched.Health)); err != nil {
+	if err := reg.Register(obs.NewIngestCollector(def.ID, sched.IngestState)); err != nil {
 		return fmt.Errorf("%s: ingest metrics: %w", def.ID, err)
 	}
 

@@ -1,4 +1,4 @@
-package proxy
+package contract
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func (r *replicaSet) counts() map[string]int64 {
 }
 
 // callMany makes n readings calls from workers goroutines and fails on any error.
-func callMany(t *testing.T, u *Upstreams, workers, n int) {
+func callMany(t *testing.T, u *Client, workers, n int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -94,7 +94,7 @@ func callMany(t *testing.T, u *Upstreams, workers, n int) {
 				if i > int64(n) {
 					return
 				}
-				if _, err := u.Get(context.Background(), "ocean", RouteReadings, fmt.Sprintf("/v1/sensors/x/readings?limit=%d", i)); err != nil {
+				if _, err := u.Get(context.Background(), RouteReadings, fmt.Sprintf("/v1/sensors/x/readings?limit=%d", i)); err != nil {
 					errs <- err
 				}
 				time.Sleep(time.Millisecond)
@@ -115,8 +115,7 @@ func callMany(t *testing.T, u *Upstreams, workers, n int) {
 func TestScaleOutRebalancesAndFailsOver(t *testing.T) {
 	rs := &replicaSet{port: "0", calls: map[string]*atomic.Int64{}, srvs: map[string]*http.Server{}}
 	rs.add(t, "127.0.0.1")
-	u, err := New(Options{Services: map[string]string{"ocean": "http://ocean.internal:" + rs.port},
-		RecycleEvery: 20 * time.Millisecond, Resolver: rs})
+	u, err := NewClient("ocean", "http://ocean.internal:"+rs.port, Options{RecycleEvery: 20 * time.Millisecond, Resolver: rs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package readings
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
@@ -36,7 +37,7 @@ type Cache struct {
 	maxLen   int
 	now      func() time.Time
 
-	items *ttlcache.Cache[string, *Response]
+	items *ttlcache.Cache[string, *contract.Response]
 	mu    sync.Mutex       // guards calls
 	calls map[string]*call // in-flight fetches by key
 
@@ -58,7 +59,7 @@ type CacheOptions struct {
 // the configuration cannot serve hour-old readings.
 func NewCache(o CacheOptions) (*Cache, error) {
 	if o.TTL < 0 || o.TTL > MaxCacheTTL {
-		return nil, fmt.Errorf("proxy: cache TTL %s: want 0 to %s", o.TTL, MaxCacheTTL)
+		return nil, fmt.Errorf("readings: cache TTL %s: want 0 to %s", o.TTL, MaxCacheTTL)
 	}
 	if o.MaxItems <= 0 {
 		o.MaxItems = DefaultCacheItems
@@ -100,7 +101,7 @@ func NewCache(o CacheOptions) (*Cache, error) {
 func (c *Cache) TTL() time.Duration { return c.ttl }
 
 // Get returns the fresh answer of key, if any.
-func (c *Cache) Get(key string) (*Response, bool) {
+func (c *Cache) Get(key string) (*contract.Response, bool) {
 	if c.ttl <= 0 {
 		return nil, false
 	}
@@ -115,7 +116,7 @@ func (c *Cache) Get(key string) (*Response, bool) {
 // upstream call unless others were coalesced with it, who still get the answer. fetch
 // must bound itself, as Upstreams.Get does with its route deadline. A caller whose context
 // ended gets its context's error.
-func (c *Cache) Do(ctx context.Context, key string, fetch func(context.Context) (*Response, error)) (*Response, error) {
+func (c *Cache) Do(ctx context.Context, key string, fetch func(context.Context) (*contract.Response, error)) (*contract.Response, error) {
 	if r, ok := c.Get(key); ok {
 		c.hits.Inc()
 		return r, nil
@@ -171,7 +172,7 @@ func (c *Cache) Do(ctx context.Context, key string, fetch func(context.Context) 
 // call is one in-flight fetch and the callers waiting for it.
 type call struct {
 	done    chan struct{} // closed when resp and err are set
-	resp    *Response
+	resp    *contract.Response
 	err     error
 	waiters int // guarded by Cache.mu
 	cancel  context.CancelFunc
@@ -192,7 +193,7 @@ func (c *Cache) leave(key string, cl *call) {
 	cl.cancel()
 }
 
-func (c *Cache) put(key string, r *Response) {
+func (c *Cache) put(key string, r *contract.Response) {
 	if c.ttl <= 0 || len(r.Body) > c.maxLen || (r.Status != 200 && r.Status != 404) {
 		return
 	}
@@ -205,7 +206,7 @@ func (c *Cache) Len() int {
 }
 
 // responseSize is what a cached answer costs: its key, body, header values and overhead.
-func responseSize(key string, r *Response) int64 {
+func responseSize(key string, r *contract.Response) int64 {
 	return int64(len(key)+len(r.Body)+len(r.ContentType)+len(r.ETag)) + ttlcache.EntryOverhead + 128
 }
 

@@ -1,4 +1,9 @@
-package proxy
+// Package readings answers a sensor's readings for REST and MCP alike: GET
+// /sensors/:id/readings/latest, /readings and /readings/aggregate through one path (Answer)
+// that resolves the sensor, asks its service through its contract.Client, keeps the
+// answer a short while (Cache) and coalesces identical misses; and /services/:id/health.
+// The service's JSON is passed through unchanged.
+package readings
 
 import (
 	"context"
@@ -32,7 +37,7 @@ type ErrorFunc func(c *gin.Context, err error)
 
 // Handlers answer the proxied endpoints.
 type Handlers struct {
-	up      *Upstreams
+	clients map[string]*contract.Client
 	cache   *Cache
 	resolve ResolveFunc
 	fail    ErrorFunc
@@ -49,11 +54,12 @@ type Handlers struct {
 	sensorGroup singleflight.Group
 }
 
-// HandlerOptions configure Handlers; only Upstreams, Cache and Resolve are required.
+// HandlerOptions configure Handlers; only Clients, Cache and Resolve are required.
 type HandlerOptions struct {
-	Upstreams *Upstreams
-	Cache     *Cache
-	Resolve   ResolveFunc
+	// Clients are the clients of the services, by id.
+	Clients map[string]*contract.Client
+	Cache   *Cache
+	Resolve ResolveFunc
 	// Error renders failures; the default writes the apierr JSON shape and logs internal
 	// errors. The gateway passes its one error renderer.
 	Error  ErrorFunc
@@ -70,10 +76,10 @@ const DefaultSensorTTL = 5 * time.Second
 
 // NewHandlers returns the handlers.
 func NewHandlers(o HandlerOptions) (*Handlers, error) {
-	if o.Upstreams == nil || o.Cache == nil || o.Resolve == nil {
-		return nil, errors.New("proxy: NewHandlers needs Upstreams, Cache and Resolve")
+	if o.Clients == nil || o.Cache == nil || o.Resolve == nil {
+		return nil, errors.New("readings: NewHandlers needs Clients, Cache and Resolve")
 	}
-	h := &Handlers{up: o.Upstreams, cache: o.Cache, resolve: o.Resolve, fail: o.Error, log: o.Logger, now: o.Now}
+	h := &Handlers{clients: o.Clients, cache: o.Cache, resolve: o.Resolve, fail: o.Error, log: o.Logger, now: o.Now}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -107,39 +113,35 @@ var (
 	aggregateParams = []string{"days", "interval", "lineage", "parameter", "since", "stats", "tz", "until"}
 )
 
-// readingsRoute is what differs between the two readings routes.
+// Route is one of the readings routes: contract.RouteLatest, RouteReadings or
+// RouteAggregate.
+type Route = contract.Route
+
+// readingsRoute is what differs between the readings routes.
 type readingsRoute struct {
 	prefix   string   // of its cache keys
 	params   []string // query parameters passed to the service, all others dropped
 	validate func(url.Values, time.Time) error
-	path     func(externalID string) string
+	call     func(c *contract.Client, ctx context.Context, externalID, query string) (*contract.Response, error)
 }
 
-var readingsRoutes = [...]readingsRoute{
-	RouteLatest: {prefix: RouteLatest.String() + "\x00", params: latestParams,
+var readingsRoutes = [...]*readingsRoute{
+	contract.RouteLatest: {prefix: contract.RouteLatest.String() + "\x00", params: latestParams,
 		validate: func(v url.Values, now time.Time) error { _, err := contract.ParseLatestQuery(v, now); return err },
-		path:     contract.LatestPath},
-	RouteReadings: {prefix: RouteReadings.String() + "\x00", params: readingsParams,
+		call:     (*contract.Client).Latest},
+	contract.RouteReadings: {prefix: contract.RouteReadings.String() + "\x00", params: readingsParams,
 		validate: func(v url.Values, now time.Time) error { _, err := contract.ParseReadingsQuery(v, now); return err },
-		path:     contract.ReadingsPath},
-	RouteAggregate: {prefix: RouteAggregate.String() + "\x00", params: aggregateParams,
+		call:     (*contract.Client).Readings},
+	contract.RouteAggregate: {prefix: contract.RouteAggregate.String() + "\x00", params: aggregateParams,
 		validate: func(v url.Values, now time.Time) error { _, err := contract.ParseAggregateQuery(v, now); return err },
-		path:     contract.AggregatePath},
+		call:     (*contract.Client).Aggregate},
 }
 
-// Latest answers GET /sensors/:id/readings/latest (docs/spec.md 4.7).
-func (h *Handlers) Latest() gin.HandlerFunc { return h.readings(RouteLatest) }
-
-// Readings answers GET /sensors/:id/readings (docs/spec.md 4.8).
-func (h *Handlers) Readings() gin.HandlerFunc { return h.readings(RouteReadings) }
-
-// Aggregate answers GET /sensors/:id/readings/aggregate (docs/api-decisions.md "Wave 2"):
-// validated here with the services' own parser (bucket limit included), computed by the
-// sensor's service, cached like readings.
-func (h *Handlers) Aggregate() gin.HandlerFunc { return h.readings(RouteAggregate) }
-
-func (h *Handlers) readings(route Route) gin.HandlerFunc {
+// Latest answers GET /sensors/:id/readings/latest in JSON; readings pages and aggregates
+// have more formats, which package render writes from the same Answer.
+func (h *Handlers) Latest() gin.HandlerFunc {
 	return func(c *gin.Context) {
+		route := contract.RouteLatest
 		resp, err := h.Answer(c.Request.Context(), route, c.Param("id"), c.Request.URL.RawQuery)
 		if err != nil {
 			h.fail(c, err)
@@ -153,16 +155,19 @@ func (h *Handlers) readings(route Route) gin.HandlerFunc {
 	}
 }
 
-// Answer is the readings answer of route (RouteLatest or RouteReadings) for the sensor ref
-// (the path's :id as the client wrote it) and the request's raw query: from the cache
-// within the freshness bound, else from the sensor's service, concurrent identical misses
-// sharing one call. Errors are *apierr.Error (400 for a bad id or query, 404, 502, 504), or
-// ctx's own when the caller went away.
-func (h *Handlers) Answer(ctx context.Context, route Route, ref, rawQuery string) (*Response, error) {
-	if route != RouteLatest && route != RouteReadings && route != RouteAggregate {
-		return nil, fmt.Errorf("proxy: Answer of route %s, not a readings route", route)
+// Answer is the readings answer of route (latest, readings or aggregate) for the sensor
+// ref (a path's :id as the client wrote it) and the raw query: from the cache within the
+// freshness bound, else from the sensor's service, concurrent identical misses sharing one
+// call. REST and MCP both answer through it. Errors are *apierr.Error (400 for a bad id or
+// query, 404, 502, 504), or ctx's own when the caller went away.
+func (h *Handlers) Answer(ctx context.Context, route Route, ref, rawQuery string) (*contract.Response, error) {
+	var rr *readingsRoute
+	if route >= 0 && int(route) < len(readingsRoutes) {
+		rr = readingsRoutes[route]
 	}
-	rr := &readingsRoutes[route]
+	if rr == nil {
+		return nil, fmt.Errorf("readings: Answer of route %s, not a readings route", route)
+	}
 	if !isUUID(ref) {
 		if err := contract.ValidExternalID(ref); err != nil {
 			return nil, apierr.Invalid("id", "want a sensor UUID or a provider's external id: %v", err)
@@ -185,7 +190,7 @@ func (h *Handlers) Answer(ctx context.Context, route Route, ref, rawQuery string
 	// The key is the id as the client wrote it: a hot sensor is answered without a
 	// catalog lookup, within the freshness bound.
 	key := rr.prefix + ref + "\x00?" + fwd
-	resp, err := h.cache.Do(ctx, key, func(ctx context.Context) (*Response, error) {
+	resp, err := h.cache.Do(ctx, key, func(ctx context.Context) (*contract.Response, error) {
 		sn, err := h.sensor(ctx, ref)
 		if err != nil {
 			return nil, err
@@ -193,11 +198,11 @@ func (h *Handlers) Answer(ctx context.Context, route Route, ref, rawQuery string
 		if sn.FeedID == nil {
 			return nil, apierr.New(apierr.NoFeed, "sensor %q has no feed, so it has no readings", ref)
 		}
-		pq := rr.path(sn.ExternalID)
-		if fwd != "" {
-			pq += "?" + fwd
+		sc, ok := h.clients[sn.ServiceID]
+		if !ok {
+			return nil, apierr.New(apierr.UpstreamUnavailable, "service %q is not configured on this gateway", sn.ServiceID)
 		}
-		return h.up.Get(ctx, sn.ServiceID, route, pq)
+		return rr.call(sc, ctx, sn.ExternalID, fwd)
 	})
 	if err != nil {
 		return nil, err
@@ -275,14 +280,14 @@ func (g ginHeader) SetHeader(name string, value []string) { g[name] = value }
 // Reply sets the headers of an upstream answer (its Content-Type, a validator and, for a
 // 200, the freshness the gateway itself applies) and returns the status and body to send:
 // the answer as it came, or 304 with no body when ifNoneMatch matches its ETag.
-func (h *Handlers) Reply(hd HeaderSetter, r *Response, ifNoneMatch string) (status int, body []byte) {
-	hd.SetHeader("Content-Type", r.contentTypeV)
+func (h *Handlers) Reply(hd HeaderSetter, r *contract.Response, ifNoneMatch string) (status int, body []byte) {
+	hd.SetHeader("Content-Type", r.ContentTypeValue())
 	if r.Status != http.StatusOK {
 		hd.SetHeader("Cache-Control", h.noStoreV)
 		return r.Status, r.Body
 	}
 	hd.SetHeader("Cache-Control", h.cacheControlV)
-	hd.SetHeader("Etag", r.etagV)
+	hd.SetHeader("Etag", r.ETagValue())
 	if age := h.now().Sub(r.FetchedAt); age >= time.Second {
 		hd.SetHeader("Age", ageValue(int(age/time.Second)))
 	}
@@ -329,12 +334,13 @@ func etagMatch(header, etag string) bool {
 func (h *Handlers) ServiceHealth() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id := c.Param("id")
-		if !h.up.Has(id) {
+		sc, ok := h.clients[id]
+		if !ok {
 			h.fail(c, apierr.New(apierr.NotFound, "service %q not found", id))
 			return
 		}
 		c.Header("Cache-Control", "no-store")
-		resp, err := h.up.Get(c.Request.Context(), id, RouteHealth, contract.PathHealth)
+		resp, err := sc.HealthAnswer(c.Request.Context())
 		if err == nil && resp.Status == http.StatusOK {
 			var probe struct {
 				ServiceID string `json:"service_id"`

@@ -1,4 +1,4 @@
-package proxy
+package readings
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // handlers (no auth, no rate limit): "hot" is answered from the cache, "uncached" makes a
 // real upstream call over loopback to a backend that sends a fixed ~1.7 KB page. Run with
 //
-//	go test -run '^$' -bench Readings -benchmem ./gateway/proxy/
+//	go test -run '^$' -bench Readings -benchmem ./gateway/readings/
 func BenchmarkReadings(b *testing.B) {
 	gin.SetMode(gin.ReleaseMode)
 	now := time.Now().UTC().Truncate(time.Hour)
@@ -35,7 +35,7 @@ func BenchmarkReadings(b *testing.B) {
 	st := newCatalog(b, []catalogSensor{{"ocean", "41001", true}})
 	b.Logf("backend body %d bytes", len(body))
 	for _, mode := range []string{"hot", "uncached"} {
-		up, err := New(Options{Services: map[string]string{"ocean": backend.URL}})
+		clients, err := contract.NewClients(map[string]string{"ocean": backend.URL}, contract.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -43,12 +43,12 @@ func BenchmarkReadings(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		h, err := NewHandlers(HandlerOptions{Upstreams: up, Cache: cache, Resolve: resolver(st)})
+		h, err := NewHandlers(HandlerOptions{Clients: clients, Cache: cache, Resolve: resolver(st)})
 		if err != nil {
 			b.Fatal(err)
 		}
 		r := gin.New()
-		r.GET("/api/v1/sensors/:id/readings", h.Readings())
+		r.GET("/api/v1/sensors/:id/readings", jsonAnswer(h, contract.RouteReadings))
 		b.Run(mode, func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
