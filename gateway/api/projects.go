@@ -8,6 +8,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
@@ -17,7 +18,7 @@ import (
 // are the caller's to fill.
 func ParseProjectQuery(v url.Values) (catalog.ProjectFilter, error) {
 	var f catalog.ProjectFilter
-	if err := CheckValues(v); err != nil {
+	if err := sensorquery.CheckValues(v); err != nil {
 		return f, err
 	}
 	var err error
@@ -25,22 +26,16 @@ func ParseProjectQuery(v url.Values) (catalog.ProjectFilter, error) {
 		name string
 		dst  *string
 	}{{"provider", &f.Provider}, {"domain", &f.Domain}, {"temporal_pattern", &f.TemporalPattern}, {"search", &f.Search}, {"feed_type", &f.FeedType}} {
-		if *p.dst, err = textParam(v, p.name); err != nil {
+		if *p.dst, err = sensorquery.TextParam(v, p.name); err != nil {
 			return f, err
 		}
 	}
-	f.Page, f.Limit, err = pageParams(v)
+	f.Page, f.Limit, err = sensorquery.PageParams(v)
 	return f, err
 }
 
 // caller is the authenticated identity; the auth middleware guarantees one on /api/v1.
-func caller(c *gin.Context) (auth.Identity, error) {
-	id, ok := auth.FromGin(c)
-	if !ok {
-		return id, errors.New("api: no identity on an authenticated route")
-	}
-	return id, nil
-}
+func caller(c *gin.Context) (auth.Identity, error) { return auth.Caller(c) }
 
 // listProjects serves GET /projects (mine false) and /projects/my (true). The caller sees
 // public projects and its own private ones; /my keeps only its own.
@@ -89,7 +84,7 @@ func (h *handlers) project(c *gin.Context) {
 	defer cancel()
 	p, err := h.d.Store.Project(ctx, ref)
 	if errors.Is(err, catalog.ErrNotFound) {
-		fail(c, apierr.New(apierr.NotFound, "project %q not found", clip(ref)))
+		fail(c, apierr.New(apierr.NotFound, "project %q not found", sensorquery.Clip(ref)))
 		return
 	}
 	if err != nil {
@@ -97,7 +92,7 @@ func (h *handlers) project(c *gin.Context) {
 		return
 	}
 	if p.Visibility != catalog.VisibilityPublic && p.OwnerID != who.OwnerID {
-		fail(c, apierr.New(apierr.Forbidden, "project %q is private", clip(ref)))
+		fail(c, apierr.New(apierr.Forbidden, "project %q is private", sensorquery.Clip(ref)))
 		return
 	}
 	writeJSON(c, projectView(&p))

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensorgate/sensorgate/gateway/auth"
+	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/gateway/openapi"
 	"github.com/sensorgate/sensorgate/gateway/web"
 	"github.com/sensorgate/sensorgate/pkg/obs"
@@ -35,7 +36,7 @@ import (
 // Flush and Unwrap), so http.ResponseController works on c.Writer.
 func chain(d Deps, r *gin.Engine) http.Handler {
 	limits := bodyLimits{}
-	r.Use(routeContext(), renderErrors(d.Logger), recoverPanics(d.Logger), limits.middleware())
+	r.Use(routeContext(), ginerr.Render(d.Logger), recoverPanics(d.Logger), limits.middleware())
 	addRoutes(r, d, limits)
 	return securityHeaders(obs.Middleware(compress(trimTrailingSlash(r)), obs.HTTPOptions{Logger: d.Logger, Metrics: d.Metrics, Tracing: d.Tracing, Quiet: obs.DefaultQuiet()}))
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/render"
+	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/formats"
 )
@@ -16,7 +17,7 @@ type handlers struct{ d Deps }
 // query, two item views.
 func (h *handlers) listSensors(registry bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		q, err := ParseSensorQuery(c.Request.URL.Query())
+		q, err := sensorquery.Parse(c.Request.URL.Query())
 		if err != nil {
 			fail(c, err)
 			return

@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,13 +19,15 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/ginerr"
+	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
 // DefaultQueryTimeout bounds one catalog query, so a stuck database gives an error, not a
 // hung request.
-const DefaultQueryTimeout = 10 * time.Second
+const DefaultQueryTimeout = catalog.QueryTimeout
 
 // Deps are the server's dependencies. Engineers adding routes add their fields here (a
 // rate-limit middleware, a proxy, MCP handlers) and wire them in routes.go.
@@ -114,11 +115,11 @@ func engine(d Deps) *gin.Engine {
 	// deployment says so; logs show the peer.
 	_ = r.SetTrustedProxies(nil)
 	r.NoRoute(func(c *gin.Context) {
-		fail(c, apierr.New(apierr.NotFound, "no route %s %s", c.Request.Method, clip(c.Request.URL.Path)))
+		fail(c, apierr.New(apierr.NotFound, "no route %s %s", c.Request.Method, sensorquery.Clip(c.Request.URL.Path)))
 	})
 	r.NoMethod(func(c *gin.Context) {
 		fail(c, apierr.New(apierr.MethodNotAllowed, "method %s not allowed on %s; allowed: %s",
-			c.Request.Method, clip(c.Request.URL.Path), c.Writer.Header().Get("Allow")))
+			c.Request.Method, sensorquery.Clip(c.Request.URL.Path), c.Writer.Header().Get("Allow")))
 	})
 	return r
 }
@@ -158,18 +159,8 @@ type MCPHandlers struct {
 	Service, Sensor, Project, Registry, Catalog gin.HandlerFunc
 }
 
-// Fail records err for the one error renderer and stops the chain, for handlers of other
-// packages.
-func Fail(c *gin.Context, err error) { fail(c, err) }
-
-// fail records err for renderErrors and stops the chain.
-func fail(c *gin.Context, err error) {
-	_ = c.Error(err)
-	c.Abort()
-}
-
-// RequestID returns the request id of ctx ("" outside a request).
-func RequestID(ctx context.Context) string { return obs.RequestID(ctx) }
+// fail records err for the error renderer and stops the chain.
+func fail(c *gin.Context, err error) { ginerr.Fail(c, err) }
 
 // routeContext records the matched route template for the access log, metrics and spans
 // of obs.Middleware, which cannot see into Gin's router.
@@ -177,32 +168,6 @@ func routeContext() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		obs.SetRoute(c.Request.Context(), c.FullPath())
 		c.Next()
-	}
-}
-
-// renderErrors is the one place errors become responses: the last error recorded with
-// c.Error is written as {"error", "code"} with its status. Errors that are not
-// *apierr.Error are internal: logged whole, answered with a message that reveals nothing.
-func renderErrors(log *slog.Logger) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		c.Next()
-		if len(c.Errors) == 0 {
-			return
-		}
-		err := c.Errors.Last().Err
-		e := apierr.From(err)
-		switch e.Code {
-		case apierr.Internal:
-			log.ErrorContext(c.Request.Context(), "internal error", "request_id", RequestID(c.Request.Context()),
-				"route", c.FullPath(), "err", err)
-		case apierr.StoreUnavailable:
-			log.WarnContext(c.Request.Context(), "catalog database unavailable", "request_id", RequestID(c.Request.Context()),
-				"route", c.FullPath(), "err", err)
-		}
-		if c.Writer.Written() {
-			return // a handler already started its answer; the log line is all we can do
-		}
-		apierr.Write(c.Writer, e) // the one error writer: envelope, no-store, Retry-After
 	}
 }
 
@@ -218,7 +183,7 @@ func recoverPanics(log *slog.Logger) gin.HandlerFunc {
 			if v == http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does
 				panic(v)
 			}
-			log.ErrorContext(c.Request.Context(), "panic", "request_id", RequestID(c.Request.Context()),
+			log.ErrorContext(c.Request.Context(), "panic", "request_id", obs.RequestID(c.Request.Context()),
 				"route", c.FullPath(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			_ = c.Error(apierr.New(apierr.Internal, "internal error"))
 			c.Abort()
@@ -270,16 +235,5 @@ func (h *handlers) queryCtx(c *gin.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(c.Request.Context(), h.d.QueryTimeout)
 }
 
-// storeErr maps what the store returned: client errors pass through, a database that
-// cannot answer is 503 store_unavailable (catalog.UnavailableError), anything else is internal (logged
-// whole by renderErrors).
-func storeErr(what string, err error) error {
-	var e *apierr.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	if catalog.Unavailable(err) {
-		return catalog.UnavailableError(what, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
+// storeErr maps what the store returned (catalog.StoreError).
+func storeErr(what string, err error) error { return catalog.StoreError(what, err) }

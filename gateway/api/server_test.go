@@ -17,6 +17,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
+	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/gateway/store"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
@@ -191,7 +192,7 @@ func BenchmarkParseSensorQuery(b *testing.B) {
 	req := httptest.NewRequest(http.MethodGet, "/api/v1/sensors?search=hatteras&sensor_type=buoy&data_types=aqi,wave_height_m&lat=40&lon=-83&radius_km=200&sort=distance&limit=100&fields=id,name", nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ParseSensorQuery(req.URL.Query()); err != nil {
+		if _, err := sensorquery.Parse(req.URL.Query()); err != nil {
 			b.Fatal(err)
 		}
 	}

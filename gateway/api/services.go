@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
@@ -34,7 +35,7 @@ func (h *handlers) service(c *gin.Context) {
 	id := c.Param("id")
 	s, err := h.d.Store.Service(ctx, id)
 	if errors.Is(err, catalog.ErrNotFound) {
-		fail(c, apierr.New(apierr.NotFound, "service %q not found", clip(id)))
+		fail(c, apierr.New(apierr.NotFound, "service %q not found", sensorquery.Clip(id)))
 		return
 	}
 	if err != nil {
@@ -67,7 +68,7 @@ func (h *handlers) providerNames(c *gin.Context, serviceID string) (map[string]s
 	defer cancel()
 	names := map[string]string{}
 	for page := 1; page <= 10; page++ {
-		ps, total, err := h.d.Store.ListProjects(ctx, catalog.ProjectFilter{Page: page, Limit: MaxListLimit})
+		ps, total, err := h.d.Store.ListProjects(ctx, catalog.ProjectFilter{Page: page, Limit: sensorquery.MaxListLimit})
 		if err != nil {
 			return nil, storeErr("service providers", err)
 		}
@@ -76,7 +77,7 @@ func (h *handlers) providerNames(c *gin.Context, serviceID string) (map[string]s
 				names[p.ProviderSlug] = p.ProviderName
 			}
 		}
-		if page*MaxListLimit >= total {
+		if page*sensorquery.MaxListLimit >= total {
 			break
 		}
 	}

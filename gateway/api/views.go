@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
@@ -138,7 +139,7 @@ func (p projected) MarshalJSON() ([]byte, error) {
 
 // shapeItems renders sensors as the list items the query asks for: minimal wins over
 // fields (docs/spec.md 4.2 rule 2), fields over the default view.
-func shapeItems(sensors []catalog.Sensor, q SensorQuery, registry bool) any {
+func shapeItems(sensors []catalog.Sensor, q sensorquery.Query, registry bool) any {
 	base := fullView
 	if registry {
 		base = registryView

@@ -12,9 +12,11 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/config"
 	"github.com/sensorgate/sensorgate/gateway/export"
+	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/gateway/prober"
 	"github.com/sensorgate/sensorgate/gateway/readings"
 	"github.com/sensorgate/sensorgate/gateway/render"
+	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
@@ -58,7 +60,7 @@ func newReadingsPath(cfg config.Config, st catalog.Store, clients map[string]*co
 			c.AbortWithStatus(499) // the client is gone: nothing to render, nothing to log as an error
 			return
 		}
-		api.Fail(c, err)
+		ginerr.Fail(c, err)
 	}
 	h, err := readings.NewHandlers(readings.HandlerOptions{
 		Clients: clients,
@@ -84,7 +86,7 @@ func newReadingsPath(cfg config.Config, st catalog.Store, clients map[string]*co
 		handlers: api.ProxyHandlers{Latest: h.Latest(), Readings: render.Readings(h, fail), Aggregate: render.Aggregate(h, fail), ServiceHealth: h.ServiceHealth()},
 		answers:  h,
 		export: func(charge func(*gin.Context) error) gin.HandlerFunc {
-			return export.Handler(export.Options{Select: api.ExportSelector(st, api.DefaultQueryTimeout), Services: clients,
+			return export.Handler(export.Options{Select: sensorquery.ExportSelector(st, catalog.QueryTimeout), Services: clients,
 				Charge: charge, Fail: fail, Logger: log})
 		},
 		prober: pr,

@@ -27,6 +27,16 @@ func FromContext(ctx context.Context) (Identity, bool) {
 // FromGin returns the identity of a Gin request.
 func FromGin(c *gin.Context) (Identity, bool) { return FromContext(c.Request.Context()) }
 
+// Caller is the identity of a request on an authenticated route; its absence is the
+// gateway's own fault (a route mounted without the middleware), an internal error.
+func Caller(c *gin.Context) (Identity, error) {
+	id, ok := FromGin(c)
+	if !ok {
+		return id, errors.New("auth: no identity on an authenticated route")
+	}
+	return id, nil
+}
+
 // canonicalHeader is Header in net/http's canonical form, the key requests hold it under.
 var canonicalHeader = http.CanonicalHeaderKey(Header)
 

@@ -18,6 +18,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/gateway/ratelimit"
 	"github.com/sensorgate/sensorgate/gateway/readings"
 	"github.com/sensorgate/sensorgate/gateway/render"
@@ -122,7 +123,7 @@ func readingsGateway(b testing.TB, keys int) (http.Handler, []string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := readings.NewHandlers(readings.HandlerOptions{Clients: clients, Cache: cache, Error: api.Fail,
+	h, err := readings.NewHandlers(readings.HandlerOptions{Clients: clients, Cache: cache, Error: ginerr.Fail,
 		Resolve: func(ctx context.Context, ref string) (catalog.Sensor, error) {
 			return catalog.ResolveSensor(ctx, st, ref)
 		}})
@@ -138,7 +139,7 @@ func readingsGateway(b testing.TB, keys int) (http.Handler, []string) {
 	}
 	return api.NewServer(api.Deps{Store: st, Auth: authn, Metrics: met,
 		RateLimit: ratelimit.Middleware(ratelimit.NewMemory(nil), plans, identify, nil),
-		Proxy:     api.ProxyHandlers{Latest: h.Latest(), Readings: render.Readings(h, api.Fail)},
+		Proxy:     api.ProxyHandlers{Latest: h.Latest(), Readings: render.Readings(h, ginerr.Fail)},
 	}), secrets
 }
 

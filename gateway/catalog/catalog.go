@@ -241,3 +241,7 @@ type Store interface {
 	// RevokeKey revokes the key whose id or prefix is given.
 	RevokeKey(ctx context.Context, idOrPrefix string, at time.Time) (APIKey, error)
 }
+
+// QueryTimeout bounds one catalog query of a request, so that a stuck database gives an
+// error, not a hung request.
+const QueryTimeout = 10 * time.Second

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -65,3 +66,17 @@ func (e *unavailableError) Error() string { return e.what + ": store unavailable
 
 // Unwrap gives errors.As the client-facing *apierr.Error and errors.Is the cause.
 func (e *unavailableError) Unwrap() []error { return []error{errUnavailable, e.err} }
+
+// StoreError maps what the store returned: client errors pass through, a database that
+// cannot answer is 503 store_unavailable (catalog.UnavailableError), anything else is internal (logged
+// whole by ginerr.Render).
+func StoreError(what string, err error) error {
+	var e *apierr.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if Unavailable(err) {
+		return UnavailableError(what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -29,9 +29,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/readings"
+	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/formats"
@@ -39,7 +39,7 @@ import (
 
 // Options configure the handler.
 type Options struct {
-	Select    api.SelectFunc
+	Select sensorquery.SelectFunc
 	// Services are the clients of the services, by id.
 	Services map[string]*contract.Client
 	// Charge takes one more request from the caller's budget: nil when granted, else the

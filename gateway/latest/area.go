@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -60,7 +60,7 @@ func ParseArea(v url.Values, maxLimit int) (Area, error) {
 			rest[k] = vs
 		}
 	}
-	sq, err := api.ParseSensorQuery(rest)
+	sq, err := sensorquery.Parse(rest)
 	if err != nil {
 		return a, err
 	}
@@ -130,8 +130,8 @@ func pageParams(v url.Values, maxLimit int) (page, limit int, err error) {
 	page, limit = 1, min(DefaultLimit, maxLimit)
 	if s := v.Get("page"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > api.MaxPage {
-			return 0, 0, apierr.Invalid("page", "want an integer from 1 to %d, got %q", api.MaxPage, clip(s))
+		if err != nil || n < 1 || n > sensorquery.MaxPage {
+			return 0, 0, apierr.Invalid("page", "want an integer from 1 to %d, got %q", sensorquery.MaxPage, clip(s))
 		}
 		page = n
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -41,7 +41,7 @@ type Options struct {
 	Services map[string]BatchClient
 	// Timeout bounds each service's call (default DefaultTimeout).
 	Timeout time.Duration
-	// QueryTimeout bounds the catalog selection (default api.DefaultQueryTimeout).
+	// QueryTimeout bounds the catalog selection (default catalog.QueryTimeout).
 	QueryTimeout time.Duration
 	Now          func() time.Time
 	Logger       *slog.Logger
@@ -56,7 +56,7 @@ func New(o Options) *Handler {
 		o.Timeout = DefaultTimeout
 	}
 	if o.QueryTimeout <= 0 {
-		o.QueryTimeout = api.DefaultQueryTimeout
+		o.QueryTimeout = catalog.QueryTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -110,24 +110,24 @@ type Answer struct {
 func (h *Handler) Serve(c *gin.Context) {
 	f, err := formats.Negotiate(c.Request.URL.Query(), c.GetHeader("Accept"), formats.JSON, formats.CSV, formats.NDJSON, formats.GeoJSON)
 	if err != nil {
-		api.Fail(c, err)
+		ginerr.Fail(c, err)
 		return
 	}
 	q, err := ParseArea(c.Request.URL.Query(), MaxLimit)
 	if err != nil {
-		api.Fail(c, err)
+		ginerr.Fail(c, err)
 		return
 	}
 	ans, err := h.Answer(c.Request.Context(), q)
 	if err != nil {
-		api.Fail(c, err)
+		ginerr.Fail(c, err)
 		return
 	}
 	c.Header("Cache-Control", "no-store")
 	if f == formats.JSON {
 		body, err := appendAnswer(make([]byte, 0, answerSize(&ans)), &ans)
 		if err != nil {
-			api.Fail(c, fmt.Errorf("area latest: encode: %w", err))
+			ginerr.Fail(c, fmt.Errorf("area latest: encode: %w", err))
 			return
 		}
 		c.Header("Vary", "Accept")

@@ -40,7 +40,7 @@ func FuzzEndpoints(f *testing.F) {
 	if _, err := catalogsync.Import(ctx, st, fixture); err != nil {
 		f.Fatal(err)
 	}
-	clients, answers := upstreams(f, st, map[string]string{"ocean": "http://127.0.0.1:1", "weather": "http://127.0.0.1:1", "airquality": "http://127.0.0.1:1"}, 200*time.Millisecond)
+	clients, answers := upstreams(f, st, map[string]string{"ocean": "http://127.0.0.1:1", "weather": "http://127.0.0.1:1", "airquality": "http://127.0.0.1:1"}, 200*time.Millisecond, nil)
 	h, err := mcp.New(mcp.Config{Store: st, Logger: slog.New(slog.DiscardHandler), Clients: clients, Readings: answers})
 	if err != nil {
 		f.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
@@ -24,6 +25,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/latest"
 	"github.com/sensorgate/sensorgate/gateway/mcp"
 	"github.com/sensorgate/sensorgate/gateway/readings"
+	"github.com/sensorgate/sensorgate/gateway/render"
 	"github.com/sensorgate/sensorgate/gateway/store"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -74,6 +76,8 @@ type gateway struct {
 	Handler    *mcp.Handler
 	Sensors    []catalog.Sensor // the ocean sensors, by name
 	OwnerID    uuid.UUID
+	// Metrics gathers the readings cache's lookups (sensorgate_proxy_cache_lookups_total).
+	Metrics *prometheus.Registry
 }
 
 func newGateway(tb testing.TB, stations int) *gateway {
@@ -85,7 +89,8 @@ func newGateway(tb testing.TB, stations int) *gateway {
 		tb.Fatalf("open store: %v", err)
 	}
 	tb.Cleanup(func() { _ = st.Close() })
-	clients, answers := upstreams(tb, st, map[string]string{"ocean": svcURL}, 0)
+	reg := prometheus.NewRegistry()
+	clients, answers := upstreams(tb, st, map[string]string{"ocean": svcURL}, 0, reg)
 	syncer, err := catalogsync.New(st, catalogsync.Config{Services: clients, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
@@ -115,6 +120,7 @@ func newGateway(tb testing.TB, stations int) *gateway {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	v1 := r.Group("/api/v1", renderErrors, auth.Middleware(authn))
+	v1.GET("/sensors/:id/readings", render.Readings(answers, func(c *gin.Context, err error) { _ = c.Error(err); c.Abort() }))
 	for path, handler := range map[string]gin.HandlerFunc{
 		"/services/:id/mcp":     h.ServiceMCP(),
 		"/sensors/:id/mcp":      h.SensorMCP(),
@@ -132,19 +138,19 @@ func newGateway(tb testing.TB, stations int) *gateway {
 	if err != nil || len(page.Sensors) == 0 {
 		tb.Fatalf("synced catalog has no ocean sensors: %v", err)
 	}
-	return &gateway{URL: srv.URL, ServiceURL: svcURL, Store: st, Handler: h, Sensors: page.Sensors, OwnerID: auth.OwnerID("development")}
+	return &gateway{URL: srv.URL, ServiceURL: svcURL, Store: st, Handler: h, Sensors: page.Sensors, OwnerID: auth.OwnerID("development"), Metrics: reg}
 }
 
 // upstreams are the services' clients and the readings path over them, as gateway/app
 // builds them; timeout 0 keeps the default deadlines.
-func upstreams(tb testing.TB, st catalog.Store, urls map[string]string, timeout time.Duration) (map[string]*contract.Client, *readings.Handlers) {
+func upstreams(tb testing.TB, st catalog.Store, urls map[string]string, timeout time.Duration, reg prometheus.Registerer) (map[string]*contract.Client, *readings.Handlers) {
 	tb.Helper()
 	clients, err := contract.NewClients(urls, contract.Options{Token: internalToken,
 		Timeouts: contract.Timeouts{Latest: timeout, Readings: timeout, Health: timeout}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cache, err := readings.NewCache(readings.CacheOptions{TTL: readings.DefaultCacheTTL})
+	cache, err := readings.NewCache(readings.CacheOptions{TTL: readings.DefaultCacheTTL, Registerer: reg})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -10,7 +10,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/readings"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
@@ -223,7 +225,7 @@ func TestFreshness(t *testing.T) {
 // validates against them never meets a broken one.
 func TestToolSchemas(t *testing.T) {
 	t.Parallel()
-	h, err := New(Config{Store: nilStore{}})
+	h, err := New(Config{Store: nilStore{}, Clients: map[string]*contract.Client{}, Readings: (*readings.Handlers)(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

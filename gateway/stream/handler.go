@@ -12,9 +12,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/gateway/latest"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -91,11 +91,11 @@ func NewHandler(o Options) *Handler {
 
 // SensorStream serves GET /api/v1/sensors/{id}/readings/stream.
 func (h *Handler) SensorStream(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), api.DefaultQueryTimeout)
+	ctx, cancel := context.WithTimeout(c.Request.Context(), catalog.QueryTimeout)
 	s, err := catalog.ResolveSensor(ctx, h.o.Store, c.Param("id"))
 	cancel()
 	if err != nil {
-		api.Fail(c, err)
+		ginerr.Fail(c, err)
 		return
 	}
 	id := s.ID.String()
@@ -107,22 +107,22 @@ func (h *Handler) SensorStream(c *gin.Context) {
 func (h *Handler) AreaStream(c *gin.Context) {
 	q, err := latest.ParseArea(c.Request.URL.Query(), latest.MaxLimit)
 	if err != nil {
-		api.Fail(c, err)
+		ginerr.Fail(c, err)
 		return
 	}
 	if q.Unfiltered {
 		h.serve(c, h.o.Hub.Services(), func(string) bool { return true })
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), api.DefaultQueryTimeout)
+	ctx, cancel := context.WithTimeout(c.Request.Context(), catalog.QueryTimeout)
 	sensors, total, err := latest.Select(ctx, h.o.Store, q.Filter, 0, h.o.MaxSensors)
 	cancel()
 	if err != nil {
-		api.Fail(c, err)
+		ginerr.Fail(c, err)
 		return
 	}
 	if total > h.o.MaxSensors {
-		api.Fail(c, apierr.Invalid("sensor_ids", "the filters select %d sensors; a stream follows at most %d: narrow the area or the filters", total, h.o.MaxSensors))
+		ginerr.Fail(c, apierr.Invalid("sensor_ids", "the filters select %d sensors; a stream follows at most %d: narrow the area or the filters", total, h.o.MaxSensors))
 		return
 	}
 	set := make(map[string]struct{}, len(sensors))
@@ -145,13 +145,13 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 	if v := c.GetHeader("Last-Event-ID"); v != "" {
 		var err error
 		if resume, err = ParseCursor(v); err != nil {
-			api.Fail(c, apierr.Invalid("Last-Event-ID", "want the id of an event of this API (an opaque cursor), got %q", clip(v)))
+			ginerr.Fail(c, apierr.Invalid("Last-Event-ID", "want the id of an event of this API (an opaque cursor), got %q", clip(v)))
 			return
 		}
 	}
 	for _, svc := range services {
 		if h.o.Hub.Source(svc) == nil {
-			api.Fail(c, apierr.New(apierr.UpstreamUnavailable, "service %s is not configured on this gateway", svc))
+			ginerr.Fail(c, apierr.New(apierr.UpstreamUnavailable, "service %s is not configured on this gateway", svc))
 			return
 		}
 	}
@@ -163,11 +163,11 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 	release, err := h.o.Limiter.Acquire(ctx, key, h.o.MaxPerKey)
 	if errors.Is(err, ErrTooMany) {
 		c.Header("Retry-After", "10")
-		api.Fail(c, apierr.New(apierr.RateLimited, "this key already has %d open streams, the most allowed; close one first", h.o.MaxPerKey))
+		ginerr.Fail(c, apierr.New(apierr.RateLimited, "this key already has %d open streams, the most allowed; close one first", h.o.MaxPerKey))
 		return
 	}
 	if err != nil {
-		api.Fail(c, fmt.Errorf("stream cap: %w", err))
+		ginerr.Fail(c, fmt.Errorf("stream cap: %w", err))
 		return
 	}
 	defer release()
@@ -185,7 +185,7 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 	sub, heads, err := h.o.Hub.Subscribe(services, match)
 	if errors.Is(err, ErrShutdown) {
 		c.Header("Retry-After", "1")
-		api.Fail(c, apierr.New(apierr.UpstreamUnavailable, "this gateway is shutting down; reconnect"))
+		ginerr.Fail(c, apierr.New(apierr.UpstreamUnavailable, "this gateway is shutting down; reconnect"))
 		return
 	}
 	defer sub.Close()

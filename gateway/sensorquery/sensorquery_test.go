@@ -1,4 +1,4 @@
-package api
+package sensorquery
 
 import (
 	"errors"
@@ -14,36 +14,36 @@ import (
 func TestParseSensorQuery(t *testing.T) {
 	t.Parallel()
 	def := catalog.SensorFilter{Page: 1, Limit: DefaultListLimit}
-	with := func(f func(*SensorQuery)) SensorQuery {
-		q := SensorQuery{Filter: def}
+	with := func(f func(*Query)) Query {
+		q := Query{Filter: def}
 		f(&q)
 		return q
 	}
 	cases := []struct {
 		query string
-		want  SensorQuery
+		want  Query
 	}{
-		{"", with(func(*SensorQuery) {})},
-		{"search=+Hatteras+&sensor_type=buoy&status=active&provider=noaa-ndbc", with(func(q *SensorQuery) {
+		{"", with(func(*Query) {})},
+		{"search=+Hatteras+&sensor_type=buoy&status=active&provider=noaa-ndbc", with(func(q *Query) {
 			q.Filter.Search, q.Filter.SensorType, q.Filter.Status, q.Filter.Provider = "Hatteras", "buoy", "active", "noaa-ndbc"
 		})},
-		{"data_types=aqi,+ozone_ppb,,aqi", with(func(q *SensorQuery) { q.Filter.DataTypes = []string{"aqi", "ozone_ppb"} })},
-		{"page=3&limit=50", with(func(q *SensorQuery) { q.Filter.Page, q.Filter.Limit = 3, 50 })},
-		{"limit=1001", with(func(q *SensorQuery) { q.Filter.Limit = MaxListLimit })},
-		{"limit=99999999999999999999999", with(func(q *SensorQuery) { q.Filter.Limit = MaxListLimit })},
-		{"min_lat=-10&min_lon=170&max_lat=10&max_lon=-170", with(func(q *SensorQuery) {
+		{"data_types=aqi,+ozone_ppb,,aqi", with(func(q *Query) { q.Filter.DataTypes = []string{"aqi", "ozone_ppb"} })},
+		{"page=3&limit=50", with(func(q *Query) { q.Filter.Page, q.Filter.Limit = 3, 50 })},
+		{"limit=1001", with(func(q *Query) { q.Filter.Limit = MaxListLimit })},
+		{"limit=99999999999999999999999", with(func(q *Query) { q.Filter.Limit = MaxListLimit })},
+		{"min_lat=-10&min_lon=170&max_lat=10&max_lon=-170", with(func(q *Query) {
 			q.Filter.BBox = &catalog.BBox{MinLat: -10, MinLon: 170, MaxLat: 10, MaxLon: -170}
 		})},
-		{"lat=40&lon=-83", with(func(q *SensorQuery) { q.Filter.Near = &catalog.Near{Lat: 40, Lon: -83, RadiusKM: DefaultRadiusKM} })},
-		{"lat=40&lon=-83&radius_km=7.5&sort=distance", with(func(q *SensorQuery) {
+		{"lat=40&lon=-83", with(func(q *Query) { q.Filter.Near = &catalog.Near{Lat: 40, Lon: -83, RadiusKM: DefaultRadiusKM} })},
+		{"lat=40&lon=-83&radius_km=7.5&sort=distance", with(func(q *Query) {
 			q.Filter.Near = &catalog.Near{Lat: 40, Lon: -83, RadiusKM: 7.5}
 			q.Filter.SortByDistance = true
 		})},
-		{"sort=name", with(func(*SensorQuery) {})},
-		{"minimal=TRUE&fields=id,name", with(func(q *SensorQuery) { q.Minimal, q.Fields = true, []string{"id", "name"} })},
-		{"minimal=0&fields=+name+,,id,name", with(func(q *SensorQuery) { q.Fields = []string{"name", "id"} })},
+		{"sort=name", with(func(*Query) {})},
+		{"minimal=TRUE&fields=id,name", with(func(q *Query) { q.Minimal, q.Fields = true, []string{"id", "name"} })},
+		{"minimal=0&fields=+name+,,id,name", with(func(q *Query) { q.Fields = []string{"name", "id"} })},
 		// Empty values are absent.
-		{"lat=&lon=&radius_km=&minimal=&page=&limit=&min_lat=", with(func(*SensorQuery) {})},
+		{"lat=&lon=&radius_km=&minimal=&page=&limit=&min_lat=", with(func(*Query) {})},
 	}
 	for _, c := range cases {
 		t.Run(c.query, func(t *testing.T) {
@@ -52,12 +52,12 @@ func TestParseSensorQuery(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ParseSensorQuery(v)
+			got, err := Parse(v)
 			if err != nil {
-				t.Fatalf("ParseSensorQuery(%q): %v", c.query, err)
+				t.Fatalf("Parse(%q): %v", c.query, err)
 			}
 			if !reflect.DeepEqual(got, c.want) {
-				t.Errorf("ParseSensorQuery(%q)\n got %+v\nwant %+v", c.query, got, c.want)
+				t.Errorf("Parse(%q)\n got %+v\nwant %+v", c.query, got, c.want)
 			}
 		})
 	}
@@ -98,10 +98,10 @@ func TestParseSensorQueryErrors(t *testing.T) {
 		t.Run(c.query, func(t *testing.T) {
 			t.Parallel()
 			v, _ := url.ParseQuery(c.query)
-			_, err := ParseSensorQuery(v)
+			_, err := Parse(v)
 			var e *apierr.Error
 			if !errors.As(err, &e) {
-				t.Fatalf("ParseSensorQuery(%q) = %v, want an *apierr.Error", c.query, err)
+				t.Fatalf("Parse(%q) = %v, want an *apierr.Error", c.query, err)
 			}
 			if e.Code != apierr.InvalidParameter || e.Status() != 400 {
 				t.Errorf("code %q status %d", e.Code, e.Status())
@@ -110,25 +110,6 @@ func TestParseSensorQueryErrors(t *testing.T) {
 				t.Errorf("message %q should name %q and say %q", e.Message, c.param, c.mention)
 			}
 		})
-	}
-}
-
-func TestParseProjectQuery(t *testing.T) {
-	t.Parallel()
-	v, _ := url.ParseQuery("provider=noaa-ndbc&domain=ocean&temporal_pattern=periodic&search=Water&feed_type=timeseries&page=2&limit=5000")
-	f, err := ParseProjectQuery(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := catalog.ProjectFilter{Provider: "noaa-ndbc", Domain: "ocean", TemporalPattern: "periodic", Search: "Water", FeedType: "timeseries", Page: 2, Limit: MaxListLimit}
-	if !reflect.DeepEqual(f, want) {
-		t.Errorf("got %+v\nwant %+v", f, want)
-	}
-	for _, q := range []string{"page=-1", "limit=x", "domain=" + strings.Repeat("d", 300)} {
-		v, _ := url.ParseQuery(q)
-		if _, err := ParseProjectQuery(v); apierr.From(err).Code != apierr.InvalidParameter {
-			t.Errorf("%s: %v, want invalid_parameter", q, err)
-		}
 	}
 }
 
@@ -149,11 +130,11 @@ func FuzzParseSensorQuery(f *testing.F) {
 		if err != nil {
 			return // not a query the HTTP server would hand over
 		}
-		q, err := ParseSensorQuery(v)
+		q, err := Parse(v)
 		if err != nil {
 			var e *apierr.Error
 			if !errors.As(err, &e) || e.Code != apierr.InvalidParameter || !strings.HasPrefix(e.Message, "invalid parameter \"") {
-				t.Fatalf("ParseSensorQuery(%q) = %v, want a 400 naming a parameter", raw, err)
+				t.Fatalf("Parse(%q) = %v, want a 400 naming a parameter", raw, err)
 			}
 			return
 		}
@@ -178,7 +159,7 @@ func FuzzParseSensorQuery(f *testing.F) {
 		}
 		// No text the store could choke on (a NUL is SQLSTATE 22021) gets through.
 		for _, s := range append([]string{fl.Search, fl.SensorType, fl.Status, fl.Provider}, fl.DataTypes...) {
-			if !cleanText(s) || len(s) > maxTextParam {
+			if !cleanText(s) || len(s) > MaxTextParam {
 				t.Fatalf("%q: accepted text %q", raw, s)
 			}
 		}

@@ -1,4 +1,4 @@
-package api
+package sensorquery
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -44,7 +45,7 @@ func ExportSelector(st catalog.Store, timeout time.Duration) SelectFunc {
 					if errors.As(err, &ae) {
 						return nil, apierr.New(ae.Code, "sensor_ids: %s", ae.Message)
 					}
-					return nil, storeErr("export sensors", err)
+					return nil, catalog.StoreError("export sensors", err)
 				}
 				if !seen[sn.ID.String()] {
 					seen[sn.ID.String()] = true
@@ -53,33 +54,33 @@ func ExportSelector(st catalog.Store, timeout time.Duration) SelectFunc {
 			}
 			return out, nil
 		}
-		q, err := ParseSensorQuery(v)
+		q, err := Parse(v)
 		if err != nil {
 			return nil, err
 		}
 		f := q.Filter
 		f.ServiceID = strings.TrimSpace(v.Get("service"))
 		if ref := strings.TrimSpace(v.Get("project")); ref != "" {
-			who, err := caller(c)
+			who, err := auth.Caller(c)
 			if err != nil {
 				return nil, err
 			}
 			p, err := st.Project(ctx, ref)
 			if errors.Is(err, catalog.ErrNotFound) {
-				return nil, apierr.New(apierr.NotFound, "project %q not found", clip(ref))
+				return nil, apierr.New(apierr.NotFound, "project %q not found", Clip(ref))
 			}
 			if err != nil {
-				return nil, storeErr("project", err)
+				return nil, catalog.StoreError("project", err)
 			}
 			if p.Visibility != catalog.VisibilityPublic && p.OwnerID != who.OwnerID {
-				return nil, apierr.New(apierr.Forbidden, "project %q is private", clip(ref))
+				return nil, apierr.New(apierr.Forbidden, "project %q is private", Clip(ref))
 			}
 			f.FeedID = &p.ID
 		}
 		f.Page, f.Limit = 1, contract.MaxExportSensors+1
 		page, err := st.ListSensors(ctx, f)
 		if err != nil {
-			return nil, storeErr("export sensors", err)
+			return nil, catalog.StoreError("export sensors", err)
 		}
 		if page.Total > contract.MaxExportSensors {
 			return nil, apierr.Invalid("sensor_ids", "the filters select %d sensors; an export takes at most %d (narrow the filters or name sensor_ids)", page.Total, contract.MaxExportSensors)

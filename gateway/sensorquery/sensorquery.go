@@ -1,4 +1,7 @@
-package api
+// Package sensorquery is the public query of sensor lists (search, type, status, provider,
+// data types, bounding box or radius, paging, fields) and the sensor selections built on
+// it: the sensor list, area latest, the streams and the export all read it the same way.
+package sensorquery
 
 import (
 	"math"
@@ -20,15 +23,15 @@ const (
 	MaxRadiusKM = 20038
 	// MaxPage keeps page*limit far from overflowing any offset type.
 	MaxPage = 10_000_000
-	// maxTextParam bounds free-text and slug parameters.
-	maxTextParam = 200
+	// MaxTextParam bounds free-text and slug parameters.
+	MaxTextParam = 200
 	// maxListItems bounds the items of data_types and fields.
 	maxListItems = 64
 )
 
-// SensorQuery is a parsed sensor-list query: the filter for the store and how to shape
+// Query is a parsed sensor-list query: the filter for the store and how to shape
 // each item.
-type SensorQuery struct {
+type Query struct {
 	Filter  catalog.SensorFilter
 	Minimal bool
 	// Fields are the requested field names, trimmed and deduplicated, in request order;
@@ -36,33 +39,33 @@ type SensorQuery struct {
 	Fields []string
 }
 
-// ParseSensorQuery parses the query of GET /sensors and /sensors/registry (docs/spec.md 4.2).
+// Parse parses the query of GET /sensors and /sensors/registry (docs/spec.md 4.2).
 // It is pure: every input gives a query or an *apierr.Error naming the parameter and the
 // form it takes. An empty value counts as absent; a repeated parameter, a control character
 // or invalid UTF-8 is refused (CheckValues), never passed to the store or ignored.
-func ParseSensorQuery(v url.Values) (SensorQuery, error) {
-	q := SensorQuery{Filter: catalog.SensorFilter{Page: 1, Limit: DefaultListLimit}}
+func Parse(v url.Values) (Query, error) {
+	q := Query{Filter: catalog.SensorFilter{Page: 1, Limit: DefaultListLimit}}
 	f := &q.Filter
 	if err := CheckValues(v); err != nil {
 		return q, err
 	}
 	var err error
-	if f.Search, err = textParam(v, "search"); err != nil {
+	if f.Search, err = TextParam(v, "search"); err != nil {
 		return q, err
 	}
-	if f.SensorType, err = textParam(v, "sensor_type"); err != nil {
+	if f.SensorType, err = TextParam(v, "sensor_type"); err != nil {
 		return q, err
 	}
-	if f.Status, err = textParam(v, "status"); err != nil {
+	if f.Status, err = TextParam(v, "status"); err != nil {
 		return q, err
 	}
-	if f.Provider, err = textParam(v, "provider"); err != nil {
+	if f.Provider, err = TextParam(v, "provider"); err != nil {
 		return q, err
 	}
 	if f.DataTypes, err = dataTypesParam(v); err != nil {
 		return q, err
 	}
-	if f.Page, f.Limit, err = pageParams(v); err != nil {
+	if f.Page, f.Limit, err = PageParams(v); err != nil {
 		return q, err
 	}
 	if f.BBox, err = bboxParams(v); err != nil {
@@ -82,7 +85,7 @@ func ParseSensorQuery(v url.Values) (SensorQuery, error) {
 		}
 		f.SortByDistance = true
 	default:
-		return q, apierr.Invalid("sort", "want name or distance, got %q", clip(s))
+		return q, apierr.Invalid("sort", "want name or distance, got %q", Clip(s))
 	}
 	if s := v.Get("minimal"); s != "" {
 		switch strings.ToLower(s) {
@@ -90,16 +93,16 @@ func ParseSensorQuery(v url.Values) (SensorQuery, error) {
 			q.Minimal = true
 		case "false", "0":
 		default:
-			return q, apierr.Invalid("minimal", "want true, false, 1 or 0, got %q", clip(s))
+			return q, apierr.Invalid("minimal", "want true, false, 1 or 0, got %q", Clip(s))
 		}
 	}
 	q.Fields = listParam(v.Get("fields"))
 	return q, nil
 }
 
-// clip shortens a bad value for an error message, so that a huge parameter is not echoed
+// Clip shortens a bad value for an error message, so that a huge parameter is not echoed
 // back whole.
-func clip(s string) string {
+func Clip(s string) string {
 	const n = 64
 	if len(s) <= n {
 		return s
@@ -107,10 +110,10 @@ func clip(s string) string {
 	return strings.ToValidUTF8(s[:n], "") + "..."
 }
 
-func textParam(v url.Values, name string) (string, error) {
+func TextParam(v url.Values, name string) (string, error) {
 	s := strings.TrimSpace(v.Get(name))
-	if len(s) > maxTextParam {
-		return "", apierr.Invalid(name, "want at most %d bytes, got %d", maxTextParam, len(s))
+	if len(s) > MaxTextParam {
+		return "", apierr.Invalid(name, "want at most %d bytes, got %d", MaxTextParam, len(s))
 	}
 	return s, nil
 }
@@ -140,7 +143,7 @@ func dataTypesParam(v url.Values) ([]string, error) {
 	items := listParam(v.Get("data_types"))
 	for _, p := range items {
 		if !canon.IsParameter(p) {
-			return nil, apierr.Invalid("data_types", "%q is not a canonical parameter id; want a comma-separated list of %s", clip(p), parameterIDs())
+			return nil, apierr.Invalid("data_types", "%q is not a canonical parameter id; want a comma-separated list of %s", Clip(p), parameterIDs())
 		}
 	}
 	return items, nil
@@ -155,14 +158,14 @@ func parameterIDs() string {
 	return strings.Join(ids, ", ")
 }
 
-// pageParams parses page and limit. A limit above MaxListLimit is clamped (docs/api-decisions.md), and
+// PageParams parses page and limit. A limit above MaxListLimit is clamped (docs/api-decisions.md), and
 // the response's pagination.limit shows the applied value.
-func pageParams(v url.Values) (page, limit int, err error) {
+func PageParams(v url.Values) (page, limit int, err error) {
 	page, limit = 1, DefaultListLimit
 	if s := v.Get("page"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxPage {
-			return 0, 0, apierr.Invalid("page", "want an integer from 1 to %d, got %q", MaxPage, clip(s))
+			return 0, 0, apierr.Invalid("page", "want an integer from 1 to %d, got %q", MaxPage, Clip(s))
 		}
 		page = n
 	}
@@ -172,7 +175,7 @@ func pageParams(v url.Values) (page, limit int, err error) {
 			n, err = MaxListLimit, nil // a positive integer too large for int: clamped like any other
 		}
 		if err != nil || n < 1 {
-			return 0, 0, apierr.Invalid("limit", "want a positive integer (values above %d are clamped to %d), got %q", MaxListLimit, MaxListLimit, clip(s))
+			return 0, 0, apierr.Invalid("limit", "want a positive integer (values above %d are clamped to %d), got %q", MaxListLimit, MaxListLimit, Clip(s))
 		}
 		limit = min(n, MaxListLimit)
 	}
@@ -200,7 +203,7 @@ func coord(v url.Values, name string, lim float64) (float64, bool, error) {
 	}
 	x, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < -lim || x > lim {
-		return 0, false, apierr.Invalid(name, "want a number from %g to %g (degrees), got %q", -lim, lim, clip(s))
+		return 0, false, apierr.Invalid(name, "want a number from %g to %g (degrees), got %q", -lim, lim, Clip(s))
 	}
 	return x, true, nil
 }
@@ -260,7 +263,7 @@ func nearParams(v url.Values) (*catalog.Near, error) {
 	if rs != "" {
 		r, err = strconv.ParseFloat(rs, 64)
 		if err != nil || math.IsNaN(r) || r <= 0 || r > MaxRadiusKM {
-			return nil, apierr.Invalid("radius_km", "want a number of kilometres greater than 0 and at most %d, got %q", MaxRadiusKM, clip(rs))
+			return nil, apierr.Invalid("radius_km", "want a number of kilometres greater than 0 and at most %d, got %q", MaxRadiusKM, Clip(rs))
 		}
 	}
 	return &catalog.Near{Lat: lat, Lon: lon, RadiusKM: r}, nil
