@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 
 	"github.com/gin-gonic/gin"
@@ -19,14 +18,13 @@ import (
 // redisKeyPrefix namespaces the gateway's counters in a shared Redis.
 const redisKeyPrefix = "sensorgate:"
 
-// rateLimiting is the limiter middleware, its readiness check and what to close at exit.
+// rateLimiting is the limiter middleware and its readiness check.
 type rateLimiting struct {
 	middleware gin.HandlerFunc
 	check      api.Check
 	// charge takes one more request from the caller's budget, as the middleware does for
 	// the request itself: what a bulk export pays per started block of rows.
 	charge func(c *gin.Context) error
-	close  func() error
 }
 
 // chargeWith counts one more request of the caller of c against l, under the same rule
@@ -45,9 +43,9 @@ func chargeWith(l ratelimit.Limiter, plans ratelimit.Plans, log *slog.Logger) fu
 	}
 }
 
-// newRateLimiting counts in Redis (REDIS_URL, batched, falling back to local counting or
+// newRateLimiting counts in Redis (rdb, batched, falling back to local counting or
 // refusing when Redis is down) or, without Redis, in process (the embedded default).
-func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Logger) (rateLimiting, error) {
+func newRateLimiting(cfg config.Config, rdb *redis.Client, reg prometheus.Registerer, log *slog.Logger) (rateLimiting, error) {
 	identify := func(c *gin.Context) (ratelimit.Identity, bool) {
 		id, ok := auth.FromGin(c)
 		if !ok {
@@ -56,27 +54,20 @@ func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Log
 		return limitIdentity(id), true
 	}
 	local := ratelimit.NewMemory(nil)
-	if cfg.RedisURL == "" {
+	if rdb == nil {
 		return rateLimiting{
 			middleware: ratelimit.Middleware(local, cfg.RateLimit.Plans, identify, log),
 			charge:     chargeWith(local, cfg.RateLimit.Plans, log),
 			check: api.Check{Name: "ratelimit", Probe: func(context.Context) (any, error) {
 				return ratelimit.Status{Backend: "memory"}, nil
 			}},
-			close: func() error { return nil },
 		}, nil
 	}
-	opt, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return rateLimiting{}, fmt.Errorf("REDIS_URL: %w", err)
-	}
-	rdb := redis.NewClient(opt)
 	primary := ratelimit.NewRedis(rdb, redisKeyPrefix, 0)
 	fb, err := ratelimit.NewFallback(ratelimit.NewBatcher(primary, 0, 0), local, ratelimit.FallbackOptions{
 		FailClosed: cfg.RateLimit.FailClosed, Registerer: reg, Logger: log, Name: "redis",
 	})
 	if err != nil {
-		_ = rdb.Close()
 		return rateLimiting{}, err
 	}
 	return rateLimiting{
@@ -94,7 +85,6 @@ func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Log
 			}
 			return st, nil
 		}},
-		close: rdb.Close,
 	}, nil
 }
 

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"log/slog"
 
 	"github.com/redis/go-redis/v9"
@@ -30,7 +29,7 @@ type live struct {
 // services' clients.
 // With REDIS_URL the per-key stream cap is shared by every replica (stream.RedisLimiter,
 // leases of three heartbeats); without it each replica counts its own.
-func newLive(cfg config.Config, st catalog.Store, clients map[string]*contract.Client, met *obs.Metrics, log *slog.Logger) (live, error) {
+func newLive(cfg config.Config, st catalog.Store, clients map[string]*contract.Client, rdb *redis.Client, met *obs.Metrics, log *slog.Logger) (live, error) {
 	batch := map[string]latest.BatchClient{}
 	sources := map[string]stream.Source{}
 	for id, c := range clients {
@@ -40,19 +39,14 @@ func newLive(cfg config.Config, st catalog.Store, clients map[string]*contract.C
 	hub := stream.NewHub(stream.HubOptions{Sources: sources, Buffer: cfg.Stream.Buffer, Logger: log, Delay: met.StreamDelay})
 	closeFn := func() {}
 	var limiter stream.Limiter
-	if cfg.RedisURL != "" {
-		opt, err := redis.ParseURL(cfg.RedisURL)
-		if err != nil {
-			return live{}, fmt.Errorf("REDIS_URL: %w", err)
-		}
-		rdb := redis.NewClient(opt)
+	if rdb != nil {
 		heartbeat := cfg.Stream.Heartbeat
 		if heartbeat <= 0 {
 			heartbeat = stream.DefaultHeartbeat
 		}
 		rl := stream.NewRedisLimiter(rdb, redisKeyPrefix, 3*heartbeat, log)
 		limiter = rl
-		closeFn = func() { rl.Close(); _ = rdb.Close() }
+		closeFn = rl.Close
 	}
 	sh := stream.NewHandler(stream.Options{Hub: hub, Store: st, Limiter: limiter, MaxPerKey: cfg.Stream.MaxPerKey,
 		Heartbeat: cfg.Stream.Heartbeat, FlushInterval: cfg.Stream.FlushInterval, Logger: log})

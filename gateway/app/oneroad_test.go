@@ -11,7 +11,8 @@ import (
 )
 
 // TestOneRoadToTheServices fails when gateway code (not its tests) builds an HTTP client
-// or transport of its own, or calls through net/http's defaults: every call to a service
+// or transport of its own, or calls through net/http's defaults, or opens a second Redis
+// client: every call to a service
 // goes through its contract.Client, built once in newClients, so that every call has the
 // service's pool, its route's deadline, the retry policy for idempotent calls only, the
 // request id and a span.
@@ -29,7 +30,7 @@ func TestOneRoadToTheServices(t *testing.T) {
 	}
 	root := filepath.Join("..")
 	fset := token.NewFileSet()
-	var found []string
+	var found, redisClients []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -52,8 +53,15 @@ func TestOneRoadToTheServices(t *testing.T) {
 			if !ok {
 				return true
 			}
-			if pkg, ok := sel.X.(*ast.Ident); ok && forbidden[pkg.Name+"."+sel.Sel.Name] {
-				found = append(found, fset.Position(sel.Pos()).String()+": "+pkg.Name+"."+sel.Sel.Name)
+			pkg, ok := sel.X.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			switch name := pkg.Name + "." + sel.Sel.Name; {
+			case forbidden[name]:
+				found = append(found, fset.Position(sel.Pos()).String()+": "+name)
+			case name == "redis.NewClient" || name == "redis.NewClusterClient" || name == "redis.NewUniversalClient":
+				redisClients = append(redisClients, fset.Position(sel.Pos()).String()+": "+name)
 			}
 			return true
 		})
@@ -64,5 +72,8 @@ func TestOneRoadToTheServices(t *testing.T) {
 	}
 	if len(found) > 0 {
 		t.Errorf("gateway code reaches the network past the services' contract.Client:\n%s", strings.Join(found, "\n"))
+	}
+	if len(redisClients) != 1 {
+		t.Errorf("gateway code builds %d Redis clients, want one (app/redis.go) that every feature shares:\n%s", len(redisClients), strings.Join(redisClients, "\n"))
 	}
 }

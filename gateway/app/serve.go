@@ -85,12 +85,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		log.Info("development key ready", "prefix", auth.DisplayPrefix(cfg.DevAPIKey), "owner", auth.DevOwnerName)
 	}
-	throttle, closeThrottle, err := newKeyThrottle(cfg, log)
+	rdb, err := newRedis(cfg)
 	if err != nil {
 		return err
 	}
-	defer closeThrottle()
-	authn, err := auth.New(st, auth.Options{Environment: cfg.Env, CacheTTL: cfg.KeyCacheTTL, Metrics: met, Throttle: throttle})
+	if rdb != nil {
+		defer rdb.Close()
+	}
+	authn, err := auth.New(st, auth.Options{Environment: cfg.Env, CacheTTL: cfg.KeyCacheTTL, Metrics: met, Throttle: newKeyThrottle(rdb, log)})
 	if err != nil {
 		return err
 	}
@@ -135,14 +137,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}()
 	}
 
-	rl, err := newRateLimiting(cfg, reg, log)
+	rl, err := newRateLimiting(cfg, rdb, reg, log)
 	if err != nil {
 		return err
 	}
-	defer rl.close()
 
 	// Area latest and the streams; the hub follows every service's log until shutdown.
-	lv, err := newLive(cfg, st, clients, met, log)
+	lv, err := newLive(cfg, st, clients, rdb, met, log)
 	if err != nil {
 		return err
 	}
