@@ -1,7 +1,9 @@
 package api
 
 import (
+	"io"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -37,9 +39,7 @@ func (l bodyLimits) middleware() gin.HandlerFunc {
 			n = DefaultMaxBody
 		}
 		if c.Request.ContentLength > n {
-			// net/http closes the connection after the answer instead of reading a large
-			// unread body.
-			fail(c, apierr.New(apierr.PayloadTooLarge, "request body of %d bytes is over this route's limit of %d bytes", c.Request.ContentLength, n))
+			refuseAndLinger(c, apierr.New(apierr.PayloadTooLarge, "request body of %d bytes is over this route's limit of %d bytes", c.Request.ContentLength, n))
 			return
 		}
 		if c.Request.ContentLength < 0 && c.Request.Body != nil && c.Request.Body != http.NoBody {
@@ -47,4 +47,30 @@ func (l bodyLimits) middleware() gin.HandlerFunc {
 		}
 		c.Next()
 	}
+}
+
+// Lingering after a refused body: what is read and thrown away at most, and for how long.
+const (
+	lingerBytes = 8 << 20
+	lingerTime  = 5 * time.Second
+)
+
+// refuseAndLinger answers e at once, without reading the body, then reads and discards
+// what the client still sends, at most lingerBytes for at most lingerTime, as nginx's
+// lingering close does. A client that writes its whole body before it reads (Python's
+// urllib, Go's client without Expect: 100-continue) would otherwise meet a connection
+// that net/http closed with its body unread, and see "connection reset" instead of the
+// answer. io.Discard reads into a pooled buffer: nothing is allocated per request.
+func refuseAndLinger(c *gin.Context, e *apierr.Error) {
+	rc := http.NewResponseController(c.Writer)
+	_ = rc.EnableFullDuplex() // the body may be read after the answer went out
+	c.Abort()
+	// The connection ends with this answer: what is left of the body is not read.
+	c.Header("Connection", "close")
+	apierr.Write(c.Writer, e)
+	if rc.Flush() != nil {
+		return
+	}
+	_ = rc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c.Request.Body, lingerBytes))
 }

@@ -123,6 +123,11 @@ func Write(w http.ResponseWriter, err error) {
 	if ra := e.RetryAfter(); ra != "" {
 		w.Header().Set("Retry-After", ra)
 	}
+	body, _ := json.Marshal(e) // two strings: it cannot fail
+	body = append(body, '\n')
+	// A declared length lets a client read the whole answer even while the server still
+	// has work to do on the connection (gateway/api's lingering close of a refused body).
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(e.Status())
-	_ = json.NewEncoder(w).Encode(e)
+	_, _ = w.Write(body)
 }
