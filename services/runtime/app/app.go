@@ -173,8 +173,8 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 		TemporalPattern: def.TemporalPattern, Port: cfg.PublicPort, Status: "active", Version: Version,
 		Providers: []contract.Provider{}, Feeds: []contract.Feed{}, Tools: mcpSrv.ToolNames()}
 	for _, p := range def.Providers {
-		meta.Providers = append(meta.Providers, p.Adapter.Provider())
-		meta.Feeds = append(meta.Feeds, p.Adapter.Feeds()...)
+		meta.Providers = append(meta.Providers, p.Adapter.Provider)
+		meta.Feeds = append(meta.Feeds, p.Adapter.Feeds...)
 	}
 	api := httpapi.NewServer(httpapi.Deps{
 		Meta: meta, Store: st, Providers: sched.Health, ProviderHealthy: ingest.Healthy,
