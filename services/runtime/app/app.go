@@ -5,16 +5,15 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/httpserver"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 	"github.com/sensorgate/sensorgate/pkg/settings"
 	"github.com/sensorgate/sensorgate/services/observation"
@@ -176,8 +175,12 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 		meta.Providers = append(meta.Providers, p.Adapter.Provider)
 		meta.Feeds = append(meta.Feeds, p.Adapter.Feeds...)
 	}
+	// The shared server set-up (pkg/httpserver): its limits, and a shutdown that makes
+	// /readyz answer 503, keeps serving for ShutdownDelay, then stops accepting and gives
+	// in-flight requests ShutdownTimeout to finish.
+	hs := httpserver.New(httpserver.Config{Logger: log, ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout})
 	api := httpapi.NewServer(httpapi.Deps{
-		Meta: meta, Store: st, Providers: sched.Health, ProviderHealthy: ingest.Healthy,
+		Meta: meta, Store: st, Providers: sched.Health, ProviderHealthy: ingest.Healthy, Stopping: hs.Stopping(),
 		Ready: func() bool {
 			select {
 			case <-sched.Ready():
@@ -194,9 +197,6 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 	if err != nil {
 		return fmt.Errorf("%s: listen on %s: %w", def.ID, cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-
 	ingestCtx, stopIngest := context.WithCancel(ctx)
 	defer stopIngest()
 	var wg sync.WaitGroup
@@ -218,29 +218,16 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 		log.Info("retention on", "days", cfg.RetentionDays, "every", retentionInterval.String())
 	}
 
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.SourceMode, "store", storeKind(cfg), "tools", len(meta.Tools), "event_log", events.Backend())
-
-	select {
-	case <-ctx.Done():
-	case err = <-serveErr:
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			err = fmt.Errorf("%s: serve: %w", def.ID, err)
-		}
+	// Ingest stops with ctx (the batch in flight finishes: it writes on a context shutdown
+	// does not cancel), or here when serving failed.
+	err = hs.Serve(ctx, ln, api)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", def.ID, err)
 	}
-	log.Info("shutting down: finishing requests and the ingest batch in flight")
 	stopIngest()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	defer cancel()
-	if serr := srv.Shutdown(sctx); serr != nil {
-		log.Warn("shutdown: requests cut", "err", serr)
-	}
 	wg.Wait()
 	log.Info("stopped")
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
 	return err
 }
 
