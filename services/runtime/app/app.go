@@ -9,10 +9,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/gctune"
 	"github.com/sensorgate/sensorgate/pkg/httpserver"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 	"github.com/sensorgate/sensorgate/pkg/settings"
@@ -53,6 +57,19 @@ func (d Definition) ProviderSlugs() []string {
 
 // EnvNames lists every environment variable the service binary reads.
 func (d Definition) EnvNames() []string { return config.EnvNames(d.ProviderSlugs()) }
+
+// Main is a service binary's main: it tunes the GC from the environment, runs def until
+// SIGINT or SIGTERM, and exits 1 with the error on stderr when Run fails.
+func Main(def Definition) {
+	gctune.Apply(os.Getenv)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := Run(ctx, def, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
 
 // Run runs the service until ctx ends. Logs go to stdout.
 func Run(ctx context.Context, def Definition, args []string, getenv func(string) string, stdout io.Writer) error {

@@ -315,12 +315,7 @@ func (s *Server) stationID(r *http.Request) (string, error) {
 
 func (s *Server) sensor() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := s.stationID(r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		st, err := s.d.Store.Station(r.Context(), id)
+		_, st, _, err := stationQuery(s, r, noQuery)
 		if err != nil {
 			s.fail(w, r, err)
 			return
