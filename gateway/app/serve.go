@@ -2,12 +2,9 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -18,19 +15,8 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/config"
 	"github.com/sensorgate/sensorgate/gateway/storemetrics"
 	"github.com/sensorgate/sensorgate/gateway/stream"
+	"github.com/sensorgate/sensorgate/pkg/httpserver"
 	"github.com/sensorgate/sensorgate/pkg/obs"
-)
-
-// Server limits. Reads are small (MCP bodies are capped at 1 MiB, and api refuses a larger
-// Content-Length before reading); WriteTimeout allows for a proxied readings page from a slow
-// service, whose own deadline is shorter. A streaming handler lifts the write deadline for
-// itself with http.ResponseController.SetWriteDeadline (every wrapper in the chain unwraps).
-const (
-	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 30 * time.Second
-	writeTimeout      = 60 * time.Second
-	idleTimeout       = 120 * time.Second
-	maxHeaderBytes    = 64 << 10
 )
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -157,8 +143,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer bg.Done()
 		lv.hub.Run(bgCtx)
 	}()
-	// stopping is closed when shutdown begins (api.Deps.Stopping).
-	stopping := make(chan struct{})
+	// The shared server set-up (pkg/httpserver): its limits, and a shutdown that makes
+	// /readyz answer 503 (stopping is closed, api.Deps.Stopping), keeps serving for
+	// ShutdownDelay so that load balancers notice, then stops accepting and gives in-flight
+	// requests ShutdownTimeout to finish. Streams bound their connection's send buffer
+	// (stream.ConnContext: slow-client detection, docs/live.md), and the shutdown ends every
+	// open stream with a last comment at once (lv.hub.Close; clients reconnect to another
+	// replica with Last-Event-ID) instead of holding it until its timeout.
+	hs := httpserver.New(httpserver.Config{Logger: log, ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout,
+		ConnContext: stream.ConnContext, OnShutdown: []func(){lv.hub.Close}})
+	stopping := hs.Stopping()
 	handler := api.NewServer(api.Deps{
 		Stopping: stopping,
 		Store:    st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
@@ -174,47 +168,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s (GATEWAY_ADDR): %w", cfg.Addr, err)
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		// Streams bound their connection's send buffer (slow-client detection, docs/live.md).
-		ConnContext: stream.ConnContext,
-	}
-	// Shutdown ends every open stream with a last comment at once (clients reconnect to
-	// another replica with Last-Event-ID); otherwise they would hold it until its timeout.
-	srv.RegisterOnShutdown(lv.hub.Close)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	log.Info("gateway listening", "url", "http://"+ln.Addr().String(), "env", cfg.Env,
 		"catalog", catalogName(cfg), "pid", os.Getpid())
-
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	// Shutdown: /readyz answers 503 at once (and streams are told to end), the server keeps
-	// serving for ShutdownDelay so that load balancers notice, then stops accepting and
-	// gives in-flight requests ShutdownTimeout to finish. Request contexts are not
-	// cancelled by the signal: a request that started is answered.
-	close(stopping)
-	log.Info("shutting down", "delay", cfg.ShutdownDelay, "grace", cfg.ShutdownTimeout)
-	if cfg.ShutdownDelay > 0 {
-		time.Sleep(cfg.ShutdownDelay)
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
-		return fmt.Errorf("shutdown: in-flight requests did not finish within %s: %w", cfg.ShutdownTimeout, err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
+	if err := hs.Serve(ctx, ln, handler); err != nil {
+		return err
 	}
 	log.Info("stopped")
 	return nil

@@ -42,11 +42,9 @@ func Definition(tools ...mcpserver.Registrar) app.Definition {
 // (OPENAQ_API_KEY, sent as X-API-Key). Recorded v1 pages and v3 documents whose location
 // is known replay in files mode.
 func OpenAQ() ingest.Provider {
-	a := openaq.Adapter{}
 	return ingest.Provider{
-		Adapter:   a,
-		Simulator: a,
-		Cadence:   time.Hour,
+		Adapter: openaq.Adapter(),
+		Cadence: time.Hour,
 		Live: ingest.LiveSpec{
 			DefaultBaseURL: "https://api.openaq.org",
 			// Del Norte, Albuquerque NM (the location of OpenAQ's own v3 examples).
@@ -112,11 +110,9 @@ func classifyOpenAQ(rel string, body []byte) (observation.Payload, bool) {
 // AirNow is the EPA AirNow API: current observations by ZIP code (AIRNOW_STATIONS are ZIP
 // codes; AIRNOW_API_KEY is required). Its simulator writes AirNow monitor data files.
 func AirNow() ingest.Provider {
-	a := airnow.Adapter{}
 	return ingest.Provider{
-		Adapter:   a,
-		Simulator: a,
-		Cadence:   time.Hour,
+		Adapter: airnow.Adapter(),
+		Cadence: time.Hour,
 		Live: ingest.LiveSpec{
 			DefaultBaseURL:  "https://www.airnowapi.org",
 			DefaultStations: []string{"90012", "10001", "60601", "98101", "80202"},

@@ -1,10 +1,6 @@
 package observation
 
-import (
-	"time"
-
-	"github.com/sensorgate/sensorgate/pkg/contract"
-)
+import "time"
 
 // Payload is one native document as a provider serves it (fetched live, read from a
 // recorded file, or written by a simulator), with what the parser must know that the
@@ -26,20 +22,6 @@ type Payload struct {
 	// formats named by their request: an OpenAQ /v3/parameters/{id}/latest page names its
 	// parameter only there. Adapters of other formats ignore it.
 	Path string
-}
-
-// Adapter turns native payloads of one provider into canonical batches.
-type Adapter interface {
-	// Provider describes the organisation whose data this adapter reads.
-	Provider() contract.Provider
-	// Feeds are the feeds (projects) of this provider that the adapter serves.
-	Feeds() []contract.Feed
-	// Formats lists the Payload.Format values Parse accepts.
-	Formats() []string
-	// Parse reads one payload. A payload that is not of its format at all (not JSON, an
-	// error document, no header) is an error; bad rows and values inside a readable payload
-	// are Rejections in the Batch, and the rest still lands.
-	Parse(p Payload) (Batch, error)
 }
 
 // SimConfig configures a deterministic simulator. The same config and window always give

@@ -44,11 +44,9 @@ var ndbcFile = regexp.MustCompile(`^([A-Za-z0-9]{5})(?:[1-9abch]\d{4})?$`)
 // NDBC is the NDBC provider: realtime2 text files per station, activestations.xml for
 // station metadata; new rows every 10 minutes (buoys) or hour (C-MAN).
 func NDBC() ingest.Provider {
-	a := ndbc.Adapter{}
 	return ingest.Provider{
-		Adapter:   a,
-		Simulator: a,
-		Cadence:   10 * time.Minute,
+		Adapter: ndbc.Adapter(),
+		Cadence: 10 * time.Minute,
 		Live: ingest.LiveSpec{
 			DefaultBaseURL:  "https://www.ndbc.noaa.gov",
 			DefaultStations: []string{"44013", "46026", "41008", "42036", "46042", "TPLM2"},
@@ -95,11 +93,9 @@ var coopsProducts = []struct{ product, format string }{
 // COOPS is NOAA CO-OPS (Tides & Currents): the datagetter JSON of each product per station
 // (last 24 hours, metric, GMT); new records every 6 minutes.
 func COOPS() ingest.Provider {
-	a := coops.Adapter{}
 	return ingest.Provider{
-		Adapter:   a,
-		Simulator: a,
-		Cadence:   6 * time.Minute,
+		Adapter: coops.Adapter(),
+		Cadence: 6 * time.Minute,
 		Live: ingest.LiveSpec{
 			DefaultBaseURL:  "https://api.tidesandcurrents.noaa.gov",
 			DefaultStations: []string{"8723970", "8454000", "8518750", "9414290", "8724580", "8775237"},

@@ -18,6 +18,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/ids"
+	"github.com/sensorgate/sensorgate/pkg/pagecursor"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
 
@@ -223,7 +224,7 @@ func (ts *toolset) observations(ctx context.Context, req *mcp.CallToolRequest, i
 	}
 	hashed := in
 	hashed.Target, hashed.Cursor, hashed.Limit, hashed.Page = Target{SensorID: st.ExternalID}, "", nil, nil
-	qh := queryHash(hashed)
+	qh := pagecursor.QueryHash(hashed)
 	if in.Cursor != "" {
 		c, err := decodeCursor(in.Cursor, qh)
 		if err != nil {
@@ -288,7 +289,7 @@ func (ts *toolset) observations(ctx context.Context, req *mcp.CallToolRequest, i
 		out.Newest = &f
 	}
 	if q.Page*q.Limit < total && len(rs) > 0 {
-		out.NextCursor = encodeCursor(pageCursor{Page: q.Page + 1, Limit: q.Limit, Query: qh, Since: out.Range.Since, Until: out.Range.Until})
+		out.NextCursor = pagecursor.Encode(pagecursor.Cursor{Page: q.Page + 1, Limit: q.Limit, Query: qh, Since: out.Range.Since, Until: out.Range.Until})
 	}
 	return out, renderObservations(out), nil
 }
@@ -445,7 +446,7 @@ func (ts *toolset) listStations(ctx context.Context, req *mcp.CallToolRequest, i
 	}
 	hashed := in
 	hashed.Cursor, hashed.Limit, hashed.Page, hashed.Feed = "", nil, nil, f.Feed
-	qh := queryHash(hashed)
+	qh := pagecursor.QueryHash(hashed)
 	if in.Cursor != "" {
 		c, err := decodeCursor(in.Cursor, qh)
 		if err != nil {
@@ -525,7 +526,7 @@ func (ts *toolset) listStations(ctx context.Context, req *mcp.CallToolRequest, i
 		out.Stations = hits[lo:min(lo+limit, len(hits))]
 	}
 	if page*limit < len(hits) {
-		out.NextCursor = encodeCursor(pageCursor{Page: page + 1, Limit: limit, Query: qh})
+		out.NextCursor = pagecursor.Encode(pagecursor.Cursor{Page: page + 1, Limit: limit, Query: qh})
 	}
 	return out, renderStationList(out), nil
 }

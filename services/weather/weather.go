@@ -42,12 +42,10 @@ func Definition(tools ...mcpserver.Registrar) app.Definition {
 // NWS is the api.weather.gov provider: /stations/{id}/observations per station (the last
 // days of observations, GeoJSON) and /stations?id=... for metadata; routine METARs hourly.
 func NWS() ingest.Provider {
-	a := nws.Adapter{}
 	geo := http.Header{"Accept": {"application/geo+json"}}
 	return ingest.Provider{
-		Adapter:   a,
-		Simulator: a,
-		Cadence:   time.Hour,
+		Adapter: nws.Adapter(),
+		Cadence: time.Hour,
 		Live: ingest.LiveSpec{
 			DefaultBaseURL:  "https://api.weather.gov",
 			DefaultStations: []string{"KBOS", "KJFK", "KORD", "KSEA", "KDEN", "KFLL"},
@@ -88,11 +86,9 @@ var macInName = regexp.MustCompile(`(?i)([0-9a-f]{2}[:_-]?){5}[0-9a-f]{2}`)
 // 5-minute records) and /v1/devices for metadata. Its API needs two keys, given as
 // AMBIENT_WEATHER_API_KEY=<apiKey>:<applicationKey>; stations are device MACs.
 func Ambient() ingest.Provider {
-	a := ambient.Adapter{}
 	return ingest.Provider{
-		Adapter:   a,
-		Simulator: a,
-		Cadence:   5 * time.Minute,
+		Adapter: ambient.Adapter(),
+		Cadence: 5 * time.Minute,
 		Live: ingest.LiveSpec{
 			DefaultBaseURL: "https://rt.ambientweather.net",
 			NeedsAPIKey:    true,
@@ -135,7 +131,7 @@ func Ambient() ingest.Provider {
 // ids. There is no simulator: the weather service simulates NWS and Ambient stations.
 func Davis() ingest.Provider {
 	return ingest.Provider{
-		Adapter: davis.Adapter{},
+		Adapter: davis.Adapter(),
 		Cadence: 15 * time.Minute,
 		Live: ingest.LiveSpec{
 			DefaultBaseURL: "https://api.weatherlink.com",
@@ -174,7 +170,7 @@ var reportLine = regexp.MustCompile(`(?m)^(?:METAR |SPECI )?[A-Z][A-Z0-9]{3} \d{
 // converted to JSON. There is no simulator: NWS stations are simulated with METAR text.
 func METAR() ingest.Provider {
 	return ingest.Provider{
-		Adapter: metar.Adapter{},
+		Adapter: metar.Adapter(),
 		Cadence: time.Hour,
 		Live: ingest.LiveSpec{
 			DefaultBaseURL:  "https://aviationweather.gov",

@@ -5,11 +5,11 @@
 package airnow
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
 
@@ -37,47 +37,32 @@ const SensorType = "air_quality_monitor"
 // ReportingIntervalS is AirNow's hourly cadence.
 const ReportingIntervalS = 3600
 
-// Adapter is the AirNow observation.Adapter and observation.Simulator.
-type Adapter struct{}
-
-var _ observation.Adapter = Adapter{}
-
-// Provider implements observation.Adapter.
-func (Adapter) Provider() contract.Provider {
-	return contract.Provider{
-		Slug:        ProviderSlug,
-		Name:        "US EPA AirNow",
-		Description: "Hourly air-quality observations and AQI of US, Canadian and Mexican monitoring sites.",
-		URL:         "https://www.airnow.gov/",
-		License:     "US Government work, public domain",
-	}
-}
-
-// Feeds implements observation.Adapter.
-func (Adapter) Feeds() []contract.Feed {
-	return []contract.Feed{{
-		Slug:            FeedSlug,
-		Name:            "AirNow monitoring sites",
-		Description:     "Hourly PM2.5, PM10, ozone and AQI of AirNow monitoring sites.",
-		ProviderSlug:    ProviderSlug,
-		Domain:          "air_quality",
-		TemporalPattern: "periodic",
-		FeedType:        "timeseries",
-	}}
-}
-
-// Formats implements observation.Adapter.
-func (Adapter) Formats() []string { return []string{FormatData, FormatObservation} }
-
-// Parse implements observation.Adapter.
-func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
-	switch p.Format {
-	case FormatData:
-		return ParseData(p.Body)
-	case FormatObservation:
-		return ParseObservations(p.Body)
-	default:
-		return observation.Batch{}, fmt.Errorf("airnow: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
+// Adapter declares the AirNow adapter: its provider and feed, a parser per payload
+// format, and its simulator of synthetic US monitoring sites.
+func Adapter() observation.Adapter {
+	return observation.Adapter{
+		Name: "airnow",
+		Provider: contract.Provider{
+			Slug:        ProviderSlug,
+			Name:        "US EPA AirNow",
+			Description: "Hourly air-quality observations and AQI of US, Canadian and Mexican monitoring sites.",
+			URL:         "https://www.airnow.gov/",
+			License:     "US Government work, public domain",
+		},
+		Feeds: []contract.Feed{{
+			Slug:            FeedSlug,
+			Name:            "AirNow monitoring sites",
+			Description:     "Hourly PM2.5, PM10, ozone and AQI of AirNow monitoring sites.",
+			ProviderSlug:    ProviderSlug,
+			Domain:          "air_quality",
+			TemporalPattern: "periodic",
+			FeedType:        "timeseries",
+		}},
+		Parsers: map[string]observation.ParseFunc{
+			FormatData:        observation.BodyParser(ParseData),
+			FormatObservation: observation.BodyParser(ParseObservations),
+		},
+		Simulator: synth.Simulator{Name: "airnow", Stations: simStationList, Window: simulate},
 	}
 }
 

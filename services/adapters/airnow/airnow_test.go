@@ -27,7 +27,7 @@ func obsOf(t *testing.T, b observation.Batch, id string) observation.Observation
 func TestParseDataGolden(t *testing.T) {
 	t.Parallel()
 	data := adaptertest.Testdata(t, "airnow_data_monitors_pm25_first12.json")
-	b, err := Adapter{}.Parse(observation.Payload{Format: FormatData, Body: data})
+	b, err := Adapter().Parse(observation.Payload{Format: FormatData, Body: data})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestParseObservationsGolden(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Parallel()
-			b, err := Adapter{}.Parse(observation.Payload{Format: FormatObservation, Body: adaptertest.Testdata(t, tt.file)})
+			b, err := Adapter().Parse(observation.Payload{Format: FormatObservation, Body: adaptertest.Testdata(t, tt.file)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func TestParseBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b, err := Adapter{}.Parse(observation.Payload{Format: tt.format, Body: []byte(tt.body)})
+			b, err := Adapter().Parse(observation.Payload{Format: tt.format, Body: []byte(tt.body)})
 			if tt.err {
 				if err == nil {
 					t.Fatalf("want an error, got %+v", b)

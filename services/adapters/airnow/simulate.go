@@ -11,8 +11,6 @@ import (
 	"github.com/sensorgate/sensorgate/services/observation"
 )
 
-var _ observation.Simulator = Adapter{}
-
 // metros are US anchors for synthetic monitoring sites (10 km scatter), with typical PM2.5.
 var metros = []struct {
 	synth.Place
@@ -65,13 +63,13 @@ type simDataRecord struct {
 	IntlAQSCode      string  `json:"IntlAQSCode"`
 }
 
-// SimStations implements observation.Simulator. AirNow has no station-list endpoint that
-// this package reads, so the station records come from one hour of monitoring-site data
-// (2000-01-01T00:00Z) for every synthetic site.
-func (a Adapter) SimStations(cfg observation.SimConfig) ([]observation.Payload, error) {
-	cfg.QuietFraction, cfg.GapRate, cfg.MissingRate = 0, -1, -1
+// simStationList writes the station records. AirNow has no station-list endpoint that
+// this package reads, so they come from one hour of monitoring-site data
+// (2000-01-01T00:00Z) for every synthetic site, none of them quiet, gapped or missing.
+func simStationList(w synth.World) ([]observation.Payload, error) {
+	w.QuietFraction, w.GapRate, w.MissingRate = 0, 0, 0
 	t := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-	return a.Simulate(cfg, t, t.Add(time.Hour))
+	return simulate(w, t, t.Add(time.Hour))
 }
 
 var (
@@ -79,17 +77,10 @@ var (
 	chO3 = synth.Channel("airnow-o3")
 )
 
-// Simulate implements observation.Simulator: one monitoring-site data response per hour in
-// [from, to) holding every reporting synthetic site's PM2.5 (µg/m³) and ozone (ppb)
-// records with their AQI and category, -999 for a missing raw concentration or value.
-func (Adapter) Simulate(cfg observation.SimConfig, from, to time.Time) ([]observation.Payload, error) {
-	w, err := synth.NewWorld(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("airnow: %w", err)
-	}
-	if err := synth.CheckWindow(from, to); err != nil {
-		return nil, fmt.Errorf("airnow: %w", err)
-	}
+// simulate writes one monitoring-site data response per hour in [from, to) holding every
+// reporting synthetic site's PM2.5 (µg/m³) and ozone (ppb) records with their AQI and
+// category, -999 for a missing raw concentration or value.
+func simulate(w synth.World, from, to time.Time) ([]observation.Payload, error) {
 	sites := simSites(w)
 	var out []observation.Payload
 	for _, t := range synth.Ticks(from, to, time.Hour, 0) {

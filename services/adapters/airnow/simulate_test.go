@@ -13,9 +13,9 @@ import (
 
 func TestSimulate(t *testing.T) {
 	t.Parallel()
-	a := Adapter{}
+	a := Adapter()
 	cfg := observation.SimConfig{Seed: 4, Stations: 20, QuietFraction: 0.2, QuietAfter: time.Date(2026, 6, 2, 0, 0, 0, 0, time.UTC)}
-	meta, err := a.SimStations(cfg)
+	meta, err := a.Simulator.SimStations(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestSimulate(t *testing.T) {
 		t.Fatalf("stations %d, %v", len(sb.Stations), err)
 	}
 	from := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	ps, err := a.Simulate(cfg, from, from.Add(48*time.Hour))
+	ps, err := a.Simulator.Simulate(cfg, from, from.Add(48*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestSimulate(t *testing.T) {
 	if lastSites >= firstSites || missing == 0 {
 		t.Errorf("sites first hour %d, last hour %d, missing values %d", firstSites, lastSites, missing)
 	}
-	again, _ := a.Simulate(cfg, from, from.Add(48*time.Hour))
+	again, _ := a.Simulator.Simulate(cfg, from, from.Add(48*time.Hour))
 	for i := range ps {
 		if !bytes.Equal(ps[i].Body, again[i].Body) {
 			t.Fatal("not deterministic")

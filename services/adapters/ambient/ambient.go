@@ -15,6 +15,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/services/adapters/internal/batch"
+	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
 
@@ -46,50 +47,32 @@ const ReportingIntervalS = 300
 // ErrNotAmbient is returned for a payload that is not Ambient JSON.
 var ErrNotAmbient = errors.New("ambient: not an Ambient Weather JSON payload")
 
-// Adapter is the Ambient Weather observation.Adapter and observation.Simulator.
-type Adapter struct{}
-
-var (
-	_ observation.Adapter   = Adapter{}
-	_ observation.Simulator = Adapter{}
-)
-
-// Provider implements observation.Adapter.
-func (Adapter) Provider() contract.Provider {
-	return contract.Provider{
-		Slug:        ProviderSlug,
-		Name:        "Ambient Weather Network",
-		Description: "Personal weather stations uploading to Ambient Weather, in imperial units.",
-		URL:         "https://ambientweather.net/",
-		License:     "Device owners' data; no licence stated",
-	}
-}
-
-// Feeds implements observation.Adapter.
-func (Adapter) Feeds() []contract.Feed {
-	return []contract.Feed{{
-		Slug:            FeedSlug,
-		Name:            "Ambient Weather personal stations",
-		Description:     "5-minute temperature, humidity, wind and pressure of Ambient Weather stations, converted from imperial units.",
-		ProviderSlug:    ProviderSlug,
-		Domain:          "weather",
-		TemporalPattern: "periodic",
-		FeedType:        "timeseries",
-	}}
-}
-
-// Formats implements observation.Adapter.
-func (Adapter) Formats() []string { return []string{FormatDeviceData, FormatDevices} }
-
-// Parse implements observation.Adapter.
-func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
-	switch p.Format {
-	case FormatDeviceData:
-		return ParseDeviceData(p.StationID, p.Body)
-	case FormatDevices:
-		return ParseDevices(p.Body)
-	default:
-		return observation.Batch{}, fmt.Errorf("ambient: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
+// Adapter declares the Ambient Weather adapter: its provider and feed, a parser per
+// payload format, and its simulator of synthetic backyard stations.
+func Adapter() observation.Adapter {
+	return observation.Adapter{
+		Name: "ambient",
+		Provider: contract.Provider{
+			Slug:        ProviderSlug,
+			Name:        "Ambient Weather Network",
+			Description: "Personal weather stations uploading to Ambient Weather, in imperial units.",
+			URL:         "https://ambientweather.net/",
+			License:     "Device owners' data; no licence stated",
+		},
+		Feeds: []contract.Feed{{
+			Slug:            FeedSlug,
+			Name:            "Ambient Weather personal stations",
+			Description:     "5-minute temperature, humidity, wind and pressure of Ambient Weather stations, converted from imperial units.",
+			ProviderSlug:    ProviderSlug,
+			Domain:          "weather",
+			TemporalPattern: "periodic",
+			FeedType:        "timeseries",
+		}},
+		Parsers: map[string]observation.ParseFunc{
+			FormatDeviceData: observation.StationParser(ParseDeviceData),
+			FormatDevices:    observation.BodyParser(ParseDevices),
+		},
+		Simulator: synth.Simulator{Name: "ambient", Stations: simStationList, Window: simulate},
 	}
 }
 

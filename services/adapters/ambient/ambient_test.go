@@ -13,7 +13,7 @@ import (
 
 func TestParseDeviceDataGolden(t *testing.T) {
 	t.Parallel()
-	b, err := Adapter{}.Parse(observation.Payload{Format: FormatDeviceData, StationID: "aa:bb:cc:dd:ee:ff", Body: adaptertest.Testdata(t, "ambient_device_details_response.json")})
+	b, err := Adapter().Parse(observation.Payload{Format: FormatDeviceData, StationID: "aa:bb:cc:dd:ee:ff", Body: adaptertest.Testdata(t, "ambient_device_details_response.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestParseDeviceDataGolden(t *testing.T) {
 
 func TestParseDevicesGolden(t *testing.T) {
 	t.Parallel()
-	b, err := Adapter{}.Parse(observation.Payload{Format: FormatDevices, Body: adaptertest.Testdata(t, "ambient_device_details_open_response.json")})
+	b, err := Adapter().Parse(observation.Payload{Format: FormatDevices, Body: adaptertest.Testdata(t, "ambient_device_details_open_response.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestParseBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b, err := Adapter{}.Parse(observation.Payload{Format: tt.format, StationID: tt.station, Body: []byte(tt.body)})
+			b, err := Adapter().Parse(observation.Payload{Format: tt.format, StationID: tt.station, Body: []byte(tt.body)})
 			if tt.err {
 				if err == nil {
 					t.Fatalf("want an error, got %+v", b)
@@ -123,8 +123,8 @@ func TestSimulate(t *testing.T) {
 	from := time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
 	to := from.Add(2 * 24 * time.Hour)
 	cfg := observation.SimConfig{Seed: 2, Stations: 10, QuietFraction: 0.3, QuietAfter: from.Add(24 * time.Hour)}
-	a := Adapter{}
-	meta, err := a.SimStations(cfg)
+	a := Adapter()
+	meta, err := a.Simulator.SimStations(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestSimulate(t *testing.T) {
 			t.Errorf("station %+v", s)
 		}
 	}
-	ps, err := a.Simulate(cfg, from, to)
+	ps, err := a.Simulator.Simulate(cfg, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,13 +46,9 @@ func simStations(w synth.World) []simStation {
 	return out
 }
 
-// SimStations implements observation.Simulator: a GET /v1/devices list of the synthetic
-// devices (MACs 5A:47:00:..., names "Backyard N (synthetic)") without lastData.
-func (Adapter) SimStations(cfg observation.SimConfig) ([]observation.Payload, error) {
-	w, err := synth.NewWorld(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("ambient: %w", err)
-	}
+// simStationList writes a GET /v1/devices list of the synthetic devices (MACs
+// 5A:47:00:..., names "Backyard N (synthetic)") without lastData.
+func simStationList(w synth.World) ([]observation.Payload, error) {
 	type coords struct {
 		Lat float64 `json:"lat"`
 		Lon float64 `json:"lon"`
@@ -114,32 +110,21 @@ var (
 	chPhase = synth.Channel("ambient-phase")
 )
 
-// Simulate implements observation.Simulator: per synthetic device that reports in
-// [from, to), a GET /v1/devices/{mac} array of 5-minute records, newest first, in
-// imperial units, with sensors dropping out (fields omitted) and missing uploads.
-func (Adapter) Simulate(cfg observation.SimConfig, from, to time.Time) ([]observation.Payload, error) {
-	w, err := synth.NewWorld(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("ambient: %w", err)
-	}
-	if err := synth.CheckWindow(from, to); err != nil {
-		return nil, fmt.Errorf("ambient: %w", err)
-	}
+// simulate writes per synthetic device that reports in [from, to) a GET
+// /v1/devices/{mac} array of 5-minute records, newest first, in imperial units, with
+// sensors dropping out (fields omitted) and missing uploads.
+func simulate(w synth.World, from, to time.Time) ([]observation.Payload, error) {
 	var out []observation.Payload
 	for _, s := range simStations(w) {
 		// Each device uploads on its own minute of the five (real devices are not in step),
 		// so a live stream of the simulated world shows readings every minute.
-		ticks := synth.Ticks(from, to, 5*time.Minute, time.Duration(w.Hash(uint64(s.i), chPhase)%5)*time.Minute)
-		recs := make([]simRecord, 0, len(ticks))
-		for k := len(ticks) - 1; k >= 0; k-- {
-			t := ticks[k]
-			if w.Quiet(s.i, t) || w.Gap(s.i, t) {
-				continue
-			}
-			recs = append(recs, simRec(w, s, t))
-		}
-		if len(recs) == 0 {
+		ticks := w.Reporting(s.i, synth.Ticks(from, to, 5*time.Minute, time.Duration(w.Hash(uint64(s.i), chPhase)%5)*time.Minute))
+		if len(ticks) == 0 {
 			continue
+		}
+		recs := make([]simRecord, 0, len(ticks))
+		for _, t := range ticks {
+			recs = append(recs, simRec(w, s, t))
 		}
 		body, err := json.Marshal(recs)
 		if err != nil {

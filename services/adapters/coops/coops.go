@@ -5,11 +5,9 @@
 package coops
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
 
@@ -55,58 +53,35 @@ var products = map[string]product{
 	ProductHumidity:         {canon.RelativeHumidityPercent, "percent", "percent"},
 }
 
-// Adapter is the CO-OPS observation.Adapter and observation.Simulator.
-type Adapter struct{}
-
-var (
-	_ observation.Adapter   = Adapter{}
-	_ observation.Simulator = Adapter{}
-)
-
-// Provider implements observation.Adapter.
-func (Adapter) Provider() contract.Provider {
-	return contract.Provider{
-		Slug:        ProviderSlug,
-		Name:        "NOAA CO-OPS Tides & Currents",
-		Description: "Coastal water-level stations of NOAA's Center for Operational Oceanographic Products and Services, with water temperature and meteorological sensors.",
-		URL:         "https://tidesandcurrents.noaa.gov/",
-		License:     "US Government work, public domain",
-	}
-}
-
-// Feeds implements observation.Adapter.
-func (Adapter) Feeds() []contract.Feed {
-	return []contract.Feed{{
-		Slug:            FeedSlug,
-		Name:            "CO-OPS water temperature",
-		Description:     "6-minute water temperature (and air temperature, pressure, humidity where measured) of CO-OPS coastal stations.",
-		ProviderSlug:    ProviderSlug,
-		Domain:          "ocean",
-		TemporalPattern: "periodic",
-		FeedType:        "timeseries",
-	}}
-}
-
-// Formats implements observation.Adapter.
-func (Adapter) Formats() []string {
-	var out []string
-	for _, p := range []string{ProductWaterTemperature, ProductAirTemperature, ProductAirPressure, ProductHumidity} {
-		out = append(out, "coops."+p, "coops."+p+".english")
-	}
-	return out
-}
-
-// Parse implements observation.Adapter.
-func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
-	rest, ok := strings.CutPrefix(p.Format, "coops.")
-	if ok {
-		units := "metric"
-		if r, eng := strings.CutSuffix(rest, ".english"); eng {
-			rest, units = r, "english"
-		}
-		if _, known := products[rest]; known {
-			return ParseDatagetter(rest, units, p.Body)
+// Adapter declares the CO-OPS adapter: its provider and feed, a parser per product and
+// unit system ("coops.<product>" and "coops.<product>.english"), and its simulator of
+// synthetic coastal stations.
+func Adapter() observation.Adapter {
+	parsers := map[string]observation.ParseFunc{}
+	for name := range products {
+		for format, units := range map[string]string{"coops." + name: "metric", "coops." + name + ".english": "english"} {
+			parsers[format] = func(p observation.Payload) (observation.Batch, error) { return ParseDatagetter(name, units, p.Body) }
 		}
 	}
-	return observation.Batch{}, fmt.Errorf("coops: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
+	return observation.Adapter{
+		Name: "coops",
+		Provider: contract.Provider{
+			Slug:        ProviderSlug,
+			Name:        "NOAA CO-OPS Tides & Currents",
+			Description: "Coastal water-level stations of NOAA's Center for Operational Oceanographic Products and Services, with water temperature and meteorological sensors.",
+			URL:         "https://tidesandcurrents.noaa.gov/",
+			License:     "US Government work, public domain",
+		},
+		Feeds: []contract.Feed{{
+			Slug:            FeedSlug,
+			Name:            "CO-OPS water temperature",
+			Description:     "6-minute water temperature (and air temperature, pressure, humidity where measured) of CO-OPS coastal stations.",
+			ProviderSlug:    ProviderSlug,
+			Domain:          "ocean",
+			TemporalPattern: "periodic",
+			FeedType:        "timeseries",
+		}},
+		Parsers:   parsers,
+		Simulator: synth.Simulator{Name: "coops", Stations: simStationList, Window: simulate},
+	}
 }

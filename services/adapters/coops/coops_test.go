@@ -34,7 +34,7 @@ func TestParseGolden(t *testing.T) {
 			} else {
 				data = adaptertest.Testdata(t, tt.file)
 			}
-			b, err := Adapter{}.Parse(observation.Payload{Format: FormatWaterTemperature, Body: data})
+			b, err := Adapter().Parse(observation.Payload{Format: FormatWaterTemperature, Body: data})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func TestParseGolden(t *testing.T) {
 
 func TestParseErrorBody(t *testing.T) {
 	t.Parallel()
-	_, err := Adapter{}.Parse(observation.Payload{Format: FormatAirTemperature, Body: adaptertest.Testdata(t, "error_no_data.json")})
+	_, err := Adapter().Parse(observation.Payload{Format: FormatAirTemperature, Body: adaptertest.Testdata(t, "error_no_data.json")})
 	if !errors.Is(err, ErrAPI) || !strings.Contains(err.Error(), "No data was found") {
 		t.Fatalf("error = %v, want ErrAPI with the message", err)
 	}
@@ -87,7 +87,7 @@ func TestParseUnitsAndFlags(t *testing.T) {
 		{"t":"27/09/2014","v":"80.0","f":"0,0,0"},
 		{"t":"2014-09-27 00:24","v":"400.0","f":"0,0,0"},
 		{"t":"2014-09-27 00:30","v":1,"f":"0,0,0"}]}`
-	b, err := Adapter{}.Parse(observation.Payload{Format: FormatAirTemperature + ".english", Body: []byte(body)})
+	b, err := Adapter().Parse(observation.Payload{Format: FormatAirTemperature + ".english", Body: []byte(body)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestParseUnitsAndFlags(t *testing.T) {
 			t.Errorf("rejections[%s] = %d, want %d (all %v)", reason, r[reason], n, r)
 		}
 	}
-	pb, err := Adapter{}.Parse(observation.Payload{Format: FormatAirPressure, Body: []byte(`{"metadata":{"id":"1","name":"Y","lat":"1","lon":"2"},"data":[{"t":"2014-09-27 00:00","v":"1013.2","f":"0,0,0"}]}`)})
+	pb, err := Adapter().Parse(observation.Payload{Format: FormatAirPressure, Body: []byte(`{"metadata":{"id":"1","name":"Y","lat":"1","lon":"2"},"data":[{"t":"2014-09-27 00:00","v":"1013.2","f":"0,0,0"}]}`)})
 	if err != nil || len(pb.Observations) != 1 || pb.Observations[0].Measurements[0].Value != 1013.2 {
 		t.Errorf("air pressure: %+v, %v", pb, err)
 	}
@@ -122,7 +122,7 @@ func TestParseBadPayloads(t *testing.T) {
 		{"error", FormatWaterTemperature, `{"error":{"message":"Wrong Station ID"}}`},
 	}
 	for _, tt := range tests {
-		if _, err := (Adapter{}).Parse(observation.Payload{Format: tt.format, Body: []byte(tt.body)}); err == nil {
+		if _, err := Adapter().Parse(observation.Payload{Format: tt.format, Body: []byte(tt.body)}); err == nil {
 			t.Errorf("%s: want an error", tt.name)
 		}
 	}
@@ -133,8 +133,8 @@ func TestSimulate(t *testing.T) {
 	from := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
 	to := from.Add(3 * 24 * time.Hour)
 	cfg := observation.SimConfig{Seed: 11, Stations: 12}
-	a := Adapter{}
-	meta, err := a.SimStations(cfg)
+	a := Adapter()
+	meta, err := a.Simulator.SimStations(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,11 +144,11 @@ func TestSimulate(t *testing.T) {
 			t.Fatalf("station payload %s: %+v, %v", p.StationID, b, err)
 		}
 	}
-	ps, err := a.Simulate(cfg, from, to)
+	ps, err := a.Simulator.Simulate(cfg, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := a.Simulate(cfg, from, to)
+	again, _ := a.Simulator.Simulate(cfg, from, to)
 	missing := 0
 	for i, p := range ps {
 		if !bytes.Equal(p.Body, again[i].Body) {

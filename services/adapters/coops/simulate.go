@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -45,14 +46,9 @@ func simMetadata(s simStation) []byte {
 	return b
 }
 
-// SimStations implements observation.Simulator: for each synthetic station (ids SGC0001,
-// ...) a water_temperature response with its metadata and no data, which Parse turns into
-// the station record.
-func (Adapter) SimStations(cfg observation.SimConfig) ([]observation.Payload, error) {
-	w, err := synth.NewWorld(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("coops: %w", err)
-	}
+// simStationList writes for each synthetic station (ids SGC0001, ...) a water_temperature
+// response with its metadata and no data, which Parse turns into the station record.
+func simStationList(w synth.World) ([]observation.Payload, error) {
 	var out []observation.Payload
 	for _, s := range simStations(w) {
 		body := append([]byte(`{"metadata":`), simMetadata(s)...)
@@ -64,34 +60,26 @@ func (Adapter) SimStations(cfg observation.SimConfig) ([]observation.Payload, er
 
 var chWater = synth.Channel("coops-water")
 
-// Simulate implements observation.Simulator: one datagetter water_temperature response
-// (units=metric, time_zone=gmt) per synthetic station that reports in [from, to), 6-minute
-// records oldest first as CO-OPS writes them, values as strings with one decimal, and
+// simulate writes one datagetter water_temperature response (units=metric,
+// time_zone=gmt) per synthetic station that reports in [from, to), 6-minute records oldest
+// first as CO-OPS writes them, values as strings with one decimal, and
 // {"v": "", "f": "1,1,1"} for missing values.
-func (Adapter) Simulate(cfg observation.SimConfig, from, to time.Time) ([]observation.Payload, error) {
-	w, err := synth.NewWorld(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("coops: %w", err)
-	}
-	if err := synth.CheckWindow(from, to); err != nil {
-		return nil, fmt.Errorf("coops: %w", err)
-	}
+func simulate(w synth.World, from, to time.Time) ([]observation.Payload, error) {
 	var out []observation.Payload
 	for _, s := range simStations(w) {
-		ticks := synth.Ticks(from, to, 6*time.Minute, 0)
+		ticks := w.Reporting(s.i, synth.Ticks(from, to, 6*time.Minute, 0))
+		if len(ticks) == 0 {
+			continue
+		}
+		slices.Reverse(ticks)
 		var buf bytes.Buffer
 		buf.WriteString(`{"metadata":`)
 		buf.Write(simMetadata(s))
 		buf.WriteString(`, "data": [`)
-		n := 0
-		for _, t := range ticks {
-			if w.Quiet(s.i, t) || w.Gap(s.i, t) {
-				continue
-			}
+		for n, t := range ticks {
 			if n > 0 {
 				buf.WriteByte(',')
 			}
-			n++
 			if w.Missing(s.i, chWater, t) {
 				fmt.Fprintf(&buf, `{"t":"%s", "v":"", "f":"1,1,1"}`, t.Format("2006-01-02 15:04"))
 				continue
@@ -100,9 +88,6 @@ func (Adapter) Simulate(cfg observation.SimConfig, from, to time.Time) ([]observ
 			v := 28 - 0.5*math.Max(0, s.lat-22) + 4*synth.Seasonal(t) + 0.6*synth.Diurnal(t, s.lon, 16) +
 				0.3*math.Sin(2*math.Pi*float64(t.Unix())/44712) + 0.4*w.Smooth(s.i, chWater, t, 30*time.Hour)
 			fmt.Fprintf(&buf, `{"t":"%s", "v":"%.1f", "f":"0,0,0"}`, t.Format("2006-01-02 15:04"), v)
-		}
-		if n == 0 {
-			continue
 		}
 		buf.WriteString("]}")
 		out = append(out, observation.Payload{Format: FormatWaterTemperature, StationID: s.id, Body: buf.Bytes()})

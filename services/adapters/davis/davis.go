@@ -39,44 +39,29 @@ const ReportingIntervalS = 900
 // ErrNotWeatherLink is returned for a payload that is not a WeatherLink v2 response.
 var ErrNotWeatherLink = errors.New("davis: not a WeatherLink v2 current response")
 
-// Adapter is the WeatherLink observation.Adapter.
-type Adapter struct{}
-
-var _ observation.Adapter = Adapter{}
-
-// Provider implements observation.Adapter.
-func (Adapter) Provider() contract.Provider {
-	return contract.Provider{
-		Slug:        ProviderSlug,
-		Name:        "Davis Instruments WeatherLink",
-		Description: "Davis weather stations reporting through the WeatherLink v2 API, in imperial units.",
-		URL:         "https://weatherlink.github.io/v2-api/",
-		License:     "Station owners' data; no licence stated",
+// Adapter declares the WeatherLink adapter: its provider and feed and the parser of its
+// one payload format (it has no simulator).
+func Adapter() observation.Adapter {
+	return observation.Adapter{
+		Name: "davis",
+		Provider: contract.Provider{
+			Slug:        ProviderSlug,
+			Name:        "Davis Instruments WeatherLink",
+			Description: "Davis weather stations reporting through the WeatherLink v2 API, in imperial units.",
+			URL:         "https://weatherlink.github.io/v2-api/",
+			License:     "Station owners' data; no licence stated",
+		},
+		Feeds: []contract.Feed{{
+			Slug:            FeedSlug,
+			Name:            "WeatherLink current conditions",
+			Description:     "Current temperature, humidity, wind and sea-level pressure of Davis WeatherLink stations.",
+			ProviderSlug:    ProviderSlug,
+			Domain:          "weather",
+			TemporalPattern: "periodic",
+			FeedType:        "timeseries",
+		}},
+		Parsers: map[string]observation.ParseFunc{FormatCurrent: observation.BodyParser(ParseCurrent)},
 	}
-}
-
-// Feeds implements observation.Adapter.
-func (Adapter) Feeds() []contract.Feed {
-	return []contract.Feed{{
-		Slug:            FeedSlug,
-		Name:            "WeatherLink current conditions",
-		Description:     "Current temperature, humidity, wind and sea-level pressure of Davis WeatherLink stations.",
-		ProviderSlug:    ProviderSlug,
-		Domain:          "weather",
-		TemporalPattern: "periodic",
-		FeedType:        "timeseries",
-	}}
-}
-
-// Formats implements observation.Adapter.
-func (Adapter) Formats() []string { return []string{FormatCurrent} }
-
-// Parse implements observation.Adapter.
-func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
-	if p.Format != FormatCurrent {
-		return observation.Batch{}, fmt.Errorf("davis: unknown payload format %q (want %s)", p.Format, FormatCurrent)
-	}
-	return ParseCurrent(p.Body)
 }
 
 type current struct {

@@ -13,7 +13,7 @@ import (
 
 func TestParseCurrentGolden(t *testing.T) {
 	t.Parallel()
-	b, err := Adapter{}.Parse(observation.Payload{Format: FormatCurrent, Body: adaptertest.Testdata(t, "current_sample.json")})
+	b, err := Adapter().Parse(observation.Payload{Format: FormatCurrent, Body: adaptertest.Testdata(t, "current_sample.json")})
 	if err != nil {
 		t.Fatal(err)
 	}

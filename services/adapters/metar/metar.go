@@ -7,7 +7,6 @@ package metar
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/services/observation"
@@ -42,51 +41,41 @@ const SensorType = "weather_station"
 // ReportingIntervalS is the routine METAR cadence (SPECI reports come in between).
 const ReportingIntervalS = 3600
 
-// Adapter is the METAR observation.Adapter.
-type Adapter struct{}
-
-var _ observation.Adapter = Adapter{}
-
-// Provider implements observation.Adapter.
-func (Adapter) Provider() contract.Provider {
-	return contract.Provider{
-		Slug:        ProviderSlug,
-		Name:        "NOAA Aviation Weather Center",
-		Description: "METAR surface observations of airports, decoded from the report text (US units: knots, statute miles, inches of mercury).",
-		URL:         "https://aviationweather.gov/data/api/",
-		License:     "US Government work (public domain in the US)",
+// Adapter declares the METAR adapter: its provider and feed and a parser per payload
+// format (it has no simulator).
+func Adapter() observation.Adapter {
+	return observation.Adapter{
+		Name: "metar",
+		Provider: contract.Provider{
+			Slug:        ProviderSlug,
+			Name:        "NOAA Aviation Weather Center",
+			Description: "METAR surface observations of airports, decoded from the report text (US units: knots, statute miles, inches of mercury).",
+			URL:         "https://aviationweather.gov/data/api/",
+			License:     "US Government work (public domain in the US)",
+		},
+		Feeds: []contract.Feed{{
+			Slug:            FeedSlug,
+			Name:            "METAR observations",
+			Description:     "Temperature, dew point, wind and gusts, visibility and altimeter pressure of METAR reports.",
+			ProviderSlug:    ProviderSlug,
+			Domain:          "weather",
+			TemporalPattern: "periodic",
+			FeedType:        "timeseries",
+		}},
+		Parsers: map[string]observation.ParseFunc{
+			FormatText:     parseText,
+			FormatADDSJSON: observation.BodyParser(ParseADDSJSON),
+		},
 	}
 }
 
-// Feeds implements observation.Adapter.
-func (Adapter) Feeds() []contract.Feed {
-	return []contract.Feed{{
-		Slug:            FeedSlug,
-		Name:            "METAR observations",
-		Description:     "Temperature, dew point, wind and gusts, visibility and altimeter pressure of METAR reports.",
-		ProviderSlug:    ProviderSlug,
-		Domain:          "weather",
-		TemporalPattern: "periodic",
-		FeedType:        "timeseries",
-	}}
-}
-
-// Formats implements observation.Adapter.
-func (Adapter) Formats() []string { return []string{FormatText, FormatADDSJSON} }
-
-// Parse implements observation.Adapter.
-func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
-	switch p.Format {
-	case FormatText:
-		if p.Reference.IsZero() {
-			return observation.Batch{}, fmt.Errorf("metar: raw reports name no year or month; the payload needs a reference time")
-		}
-		return ParseText(p.Body, p.Reference)
-	case FormatADDSJSON:
-		return ParseADDSJSON(p.Body)
-	default:
-		return observation.Batch{}, fmt.Errorf("metar: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
+// parseText reads raw reports, dated by the payload's reference time: a report names its
+// day, hour and minute only.
+func parseText(p observation.Payload) (observation.Batch, error) {
+	if p.Reference.IsZero() {
+		return observation.Batch{}, fmt.Errorf("metar: raw reports name no year or month; the payload needs a reference time")
 	}
+	return ParseText(p.Body, p.Reference)
 }
 
 func base(id string) contract.Station {

@@ -66,7 +66,7 @@ func TestDecode(t *testing.T) {
 func TestADDSAgreesWithItsOwnDecoding(t *testing.T) {
 	t.Parallel()
 	data := adaptertest.ProviderFile(t, addsFile)
-	b, err := Adapter{}.Parse(observation.Payload{Format: FormatADDSJSON, Body: data})
+	b, err := Adapter().Parse(observation.Payload{Format: FormatADDSJSON, Body: data})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestADDSAgreesWithItsOwnDecoding(t *testing.T) {
 func TestTextDatedFromReference(t *testing.T) {
 	t.Parallel()
 	ref := time.Date(2018, 1, 11, 0, 0, 0, 0, time.UTC)
-	b, err := Adapter{}.Parse(observation.Payload{Format: FormatText, Body: adaptertest.ProviderFile(t, textFile), Reference: ref})
+	b, err := Adapter().Parse(observation.Payload{Format: FormatText, Body: adaptertest.ProviderFile(t, textFile), Reference: ref})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestTextDatedFromReference(t *testing.T) {
 		}
 	}
 	// Without a reference the text cannot be dated.
-	if _, err := (Adapter{}).Parse(observation.Payload{Format: FormatText, Body: []byte("K1YT 111516Z 20003KT")}); err == nil {
+	if _, err := Adapter().Parse(observation.Payload{Format: FormatText, Body: []byte("K1YT 111516Z 20003KT")}); err == nil {
 		t.Error("no reference: want an error")
 	}
 }

@@ -4,10 +4,10 @@
 package ndbc
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
 
@@ -35,50 +35,32 @@ const (
 	RawLatestObs  = "ndbc.latest_obs"
 )
 
-// Adapter is the NDBC observation.Adapter and observation.Simulator.
-type Adapter struct{}
-
-var (
-	_ observation.Adapter   = Adapter{}
-	_ observation.Simulator = Adapter{}
-)
-
-// Provider implements observation.Adapter.
-func (Adapter) Provider() contract.Provider {
-	return contract.Provider{
-		Slug:        ProviderSlug,
-		Name:        "NOAA National Data Buoy Center",
-		Description: "Moored buoys and coastal (C-MAN) stations: wind, waves, pressure, air and water temperature.",
-		URL:         "https://www.ndbc.noaa.gov/",
-		License:     "US Government work, public domain",
-	}
-}
-
-// Feeds implements observation.Adapter.
-func (Adapter) Feeds() []contract.Feed {
-	return []contract.Feed{{
-		Slug:            FeedSlug,
-		Name:            "NDBC standard meteorological data",
-		Description:     "Realtime2 standard meteorological observations of NDBC buoys and C-MAN stations (10-minute or hourly).",
-		ProviderSlug:    ProviderSlug,
-		Domain:          "ocean",
-		TemporalPattern: "periodic",
-		FeedType:        "timeseries",
-	}}
-}
-
-// Formats implements observation.Adapter.
-func (Adapter) Formats() []string { return []string{FormatStdmet, FormatActiveStations} }
-
-// Parse implements observation.Adapter.
-func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
-	switch p.Format {
-	case FormatStdmet:
-		return ParseStdmet(p.StationID, p.Body)
-	case FormatActiveStations:
-		return ParseActiveStations(p.Body)
-	default:
-		return observation.Batch{}, fmt.Errorf("ndbc: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
+// Adapter declares the NDBC adapter: its provider and feed, a parser per payload format,
+// and its simulator of synthetic buoys and C-MAN stations.
+func Adapter() observation.Adapter {
+	return observation.Adapter{
+		Name: "ndbc",
+		Provider: contract.Provider{
+			Slug:        ProviderSlug,
+			Name:        "NOAA National Data Buoy Center",
+			Description: "Moored buoys and coastal (C-MAN) stations: wind, waves, pressure, air and water temperature.",
+			URL:         "https://www.ndbc.noaa.gov/",
+			License:     "US Government work, public domain",
+		},
+		Feeds: []contract.Feed{{
+			Slug:            FeedSlug,
+			Name:            "NDBC standard meteorological data",
+			Description:     "Realtime2 standard meteorological observations of NDBC buoys and C-MAN stations (10-minute or hourly).",
+			ProviderSlug:    ProviderSlug,
+			Domain:          "ocean",
+			TemporalPattern: "periodic",
+			FeedType:        "timeseries",
+		}},
+		Parsers: map[string]observation.ParseFunc{
+			FormatStdmet:         observation.StationParser(ParseStdmet),
+			FormatActiveStations: observation.BodyParser(ParseActiveStations),
+		},
+		Simulator: synth.Simulator{Name: "ndbc", Stations: simStationList, Window: simulate},
 	}
 }
 

@@ -136,7 +136,7 @@ func TestParseStdmetGolden(t *testing.T) {
 			} else {
 				data = adaptertest.Testdata(t, tt.file)
 			}
-			b, err := Adapter{}.Parse(observation.Payload{Format: FormatStdmet, StationID: tt.station, Body: data})
+			b, err := Adapter().Parse(observation.Payload{Format: FormatStdmet, StationID: tt.station, Body: data})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -297,7 +297,7 @@ func TestTPLM2LowPressureIsKept(t *testing.T) {
 
 func TestParseActiveStations(t *testing.T) {
 	t.Parallel()
-	b, err := Adapter{}.Parse(observation.Payload{Format: FormatActiveStations, Body: adaptertest.Testdata(t, "activestations_excerpt.xml")})
+	b, err := Adapter().Parse(observation.Payload{Format: FormatActiveStations, Body: adaptertest.Testdata(t, "activestations_excerpt.xml")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestParseActiveStationsBad(t *testing.T) {
 
 func TestParseUnknownFormat(t *testing.T) {
 	t.Parallel()
-	if _, err := (Adapter{}).Parse(observation.Payload{Format: "ndbc.spectral"}); err == nil {
+	if _, err := Adapter().Parse(observation.Payload{Format: "ndbc.spectral"}); err == nil {
 		t.Fatal("want an error for an unknown format")
 	}
 }

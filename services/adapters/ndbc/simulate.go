@@ -61,13 +61,9 @@ func simStations(w synth.World) []simStation {
 	return out
 }
 
-// SimStations implements observation.Simulator: an activestations.xml of the synthetic
-// stations (ids SG001...; every fourth is a coastal C-MAN station, the rest buoys).
-func (Adapter) SimStations(cfg observation.SimConfig) ([]observation.Payload, error) {
-	w, err := synth.NewWorld(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("ndbc: %w", err)
-	}
+// simStationList writes an activestations.xml of the synthetic stations (ids SG001...;
+// every fourth is a coastal C-MAN station, the rest buoys).
+func simStationList(w synth.World) ([]observation.Payload, error) {
 	type xs struct {
 		XMLName xml.Name `xml:"station"`
 		xmlStation
@@ -102,33 +98,20 @@ const (
 		"#yr  mo dy hr mn degT m/s  m/s     m   sec   sec degT   hPa  degC  degC  degC  nmi  hPa    ft\n"
 )
 
-// Simulate implements observation.Simulator: one realtime2 file per synthetic station that
-// reports in [from, to), newest row first as NDBC writes them, with MM for missing values,
-// waves twice an hour, PTDY on the hour, and missing rows (gaps).
-func (Adapter) Simulate(cfg observation.SimConfig, from, to time.Time) ([]observation.Payload, error) {
-	w, err := synth.NewWorld(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("ndbc: %w", err)
-	}
-	if err := synth.CheckWindow(from, to); err != nil {
-		return nil, fmt.Errorf("ndbc: %w", err)
-	}
+// simulate writes one realtime2 file per synthetic station that reports in [from, to),
+// newest row first as NDBC writes them, with MM for missing values, waves twice an hour,
+// PTDY on the hour, and missing rows (gaps).
+func simulate(w synth.World, from, to time.Time) ([]observation.Payload, error) {
 	var out []observation.Payload
 	for _, s := range simStations(w) {
-		ticks := synth.Ticks(from, to, s.cadence, 0)
+		ticks := w.Reporting(s.i, synth.Ticks(from, to, s.cadence, 0))
+		if len(ticks) == 0 {
+			continue
+		}
 		buf := bytes.NewBuffer(make([]byte, 0, len(simHeader)+len(ticks)*100))
 		buf.WriteString(simHeader)
-		rows := 0
-		for k := len(ticks) - 1; k >= 0; k-- {
-			t := ticks[k]
-			if w.Quiet(s.i, t) || w.Gap(s.i, t) {
-				continue
-			}
+		for _, t := range ticks {
 			writeRow(buf, w, s, t)
-			rows++
-		}
-		if rows == 0 {
-			continue
 		}
 		out = append(out, observation.Payload{Format: FormatStdmet, StationID: s.id, Body: buf.Bytes()})
 	}

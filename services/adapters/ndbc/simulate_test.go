@@ -16,15 +16,15 @@ func TestSimulate(t *testing.T) {
 	from := time.Date(2026, 11, 14, 0, 0, 0, 0, time.UTC)
 	to := from.Add(7 * 24 * time.Hour)
 	cfg := observation.SimConfig{Seed: 7, Stations: 24, QuietFraction: 0.25, QuietAfter: from.Add(5 * 24 * time.Hour)}
-	a := Adapter{}
-	payloads, err := a.Simulate(cfg, from, to)
+	a := Adapter()
+	payloads, err := a.Simulator.Simulate(cfg, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(payloads) != 24 {
 		t.Fatalf("payloads = %d, want one per station (24)", len(payloads))
 	}
-	meta, err := a.SimStations(cfg)
+	meta, err := a.Simulator.SimStations(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,16 +94,16 @@ func TestSimulateDeterministicAndOverlapping(t *testing.T) {
 	t.Parallel()
 	cfg := observation.SimConfig{Seed: 42, Stations: 5}
 	t0 := time.Date(2026, 1, 1, 0, 3, 0, 0, time.UTC)
-	a := Adapter{}
-	p1, err := a.Simulate(cfg, t0, t0.Add(6*time.Hour))
+	a := Adapter()
+	p1, err := a.Simulator.Simulate(cfg, t0, t0.Add(6*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := a.Simulate(cfg, t0, t0.Add(6*time.Hour))
+	p2, err := a.Simulator.Simulate(cfg, t0, t0.Add(6*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p3, err := a.Simulate(cfg, t0.Add(3*time.Hour), t0.Add(9*time.Hour))
+	p3, err := a.Simulator.Simulate(cfg, t0.Add(3*time.Hour), t0.Add(9*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestSimulateBadConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := (Adapter{}).Simulate(tt.cfg, tt.from, tt.to); err == nil {
+			if _, err := Adapter().Simulator.Simulate(tt.cfg, tt.from, tt.to); err == nil {
 				t.Fatal("want an error")
 			}
 		})
@@ -175,7 +175,7 @@ func TestSimulateBadConfig(t *testing.T) {
 }
 
 // BenchmarkSimulate7Days: 7 days of 48 stations written, and written plus parsed back.
-func BenchmarkSimulate7Days(b *testing.B) { adaptertest.BenchSimulate7Days(b, Adapter{}) }
+func BenchmarkSimulate7Days(b *testing.B) { adaptertest.BenchSimulate7Days(b, Adapter()) }
 
 // BenchmarkParseStdmet41002 measures parsing the recorded 1440-row realtime2 file.
 func BenchmarkParseStdmet41002(b *testing.B) {

@@ -6,10 +6,10 @@
 package nws
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
 
@@ -36,50 +36,32 @@ const SensorType = "weather_station"
 // ReportingIntervalS is the routine METAR cadence (specials come in between).
 const ReportingIntervalS = 3600
 
-// Adapter is the NWS observation.Adapter and observation.Simulator.
-type Adapter struct{}
-
-var (
-	_ observation.Adapter   = Adapter{}
-	_ observation.Simulator = Adapter{}
-)
-
-// Provider implements observation.Adapter.
-func (Adapter) Provider() contract.Provider {
-	return contract.Provider{
-		Slug:        ProviderSlug,
-		Name:        "NOAA National Weather Service",
-		Description: "Surface observations (METAR/ASOS) of NWS stations via api.weather.gov.",
-		URL:         "https://api.weather.gov/",
-		License:     "US Government work, public domain",
-	}
-}
-
-// Feeds implements observation.Adapter.
-func (Adapter) Feeds() []contract.Feed {
-	return []contract.Feed{{
-		Slug:            FeedSlug,
-		Name:            "NWS station observations",
-		Description:     "Hourly surface observations of NWS weather stations: temperature, wind, pressure, humidity.",
-		ProviderSlug:    ProviderSlug,
-		Domain:          "weather",
-		TemporalPattern: "periodic",
-		FeedType:        "timeseries",
-	}}
-}
-
-// Formats implements observation.Adapter.
-func (Adapter) Formats() []string { return []string{FormatObservations, FormatStations} }
-
-// Parse implements observation.Adapter.
-func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
-	switch p.Format {
-	case FormatObservations:
-		return ParseObservations(p.Body)
-	case FormatStations:
-		return ParseStations(p.Body)
-	default:
-		return observation.Batch{}, fmt.Errorf("nws: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
+// Adapter declares the NWS adapter: its provider and feed, a parser per payload format,
+// and its simulator of synthetic land stations.
+func Adapter() observation.Adapter {
+	return observation.Adapter{
+		Name: "nws",
+		Provider: contract.Provider{
+			Slug:        ProviderSlug,
+			Name:        "NOAA National Weather Service",
+			Description: "Surface observations (METAR/ASOS) of NWS stations via api.weather.gov.",
+			URL:         "https://api.weather.gov/",
+			License:     "US Government work, public domain",
+		},
+		Feeds: []contract.Feed{{
+			Slug:            FeedSlug,
+			Name:            "NWS station observations",
+			Description:     "Hourly surface observations of NWS weather stations: temperature, wind, pressure, humidity.",
+			ProviderSlug:    ProviderSlug,
+			Domain:          "weather",
+			TemporalPattern: "periodic",
+			FeedType:        "timeseries",
+		}},
+		Parsers: map[string]observation.ParseFunc{
+			FormatObservations: observation.BodyParser(ParseObservations),
+			FormatStations:     observation.BodyParser(ParseStations),
+		},
+		Simulator: synth.Simulator{Name: "nws", Stations: simStationList, Window: simulate},
 	}
 }
 

@@ -69,7 +69,7 @@ func TestParseObservationsGolden(t *testing.T) {
 			} else {
 				data = adaptertest.Testdata(t, tt.file)
 			}
-			b, err := Adapter{}.Parse(observation.Payload{Format: FormatObservations, Body: data})
+			b, err := Adapter().Parse(observation.Payload{Format: FormatObservations, Body: data})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -245,7 +245,7 @@ func TestParseStations(t *testing.T) {
 			} else {
 				data = adaptertest.Testdata(t, tt.file)
 			}
-			b, err := Adapter{}.Parse(observation.Payload{Format: FormatStations, Body: data})
+			b, err := Adapter().Parse(observation.Payload{Format: FormatStations, Body: data})
 			if err != nil {
 				t.Fatal(err)
 			}

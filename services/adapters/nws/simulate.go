@@ -90,13 +90,9 @@ type simGeometry struct {
 	Coordinates [2]float64 `json:"coordinates"`
 }
 
-// SimStations implements observation.Simulator: a gridpoints-stations-like
-// FeatureCollection of the synthetic stations (ids XAAA, XAAB, ...).
-func (Adapter) SimStations(cfg observation.SimConfig) ([]observation.Payload, error) {
-	w, err := synth.NewWorld(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("nws: %w", err)
-	}
+// simStationList writes a gridpoints-stations-like FeatureCollection of the synthetic
+// stations (ids XAAA, XAAB, ...).
+func simStationList(w synth.World) ([]observation.Payload, error) {
 	type props struct {
 		ID                string `json:"@id"`
 		Type              string `json:"@type"`
@@ -150,28 +146,19 @@ var (
 	chQC   = synth.Channel("nws-qc")
 )
 
-// Simulate implements observation.Simulator: one observations FeatureCollection per
-// synthetic station that reports in [from, to), routine METARs at :53 past the hour,
-// newest first, in the current wmoUnit: scheme, with null values (qualityControl Z),
-// occasional X-flagged bad values, and missing hours.
-func (Adapter) Simulate(cfg observation.SimConfig, from, to time.Time) ([]observation.Payload, error) {
-	w, err := synth.NewWorld(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("nws: %w", err)
-	}
-	if err := synth.CheckWindow(from, to); err != nil {
-		return nil, fmt.Errorf("nws: %w", err)
-	}
+// simulate writes one observations FeatureCollection per synthetic station that reports
+// in [from, to), routine METARs at :53 past the hour, newest first, in the current wmoUnit:
+// scheme, with null values (qualityControl Z), occasional X-flagged bad values, and
+// missing hours.
+func simulate(w synth.World, from, to time.Time) ([]observation.Payload, error) {
 	var out []observation.Payload
 	for _, s := range simStations(w) {
-		ticks := synth.Ticks(from, to, time.Hour, 53*time.Minute)
+		ticks := w.Reporting(s.i, synth.Ticks(from, to, time.Hour, 53*time.Minute))
+		if len(ticks) == 0 {
+			continue
+		}
 		body := []byte(`{"type":"FeatureCollection","features":[`)
-		n := 0
-		for k := len(ticks) - 1; k >= 0; k-- {
-			t := ticks[k]
-			if w.Quiet(s.i, t) || w.Gap(s.i, t) {
-				continue
-			}
+		for n, t := range ticks {
 			f, err := simFeature(w, s, t)
 			if err != nil {
 				return nil, err
@@ -180,10 +167,6 @@ func (Adapter) Simulate(cfg observation.SimConfig, from, to time.Time) ([]observ
 				body = append(body, ',')
 			}
 			body = append(body, f...)
-			n++
-		}
-		if n == 0 {
-			continue
 		}
 		body = append(body, "]}"...)
 		out = append(out, observation.Payload{Format: FormatObservations, StationID: s.id, Body: body})

@@ -16,8 +16,8 @@ func TestSimulate(t *testing.T) {
 	from := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
 	to := from.Add(7 * 24 * time.Hour)
 	cfg := observation.SimConfig{Seed: 3, Stations: 20, QuietFraction: 0.2, QuietAfter: from.Add(6 * 24 * time.Hour)}
-	a := Adapter{}
-	meta, err := a.SimStations(cfg)
+	a := Adapter()
+	meta, err := a.Simulator.SimStations(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestSimulate(t *testing.T) {
 	if len(ids) != 20 {
 		t.Fatalf("distinct simulated stations = %d, want 20", len(ids))
 	}
-	payloads, err := a.Simulate(cfg, from, to)
+	payloads, err := a.Simulator.Simulate(cfg, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +92,11 @@ func TestSimulateDeterministic(t *testing.T) {
 	t.Parallel()
 	cfg := observation.SimConfig{Seed: 9, Stations: 3}
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	a, err := Adapter{}.Simulate(cfg, t0, t0.Add(48*time.Hour))
+	a, err := Adapter().Simulator.Simulate(cfg, t0, t0.Add(48*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Adapter{}.Simulate(cfg, t0, t0.Add(48*time.Hour))
+	b, err := Adapter().Simulator.Simulate(cfg, t0, t0.Add(48*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,10 +105,10 @@ func TestSimulateDeterministic(t *testing.T) {
 			t.Fatal("same config and window gave different bytes")
 		}
 	}
-	if _, err := (Adapter{}).Simulate(cfg, t0, t0); err == nil {
+	if _, err := Adapter().Simulator.Simulate(cfg, t0, t0); err == nil {
 		t.Error("empty window: want an error")
 	}
 }
 
 // BenchmarkSimulate7Days: 7 days of 48 stations written, and written plus parsed back.
-func BenchmarkSimulate7Days(b *testing.B) { adaptertest.BenchSimulate7Days(b, Adapter{}) }
+func BenchmarkSimulate7Days(b *testing.B) { adaptertest.BenchSimulate7Days(b, Adapter()) }

@@ -6,13 +6,13 @@
 package openaq
 
 import (
-	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
 
@@ -43,62 +43,39 @@ const SensorType = "air_quality_monitor"
 // ReportingIntervalS is the hourly averaging period most OpenAQ sources report.
 const ReportingIntervalS = 3600
 
-// Adapter is the OpenAQ observation.Adapter and observation.Simulator.
-type Adapter struct{}
-
-var (
-	_ observation.Adapter   = Adapter{}
-	_ observation.Simulator = Adapter{}
-)
-
-// Provider implements observation.Adapter.
-func (Adapter) Provider() contract.Provider {
-	return contract.Provider{
-		Slug:        ProviderSlug,
-		Name:        "OpenAQ",
-		Description: "Open air-quality data aggregated from government and research monitors worldwide.",
-		URL:         "https://openaq.org/",
-		License:     "CC BY 4.0",
-	}
-}
-
-// Feeds implements observation.Adapter.
-func (Adapter) Feeds() []contract.Feed {
-	return []contract.Feed{{
-		Slug:            FeedSlug,
-		Name:            "OpenAQ measurements",
-		Description:     "Hourly PM2.5, PM10 and ozone of OpenAQ locations, with an EPA AQI computed from PM2.5.",
-		ProviderSlug:    ProviderSlug,
-		Domain:          "air_quality",
-		TemporalPattern: "periodic",
-		FeedType:        "timeseries",
-	}}
-}
-
-// Formats implements observation.Adapter.
-func (Adapter) Formats() []string {
-	return []string{FormatLatest, FormatMeasurements, FormatLocations, FormatV3Locations, FormatV3Sensors, FormatV3Measurements, FormatV3ParameterLatest}
-}
-
-// Parse implements observation.Adapter.
-func (Adapter) Parse(p observation.Payload) (observation.Batch, error) {
-	switch p.Format {
-	case FormatLatest:
-		return ParseLatest(p.Body)
-	case FormatMeasurements:
-		return ParseMeasurements(p.Body)
-	case FormatLocations:
-		return ParseLocations(p.Body)
-	case FormatV3Locations:
-		return ParseV3Locations(p.Body)
-	case FormatV3Sensors:
-		return ParseV3Sensors(p.StationID, p.Body)
-	case FormatV3Measurements:
-		return ParseV3Measurements(p.StationID, p.Body)
-	case FormatV3ParameterLatest:
-		return ParseV3ParameterLatest(p.Path, p.Body)
-	default:
-		return observation.Batch{}, fmt.Errorf("openaq: unknown payload format %q (want one of %s)", p.Format, strings.Join(Adapter{}.Formats(), ", "))
+// Adapter declares the OpenAQ adapter: its provider and feed, a parser per payload format
+// (API v1 and v3), and its simulator of synthetic city monitors.
+func Adapter() observation.Adapter {
+	return observation.Adapter{
+		Name: "openaq",
+		Provider: contract.Provider{
+			Slug:        ProviderSlug,
+			Name:        "OpenAQ",
+			Description: "Open air-quality data aggregated from government and research monitors worldwide.",
+			URL:         "https://openaq.org/",
+			License:     "CC BY 4.0",
+		},
+		Feeds: []contract.Feed{{
+			Slug:            FeedSlug,
+			Name:            "OpenAQ measurements",
+			Description:     "Hourly PM2.5, PM10 and ozone of OpenAQ locations, with an EPA AQI computed from PM2.5.",
+			ProviderSlug:    ProviderSlug,
+			Domain:          "air_quality",
+			TemporalPattern: "periodic",
+			FeedType:        "timeseries",
+		}},
+		Parsers: map[string]observation.ParseFunc{
+			FormatLatest:         observation.BodyParser(ParseLatest),
+			FormatMeasurements:   observation.BodyParser(ParseMeasurements),
+			FormatLocations:      observation.BodyParser(ParseLocations),
+			FormatV3Locations:    observation.BodyParser(ParseV3Locations),
+			FormatV3Sensors:      observation.StationParser(ParseV3Sensors),
+			FormatV3Measurements: observation.StationParser(ParseV3Measurements),
+			FormatV3ParameterLatest: func(p observation.Payload) (observation.Batch, error) {
+				return ParseV3ParameterLatest(p.Path, p.Body)
+			},
+		},
+		Simulator: synth.Simulator{Name: "openaq", Stations: simStationList, Window: simulate},
 	}
 }
 

@@ -98,7 +98,7 @@ func TestParseGolden(t *testing.T) {
 			} else {
 				data = adaptertest.Testdata(t, tt.file)
 			}
-			b, err := Adapter{}.Parse(observation.Payload{Format: tt.format, Body: data})
+			b, err := Adapter().Parse(observation.Payload{Format: tt.format, Body: data})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +212,7 @@ func TestParseBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b, err := Adapter{}.Parse(observation.Payload{Format: tt.format, Body: []byte(tt.body)})
+			b, err := Adapter().Parse(observation.Payload{Format: tt.format, Body: []byte(tt.body)})
 			if tt.err {
 				if err == nil {
 					t.Fatalf("want an error, got %+v", b)

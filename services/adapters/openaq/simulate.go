@@ -52,13 +52,9 @@ type simCoords struct {
 	Longitude float64 `json:"longitude"`
 }
 
-// SimStations implements observation.Simulator: a /v1/locations page of the synthetic
-// monitors (one per city of a fixed list, cycling, ids like "IN:Delhi Synthetic Monitor 1").
-func (Adapter) SimStations(cfg observation.SimConfig) ([]observation.Payload, error) {
-	w, err := synth.NewWorld(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("openaq: %w", err)
-	}
+// simStationList writes a /v1/locations page of the synthetic monitors (one per city of a
+// fixed list, cycling, ids like "IN:Delhi Synthetic Monitor 1").
+func simStationList(w synth.World) ([]observation.Payload, error) {
 	type loc struct {
 		Location    string    `json:"location"`
 		City        string    `json:"city"`
@@ -111,30 +107,19 @@ type simAveragingPer struct {
 	Value int    `json:"value"`
 }
 
-// Simulate implements observation.Simulator: one /v1/measurements page per synthetic
-// monitor with hourly pm25, pm10, o3 and no2 records in [from, to), newest first; rush-hour
-// PM peaks, afternoon ozone, lognormal noise, -99 for missing values, and missing hours.
-func (Adapter) Simulate(cfg observation.SimConfig, from, to time.Time) ([]observation.Payload, error) {
-	w, err := synth.NewWorld(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("openaq: %w", err)
-	}
-	if err := synth.CheckWindow(from, to); err != nil {
-		return nil, fmt.Errorf("openaq: %w", err)
-	}
+// simulate writes one /v1/measurements page per synthetic monitor with hourly pm25, pm10,
+// o3 and no2 records in [from, to), newest first; rush-hour PM peaks, afternoon ozone,
+// lognormal noise, -99 for missing values, and missing hours.
+func simulate(w synth.World, from, to time.Time) ([]observation.Payload, error) {
 	var out []observation.Payload
 	for _, s := range simStations(w) {
-		ticks := synth.Ticks(from, to, time.Hour, 0)
-		var recs []simRecord
-		for k := len(ticks) - 1; k >= 0; k-- {
-			t := ticks[k]
-			if w.Quiet(s.i, t) || w.Gap(s.i, t) {
-				continue
-			}
-			recs = append(recs, simRecords(w, s, t)...)
-		}
-		if len(recs) == 0 {
+		ticks := w.Reporting(s.i, synth.Ticks(from, to, time.Hour, 0))
+		if len(ticks) == 0 {
 			continue
+		}
+		var recs []simRecord
+		for _, t := range ticks {
+			recs = append(recs, simRecords(w, s, t)...)
 		}
 		body, err := json.Marshal(map[string]any{"meta": simMeta(len(recs)), "results": recs})
 		if err != nil {

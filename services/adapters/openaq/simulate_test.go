@@ -16,8 +16,8 @@ func TestSimulate(t *testing.T) {
 	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	to := from.Add(7 * 24 * time.Hour)
 	cfg := observation.SimConfig{Seed: 5, Stations: 32, QuietFraction: 0.25}
-	a := Adapter{}
-	meta, err := a.SimStations(cfg)
+	a := Adapter()
+	meta, err := a.Simulator.SimStations(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestSimulate(t *testing.T) {
 			t.Errorf("%s data types %v", s.ExternalID, s.DataTypes)
 		}
 	}
-	payloads, err := a.Simulate(cfg, from, to)
+	payloads, err := a.Simulator.Simulate(cfg, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestSimulate(t *testing.T) {
 	if mean(delhi) < 3*mean(sydney) {
 		t.Errorf("mean PM2.5 Delhi %.1f vs Sydney %.1f: want Delhi far dirtier", mean(delhi), mean(sydney))
 	}
-	again, err := a.Simulate(cfg, from, to)
+	again, err := a.Simulator.Simulate(cfg, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,4 +105,4 @@ func mean(v []float64) float64 {
 }
 
 // BenchmarkSimulate7Days: 7 days of 48 stations written, and written plus parsed back.
-func BenchmarkSimulate7Days(b *testing.B) { adaptertest.BenchSimulate7Days(b, Adapter{}) }
+func BenchmarkSimulate7Days(b *testing.B) { adaptertest.BenchSimulate7Days(b, Adapter()) }

@@ -13,7 +13,7 @@ import (
 
 func TestParseV3Sensors(t *testing.T) {
 	t.Parallel()
-	b, err := Adapter{}.Parse(observation.Payload{Format: FormatV3Sensors, StationID: V3StationID(2178), Body: adaptertest.Testdata(t, "v3_sensors.json")})
+	b, err := Adapter().Parse(observation.Payload{Format: FormatV3Sensors, StationID: V3StationID(2178), Body: adaptertest.Testdata(t, "v3_sensors.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestParseV3Measurements(t *testing.T) {
 			} else {
 				data = adaptertest.Testdata(t, tt.file)
 			}
-			b, err := Adapter{}.Parse(observation.Payload{Format: FormatV3Measurements, StationID: "v3-3", Body: data})
+			b, err := Adapter().Parse(observation.Payload{Format: FormatV3Measurements, StationID: "v3-3", Body: data})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +68,7 @@ func TestParseV3Measurements(t *testing.T) {
 
 func TestParseV3Locations(t *testing.T) {
 	t.Parallel()
-	b, err := Adapter{}.Parse(observation.Payload{Format: FormatV3Locations, Body: adaptertest.Testdata(t, "v3_locations_limit100.json")})
+	b, err := Adapter().Parse(observation.Payload{Format: FormatV3Locations, Body: adaptertest.Testdata(t, "v3_locations_limit100.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func FuzzParseV3(f *testing.F) {
 // locations): the first record, location 1, 8.15 µg/m³ at 2025-07-09 01:30Z, read by hand.
 func TestV3ParameterLatest(t *testing.T) {
 	t.Parallel()
-	b, err := Adapter{}.Parse(observation.Payload{Format: FormatV3ParameterLatest, Path: "openaq/v3_parameters_2_latest.json",
+	b, err := Adapter().Parse(observation.Payload{Format: FormatV3ParameterLatest, Path: "openaq/v3_parameters_2_latest.json",
 		Body: adaptertest.ProviderFile(t, "openaq/v3_parameters_2_latest.json")})
 	if err != nil {
 		t.Fatal(err)

@@ -5,16 +5,19 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/gctune"
+	"github.com/sensorgate/sensorgate/pkg/httpserver"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 	"github.com/sensorgate/sensorgate/pkg/settings"
 	"github.com/sensorgate/sensorgate/services/observation"
@@ -54,6 +57,19 @@ func (d Definition) ProviderSlugs() []string {
 
 // EnvNames lists every environment variable the service binary reads.
 func (d Definition) EnvNames() []string { return config.EnvNames(d.ProviderSlugs()) }
+
+// Main is a service binary's main: it tunes the GC from the environment, runs def until
+// SIGINT or SIGTERM, and exits 1 with the error on stderr when Run fails.
+func Main(def Definition) {
+	gctune.Apply(os.Getenv)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := Run(ctx, def, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
 
 // Run runs the service until ctx ends. Logs go to stdout.
 func Run(ctx context.Context, def Definition, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -173,11 +189,15 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 		TemporalPattern: def.TemporalPattern, Port: cfg.PublicPort, Status: "active", Version: Version,
 		Providers: []contract.Provider{}, Feeds: []contract.Feed{}, Tools: mcpSrv.ToolNames()}
 	for _, p := range def.Providers {
-		meta.Providers = append(meta.Providers, p.Adapter.Provider())
-		meta.Feeds = append(meta.Feeds, p.Adapter.Feeds()...)
+		meta.Providers = append(meta.Providers, p.Adapter.Provider)
+		meta.Feeds = append(meta.Feeds, p.Adapter.Feeds...)
 	}
+	// The shared server set-up (pkg/httpserver): its limits, and a shutdown that makes
+	// /readyz answer 503, keeps serving for ShutdownDelay, then stops accepting and gives
+	// in-flight requests ShutdownTimeout to finish.
+	hs := httpserver.New(httpserver.Config{Logger: log, ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout})
 	api := httpapi.NewServer(httpapi.Deps{
-		Meta: meta, Store: st, Providers: sched.Health, ProviderHealthy: ingest.Healthy,
+		Meta: meta, Store: st, Providers: sched.Health, ProviderHealthy: ingest.Healthy, Stopping: hs.Stopping(),
 		Ready: func() bool {
 			select {
 			case <-sched.Ready():
@@ -194,9 +214,6 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 	if err != nil {
 		return fmt.Errorf("%s: listen on %s: %w", def.ID, cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-
 	ingestCtx, stopIngest := context.WithCancel(ctx)
 	defer stopIngest()
 	var wg sync.WaitGroup
@@ -218,29 +235,16 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 		log.Info("retention on", "days", cfg.RetentionDays, "every", retentionInterval.String())
 	}
 
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.SourceMode, "store", storeKind(cfg), "tools", len(meta.Tools), "event_log", events.Backend())
-
-	select {
-	case <-ctx.Done():
-	case err = <-serveErr:
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			err = fmt.Errorf("%s: serve: %w", def.ID, err)
-		}
+	// Ingest stops with ctx (the batch in flight finishes: it writes on a context shutdown
+	// does not cancel), or here when serving failed.
+	err = hs.Serve(ctx, ln, api)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", def.ID, err)
 	}
-	log.Info("shutting down: finishing requests and the ingest batch in flight")
 	stopIngest()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	defer cancel()
-	if serr := srv.Shutdown(sctx); serr != nil {
-		log.Warn("shutdown: requests cut", "err", serr)
-	}
 	wg.Wait()
 	log.Info("stopped")
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
 	return err
 }
 

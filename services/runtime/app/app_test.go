@@ -51,6 +51,21 @@ func echoTool(s *mcp.Server, d mcpserver.Deps) error {
 // ready; stopping it checks that Run returns cleanly.
 func service(t *testing.T, env map[string]string) string {
 	t.Helper()
+	base, cancel, wait := runService(t, env)
+	t.Cleanup(func() {
+		cancel()
+		if err := wait(); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	return base
+}
+
+// runService starts the ocean service and waits until /readyz answers 200; cancel begins
+// its shutdown and wait returns what Run returned (an error when it did not return within
+// 30 s).
+func runService(t *testing.T, env map[string]string) (base string, cancel context.CancelFunc, wait func() error) {
+	t.Helper()
 	addr := testenv.FreeAddr(t)
 	if env["SERVICE_ADDR"] == "" {
 		env["SERVICE_ADDR"] = addr
@@ -65,34 +80,33 @@ func service(t *testing.T, env map[string]string) string {
 	go func() {
 		errc <- app.Run(ctx, ocean.Definition(echoTool), nil, func(k string) string { return env[k] }, lockedWriter{&mu, &out})
 	}()
-	t.Cleanup(func() {
-		cancel()
+	wait = sync.OnceValue(func() error {
 		select {
 		case err := <-errc:
-			if err != nil {
-				t.Errorf("run: %v", err)
-			}
+			return err
 		case <-time.After(30 * time.Second):
-			t.Errorf("service did not stop within 30s")
+			return fmt.Errorf("service did not stop within 30s")
 		}
 	})
-	base := "http://" + env["SERVICE_ADDR"]
+	base = "http://" + env["SERVICE_ADDR"]
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(base + contract.PathReadyz)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base
+				return base, cancel, wait
 			}
 		}
 		select {
 		case err := <-errc:
+			cancel()
 			mu.Lock()
 			t.Fatalf("service exited: %v\n%s", err, out.String())
 		default:
 		}
 		if time.Now().After(deadline) {
+			cancel()
 			mu.Lock()
 			t.Fatalf("service not ready after 60s:\n%s", out.String())
 		}

@@ -49,6 +49,9 @@ type Config struct {
 	LogLevel            string // debug | info | warn | error
 	UserAgent           string
 	ShutdownTimeout     time.Duration
+	// ShutdownDelay is how long the service keeps serving after SIGTERM with /readyz at
+	// 503 before it stops accepting, so that load balancers see it leave (SHUTDOWN_DELAY).
+	ShutdownDelay time.Duration
 	// RetentionDays keeps readings this many days (by reading time); 0 keeps them
 	// forever. Older readings are removed hourly.
 	RetentionDays int
@@ -82,6 +85,7 @@ const (
 	EnvLogLevel        = "LOG_LEVEL"
 	EnvUserAgent       = "USER_AGENT"
 	EnvShutdownTimeout = "SHUTDOWN_TIMEOUT"
+	EnvShutdownDelay   = "SHUTDOWN_DELAY"
 	EnvRetentionDays   = "RETENTION_DAYS"
 	EnvRedisURL        = "REDIS_URL"
 	EnvLiveRedisPrefix = "LIVE_REDIS_PREFIX"
@@ -222,6 +226,10 @@ func Settings(serviceID string, defaultPort int, providerSlugs []string) []setti
 		}},
 		{Env: EnvShutdownTimeout, Flag: "shutdown-timeout", Default: "30s", Usage: "grace period for requests and the ingest batch in flight", Set: func(c *Config, v string) (err error) {
 			c.ShutdownTimeout, err = settings.Duration(v, time.Millisecond, settings.Unbounded)
+			return err
+		}},
+		{Env: EnvShutdownDelay, Flag: "shutdown-delay", Default: "0s", Usage: "after SIGTERM, how long to keep serving with /readyz at 503 before no longer accepting connections (the load balancer's probe period)", Set: func(c *Config, v string) (err error) {
+			c.ShutdownDelay, err = settings.Duration(v, 0, time.Minute)
 			return err
 		}},
 		{Env: EnvRetentionDays, Flag: "retention-days", Default: "0", Usage: "days of readings kept, by reading time (0: forever)", Set: func(c *Config, v string) (err error) {

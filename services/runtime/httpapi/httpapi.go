@@ -38,6 +38,10 @@ type Deps struct {
 	ProviderHealthy func(contract.ProviderHealth) bool
 	// Ready reports whether the first ingest cycle has finished.
 	Ready func() bool
+	// Stopping is closed when the service begins to shut down: /readyz answers 503 from
+	// then on, while the server keeps serving for its shutdown delay (pkg/httpserver).
+	// Nil: never.
+	Stopping <-chan struct{}
 	// IngestReport is the ingest report (per document: records read, readings stored,
 	// drops by reason, time span), served at ingest.PathReport; nil answers an empty one.
 	IngestReport func() ingest.Report
@@ -193,6 +197,12 @@ func (s *Server) readyz() http.HandlerFunc {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": "readings store does not answer"})
 			return
 		}
+		select {
+		case <-s.d.Stopping:
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": "the service is shutting down"})
+			return
+		default:
+		}
 		if !s.d.Ready() {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": "first ingest cycle still running"})
 			return
@@ -305,12 +315,7 @@ func (s *Server) stationID(r *http.Request) (string, error) {
 
 func (s *Server) sensor() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := s.stationID(r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		st, err := s.d.Store.Station(r.Context(), id)
+		_, st, _, err := stationQuery(s, r, noQuery)
 		if err != nil {
 			s.fail(w, r, err)
 			return

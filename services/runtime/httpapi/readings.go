@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -17,19 +19,27 @@ import (
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
 
+// stationQuery validates the {id} path value, parses the query with parse and loads the
+// station, in that order: a bad id or query is answered before the store is asked.
+func stationQuery[Q any](s *Server, r *http.Request, parse func(url.Values, time.Time) (Q, error)) (string, contract.Station, Q, error) {
+	var q Q
+	id, err := s.stationID(r)
+	if err != nil {
+		return "", contract.Station{}, q, err
+	}
+	if q, err = parse(r.URL.Query(), s.d.Now()); err != nil {
+		return "", contract.Station{}, q, err
+	}
+	st, err := s.d.Store.Station(r.Context(), id)
+	return id, st, q, err
+}
+
+// noQuery is the parse of stationQuery for routes that take no query parameters.
+func noQuery(url.Values, time.Time) (struct{}, error) { return struct{}{}, nil }
+
 func (s *Server) latest() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := s.stationID(r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		q, err := contract.ParseLatestQuery(r.URL.Query(), s.d.Now())
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		st, err := s.d.Store.Station(r.Context(), id)
+		id, st, q, err := stationQuery(s, r, contract.ParseLatestQuery)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -50,17 +60,7 @@ func (s *Server) latest() http.HandlerFunc {
 
 func (s *Server) readings() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := s.stationID(r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		q, err := contract.ParseReadingsQuery(r.URL.Query(), s.d.Now())
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		st, err := s.d.Store.Station(r.Context(), id)
+		id, st, q, err := stationQuery(s, r, contract.ParseReadingsQuery)
 		if err != nil {
 			s.fail(w, r, err)
 			return

@@ -26,16 +26,16 @@ import (
 )
 
 // csvAdapter is a tiny provider for runtime tests: "STATION,RFC3339,celsius" lines.
-type csvAdapter struct{}
+func csvAdapter() observation.Adapter {
+	return observation.Adapter{
+		Name:     "csv",
+		Provider: contract.Provider{Slug: "csv", Name: "CSV test provider"},
+		Feeds:    []contract.Feed{{Slug: "csv-feed", ProviderSlug: "csv", Domain: "test", TemporalPattern: "periodic"}},
+		Parsers:  map[string]observation.ParseFunc{"csv": parseCSV},
+	}
+}
 
-func (csvAdapter) Provider() contract.Provider {
-	return contract.Provider{Slug: "csv", Name: "CSV test provider"}
-}
-func (csvAdapter) Feeds() []contract.Feed {
-	return []contract.Feed{{Slug: "csv-feed", ProviderSlug: "csv", Domain: "test", TemporalPattern: "periodic"}}
-}
-func (csvAdapter) Formats() []string { return []string{"csv"} }
-func (csvAdapter) Parse(p observation.Payload) (observation.Batch, error) {
+func parseCSV(p observation.Payload) (observation.Batch, error) {
 	b := observation.Batch{Provider: "csv"}
 	if !bytes.HasPrefix(p.Body, []byte("#csv")) {
 		return b, fmt.Errorf("csv: no #csv header")
@@ -65,7 +65,7 @@ func (csvAdapter) Parse(p observation.Payload) (observation.Batch, error) {
 
 func csvProvider() ingest.Provider {
 	return ingest.Provider{
-		Adapter: csvAdapter{},
+		Adapter: csvAdapter(),
 		Cadence: time.Hour,
 		Live: ingest.LiveSpec{Targets: func(base string, stations []string, _ string) []ingest.Target {
 			var out []ingest.Target

@@ -22,10 +22,10 @@ const (
 
 // Provider is everything the runtime needs to feed one provider.
 type Provider struct {
+	// Adapter declares the provider, its feeds and parsers, and its simulator; a nil
+	// Adapter.Simulator means the provider has no simulate mode (it is then skipped in
+	// that mode).
 	Adapter observation.Adapter
-	// Simulator writes the provider's native format for synthetic stations; nil means the
-	// provider has no simulate mode (it is then skipped in that mode).
-	Simulator observation.Simulator
 	// Cadence is how often the provider publishes new readings: the simulator's tick and
 	// the default live poll interval.
 	Cadence time.Duration
@@ -60,11 +60,11 @@ type Target struct {
 }
 
 // Slug is the provider's slug.
-func (p Provider) Slug() string { return p.Adapter.Provider().Slug }
+func (p Provider) Slug() string { return p.Adapter.Provider.Slug }
 
 // Feed is the provider's first feed slug, given to stations that name none.
 func (p Provider) Feed() string {
-	if fs := p.Adapter.Feeds(); len(fs) > 0 {
+	if fs := p.Adapter.Feeds; len(fs) > 0 {
 		return fs[0].Slug
 	}
 	return p.Slug()

@@ -162,14 +162,14 @@ func (s *Scheduler) source(p Provider) (source, error) {
 	}
 	switch s.o.Mode {
 	case ModeSimulate:
-		if p.Simulator == nil {
+		if p.Adapter.Simulator == nil {
 			return nil, nil
 		}
 		days := s.o.SimDays
 		if days < 0 {
 			return nil, fmt.Errorf("ingest: simulated days must be 0 or more, got %d", days)
 		}
-		return &simSource{sim: p.Simulator, cfg: s.o.Sim, days: days, cadence: cadence, now: s.o.Now}, nil
+		return &simSource{sim: p.Adapter.Simulator, cfg: s.o.Sim, days: days, cadence: cadence, now: s.o.Now}, nil
 	case ModeFiles:
 		if p.Classify == nil {
 			return nil, nil

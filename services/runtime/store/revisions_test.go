@@ -28,7 +28,7 @@ func ndbcFile(t *testing.T, name string, fetched time.Time) store.Batch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := ndbc.Adapter{}.Parse(observation.Payload{Format: ndbc.FormatStdmet, StationID: "TPLM2", Body: body})
+	b, err := ndbc.Adapter().Parse(observation.Payload{Format: ndbc.FormatStdmet, StationID: "TPLM2", Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}

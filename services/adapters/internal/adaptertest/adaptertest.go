@@ -156,28 +156,22 @@ func CheckCounts(tb testing.TB, b observation.Batch, obs int, reasons map[string
 	}
 }
 
-// SimAdapter is an adapter with a simulator.
-type SimAdapter interface {
-	observation.Adapter
-	observation.Simulator
-}
-
 // BenchSimulate7Days measures writing 7 days of 48 stations in a's native format, and
 // writing plus parsing them back as the runtime does.
-func BenchSimulate7Days(b *testing.B, a SimAdapter) {
+func BenchSimulate7Days(b *testing.B, a observation.Adapter) {
 	cfg := observation.SimConfig{Seed: 1, Stations: 48}
 	to := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 	from := to.Add(-7 * 24 * time.Hour)
 	b.Run("simulate", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := a.Simulate(cfg, from, to); err != nil {
+			if _, err := a.Simulator.Simulate(cfg, from, to); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("simulate+parse", func(b *testing.B) {
 		for b.Loop() {
-			ps, err := a.Simulate(cfg, from, to)
+			ps, err := a.Simulator.Simulate(cfg, from, to)
 			if err != nil {
 				b.Fatal(err)
 			}
