@@ -232,3 +232,27 @@ func TestNewRejectsBadServiceURL(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTP2WithoutTLS: with Options.HTTP2 a client speaks HTTP/2 by prior knowledge to a
+// service that accepts it (pkg/httpserver's H2C), and HTTP/1.1 without it.
+func TestHTTP2WithoutTLS(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(contract.Health{ServiceID: "ocean", Status: r.Proto})
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		http2 bool
+		want  string
+	}{{true, "HTTP/2.0"}, {false, "HTTP/1.1"}} {
+		h, err := newClient(t, srv.URL, contract.Options{HTTP2: tc.http2}).Health(context.Background())
+		if err != nil || h.Status != tc.want {
+			t.Errorf("HTTP2 %t: %+v %v, want %s", tc.http2, h, err, tc.want)
+		}
+	}
+}

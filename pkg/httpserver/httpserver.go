@@ -38,6 +38,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// ConnContext, when set, derives each connection's context (http.Server.ConnContext).
 	ConnContext func(ctx context.Context, c net.Conn) context.Context
+	// H2C also accepts HTTP/2 without TLS (prior knowledge) beside HTTP/1.1: the services
+	// turn it on for a gateway started with UPSTREAM_HTTP2.
+	H2C bool
 	// OnShutdown runs when the server stops accepting (http.Server.RegisterOnShutdown), e.g.
 	// to end long-lived streams at once instead of at the grace period's end.
 	OnShutdown []func()
@@ -83,6 +86,11 @@ func (s *Server) httpServer(h http.Handler) *http.Server {
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 		ConnContext:       s.cfg.ConnContext,
+	}
+	if s.cfg.H2C {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetUnencryptedHTTP2(true)
 	}
 	for _, f := range s.cfg.OnShutdown {
 		srv.RegisterOnShutdown(f)

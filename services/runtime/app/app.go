@@ -195,7 +195,8 @@ func Run(ctx context.Context, def Definition, args []string, getenv func(string)
 	// The shared server set-up (pkg/httpserver): its limits, and a shutdown that makes
 	// /readyz answer 503, keeps serving for ShutdownDelay, then stops accepting and gives
 	// in-flight requests ShutdownTimeout to finish.
-	hs := httpserver.New(httpserver.Config{Logger: log, ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout})
+	// The gateway may speak HTTP/2 without TLS to a service (UPSTREAM_HTTP2).
+	hs := httpserver.New(httpserver.Config{Logger: log, ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout, H2C: true})
 	api := httpapi.NewServer(httpapi.Deps{
 		Meta: meta, Store: st, Providers: sched.Health, ProviderHealthy: ingest.Healthy, Stopping: hs.Stopping(),
 		Ready: func() bool {
