@@ -1,9 +1,15 @@
 # sensorgate: `make run` starts the whole stack on embedded defaults; `make test` runs every
-# test against real PostgreSQL and Redis (found, or started as throwaway instances).
+# test against real PostgreSQL and Redis (found, or started as throwaway instances), after
+# scripts/prereqs.sh installed what is missing (as root) or named the command to run.
 GO        ?= go
 MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/... ./deploy/docker/probe/...
 BINARIES  := gateway ocean weather airquality
 TESTFLAGS ?= -count=1 -timeout 20m
+
+# prereqs: what `make test` needs on a Debian machine with Go (scripts/prereqs.sh).
+.PHONY: prereqs
+prereqs:
+	@scripts/prereqs.sh
 
 .PHONY: all build run test test-short bench bench-readings bench-readings-100m vet fmt lint images clean web test-web test-security fuzz fuzz-short
 
@@ -34,7 +40,7 @@ RACE_TESTS := ./pkg/ttlcache/ ./pkg/contract/ ./pkg/migrate/ ./gateway/proxy/ ./
 web:
 	cd gateway/web && npm ci --no-audit --no-fund && npx tsc --noEmit && node build.mjs && node tools/palette-check.mjs
 
-test: lint
+test: prereqs lint
 	@scripts/testenv.sh $(GO) test $(TESTFLAGS) $(MODULES)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) $(RACE_TESTS)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) -run 'TestConcurrentClients' ./gateway/proxy/e2e/
