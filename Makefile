@@ -170,8 +170,12 @@ base-images: docker-engine
 compose-images: base-images images-prebuilt
 	@$(DOCKER) image prune -f --filter label=org.sensorgate.build=prebuilt >/dev/null
 
+# The stack runs from docker-compose.yml with docker-compose.local.yml over it: the
+# infrastructure images made without a registry (this machine cannot reach Docker Hub).
+# COMPOSE_FILES=docker-compose.yml tests the official images on a host that can pull them.
+COMPOSE_FILES ?= docker-compose.yml docker-compose.local.yml
 compose-test: compose-images
-	COMPOSE="$$(scripts/docker/compose-cli.sh)" $(GO) test -count=1 -timeout 30m -tags compose -v ./deploy/composetest/
+	COMPOSE="$$(scripts/docker/compose-cli.sh)" COMPOSE_FILES="$(COMPOSE_FILES)" $(GO) test -count=1 -timeout 30m -tags compose -v ./deploy/composetest/
 
 # Pins the prod overlay's images (kustomize image transformer) to IMAGE_TAG, or to digests
 # given as IMAGE_DIGESTS=gateway=sha256:...,ocean=sha256:...: make k8s-pin-images IMAGE_TAG=0.2.0
