@@ -7,11 +7,13 @@
 # `.ci/run` has no install logic of its own: it runs `make test`, which runs this first.
 #
 # PREREQS_CHECK_ONLY=1 decides and reports without installing or starting anything;
-# SENSORGATE_PG_LIB (default /usr/lib/postgresql) is where Debian keeps PostgreSQL's binaries.
+# SENSORGATE_PG_LIB (default /usr/lib/postgresql) is where Debian keeps PostgreSQL's binaries,
+# PYTHON3 (default /usr/bin/python3) the interpreter whose Debian packages examples/ uses.
 set -euo pipefail
 
 PG_LIB=${SENSORGATE_PG_LIB:-/usr/lib/postgresql}
 CHROMIUM=${CHROMIUM_PATH:-/usr/bin/chromium}
+PYTHON3=${PYTHON3:-/usr/bin/python3}
 
 # missing prints the Debian packages the tests need and this machine lacks, one a line.
 missing() {
@@ -22,13 +24,9 @@ missing() {
   command -v node >/dev/null 2>&1 || echo nodejs
   command -v npm >/dev/null 2>&1 || echo npm
   [ -x "$CHROMIUM" ] || echo chromium
-  if ! command -v python3 >/dev/null 2>&1; then
-    echo python3-pandas
-    echo python3-matplotlib
-  else
-    python3 -c 'import pandas' >/dev/null 2>&1 || echo python3-pandas
-    python3 -c 'import matplotlib' >/dev/null 2>&1 || echo python3-matplotlib
-  fi
+  command -v jq >/dev/null 2>&1 || echo jq # the README's curl tour (examples/curl-tour.sh)
+  "$PYTHON3" -c 'import pandas' >/dev/null 2>&1 || echo python3-pandas
+  "$PYTHON3" -c 'import matplotlib' >/dev/null 2>&1 || echo python3-matplotlib
 }
 
 mapfile -t need < <(missing)

@@ -15,7 +15,7 @@ import (
 // records what it was asked to install.
 type prereqsMachine struct {
 	uid     string
-	has     []string // commands present: redis-server, node, npm, initdb (PostgreSQL)
+	has     []string // commands present: redis-server, node, npm, jq, initdb (PostgreSQL)
 	browser bool     // chromium at CHROMIUM_PATH
 	python  string   // modules python3 can import; "" without python3
 }
@@ -56,16 +56,17 @@ func (m prereqsMachine) run(t *testing.T) (code int, out, apt string) {
 	for _, c := range m.has {
 		stub(t, filepath.Join(bin, c), "exit 0")
 	}
+	python := filepath.Join(dir, "python3")
 	if m.python != "" {
 		// python3 -c 'import X' succeeds for the modules it has.
-		stub(t, filepath.Join(bin, "python3"), `for mod in `+m.python+`; do [ "$2" = "import $mod" ] && exit 0; done; exit 1`)
+		stub(t, python, `for mod in `+m.python+`; do [ "$2" = "import $mod" ] && exit 0; done; exit 1`)
 	}
 	chromium := filepath.Join(dir, "chromium")
 	if m.browser {
 		stub(t, chromium, "exit 0")
 	}
 	cmd := exec.Command(filepath.Join(root, "scripts/prereqs.sh"))
-	cmd.Env = []string{"PATH=" + bin, "HOME=" + dir, "CHROMIUM_PATH=" + chromium, "SENSORGATE_PG_LIB=" + filepath.Join(dir, "pglib")}
+	cmd.Env = []string{"PATH=" + bin, "HOME=" + dir, "CHROMIUM_PATH=" + chromium, "PYTHON3=" + python, "SENSORGATE_PG_LIB=" + filepath.Join(dir, "pglib")}
 	b, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
@@ -81,7 +82,7 @@ func (m prereqsMachine) run(t *testing.T) (code int, out, apt string) {
 // apt-get installs exactly what is missing. Nothing missing: silent, nothing installed.
 func TestPrereqs(t *testing.T) {
 	t.Parallel()
-	all := []string{"initdb", "redis-server", "node", "npm"}
+	all := []string{"initdb", "redis-server", "node", "npm", "jq"}
 	cases := []struct {
 		name     string
 		m        prereqsMachine
@@ -91,18 +92,18 @@ func TestPrereqs(t *testing.T) {
 	}{
 		{name: "fresh machine, not root",
 			m:        prereqsMachine{uid: "1000"},
-			wantCode: 1, wantCmd: "sudo apt-get install -y postgresql redis-server nodejs npm chromium python3-pandas python3-matplotlib"},
+			wantCode: 1, wantCmd: "sudo apt-get install -y postgresql redis-server nodejs npm chromium jq python3-pandas python3-matplotlib\n"},
 		{name: "only redis missing, not root",
-			m:        prereqsMachine{uid: "1000", has: []string{"initdb", "node", "npm"}, browser: true, python: "pandas matplotlib"},
+			m:        prereqsMachine{uid: "1000", has: []string{"initdb", "node", "npm", "jq"}, browser: true, python: "pandas matplotlib"},
 			wantCode: 1, wantCmd: "sudo apt-get install -y redis-server\n"},
 		{name: "browser and matplotlib missing, not root",
 			m:        prereqsMachine{uid: "1000", has: all, python: "pandas"},
 			wantCode: 1, wantCmd: "sudo apt-get install -y chromium python3-matplotlib\n"},
 		{name: "fresh machine, root",
 			m:       prereqsMachine{uid: "0"},
-			wantApt: "update -qq\ninstall -y -qq postgresql redis-server nodejs npm chromium python3-pandas python3-matplotlib\n"},
+			wantApt: "update -qq\ninstall -y -qq postgresql redis-server nodejs npm chromium jq python3-pandas python3-matplotlib\n"},
 		{name: "node missing, root",
-			m:       prereqsMachine{uid: "0", has: []string{"initdb", "redis-server", "npm"}, browser: true, python: "pandas matplotlib"},
+			m:       prereqsMachine{uid: "0", has: []string{"initdb", "redis-server", "npm", "jq"}, browser: true, python: "pandas matplotlib"},
 			wantApt: "update -qq\ninstall -y -qq nodejs\n"},
 		{name: "nothing missing, not root",
 			m: prereqsMachine{uid: "1000", has: all, browser: true, python: "pandas matplotlib"}},
