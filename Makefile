@@ -71,14 +71,14 @@ test-web:
 
 vet:
 	$(GO) vet $(MODULES)
-	@for m in scripts/loadtest/fixedrate scripts/loadtest/goproxy; do (cd $$m && GOWORK=off $(GO) vet .) || exit 1; done
+	@for m in scripts/loadtest/fixedrate scripts/loadtest/goproxy examples/go; do (cd $$m && GOWORK=off $(GO) vet .) || exit 1; done
 
 fmt:
-	gofmt -l -w pkg gateway services deploy scripts
+	gofmt -l -w pkg gateway services deploy scripts examples
 
 # lint: gofmt and go vet always; golangci-lint (.golangci.yml) too when it is installed.
 lint: vet
-	@test -z "$$(gofmt -l pkg gateway services deploy scripts)" || (echo "gofmt would change:"; gofmt -l pkg gateway services deploy scripts; exit 1)
+	@test -z "$$(gofmt -l pkg gateway services deploy scripts examples)" || (echo "gofmt would change:"; gofmt -l pkg gateway services deploy scripts examples; exit 1)
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./pkg/... ./gateway/... ./services/...; \
 	else echo "lint: golangci-lint not installed, ran gofmt and go vet only"; fi
 
