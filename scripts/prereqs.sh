@@ -16,11 +16,12 @@ CHROMIUM=${CHROMIUM_PATH:-/usr/bin/chromium}
 PYTHON3=${PYTHON3:-/usr/bin/python3}
 
 # missing prints the Debian packages the tests need and this machine lacks, one a line.
+# A server named by TEST_DATABASE_URL or TEST_REDIS_URL stands in for the local package.
 missing() {
-  if ! command -v initdb >/dev/null 2>&1 && ! ls "$PG_LIB"/*/bin/initdb >/dev/null 2>&1; then
+  if [ -z "${TEST_DATABASE_URL:-}" ] && ! command -v initdb >/dev/null 2>&1 && ! ls "$PG_LIB"/*/bin/initdb >/dev/null 2>&1; then
     echo postgresql
   fi
-  command -v redis-server >/dev/null 2>&1 || echo redis-server
+  [ -n "${TEST_REDIS_URL:-}" ] || command -v redis-server >/dev/null 2>&1 || echo redis-server
   command -v node >/dev/null 2>&1 || echo nodejs
   command -v npm >/dev/null 2>&1 || echo npm
   [ -x "$CHROMIUM" ] || echo chromium

@@ -17,7 +17,9 @@ type prereqsMachine struct {
 	uid     string
 	has     []string // commands present: redis-server, node, npm, jq, initdb (PostgreSQL)
 	browser bool     // chromium at CHROMIUM_PATH
+	pgLib   bool     // initdb under SENSORGATE_PG_LIB/<version>/bin, as Debian installs it
 	python  string   // modules python3 can import; "" without python3
+	env     []string // more of the environment: TEST_DATABASE_URL, TEST_REDIS_URL
 }
 
 func stub(t *testing.T, path, body string) {
@@ -61,12 +63,18 @@ func (m prereqsMachine) run(t *testing.T) (code int, out, apt string) {
 		// python3 -c 'import X' succeeds for the modules it has.
 		stub(t, python, `for mod in `+m.python+`; do [ "$2" = "import $mod" ] && exit 0; done; exit 1`)
 	}
+	if m.pgLib {
+		if err := os.MkdirAll(filepath.Join(dir, "pglib/15/bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stub(t, filepath.Join(dir, "pglib/15/bin/initdb"), "exit 0")
+	}
 	chromium := filepath.Join(dir, "chromium")
 	if m.browser {
 		stub(t, chromium, "exit 0")
 	}
 	cmd := exec.Command(filepath.Join(root, "scripts/prereqs.sh"))
-	cmd.Env = []string{"PATH=" + bin, "HOME=" + dir, "CHROMIUM_PATH=" + chromium, "PYTHON3=" + python, "SENSORGATE_PG_LIB=" + filepath.Join(dir, "pglib")}
+	cmd.Env = append([]string{"PATH=" + bin, "HOME=" + dir, "CHROMIUM_PATH=" + chromium, "PYTHON3=" + python, "SENSORGATE_PG_LIB=" + filepath.Join(dir, "pglib")}, m.env...)
 	b, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
@@ -105,6 +113,12 @@ func TestPrereqs(t *testing.T) {
 		{name: "node missing, root",
 			m:       prereqsMachine{uid: "0", has: []string{"initdb", "redis-server", "npm", "jq"}, browser: true, python: "pandas matplotlib"},
 			wantApt: "update -qq\ninstall -y -qq nodejs\n"},
+		{name: "servers elsewhere, not root",
+			m: prereqsMachine{uid: "1000", has: []string{"node", "npm", "jq"}, browser: true, python: "pandas matplotlib",
+				env: []string{"TEST_DATABASE_URL=postgres://db.example/x", "TEST_REDIS_URL=redis://cache.example:6379/0"}}},
+		{name: "PostgreSQL from Debian's directory, not root",
+			m:        prereqsMachine{uid: "1000", has: []string{"node", "npm", "jq"}, browser: true, python: "pandas matplotlib", pgLib: true},
+			wantCode: 1, wantCmd: "sudo apt-get install -y redis-server\n"},
 		{name: "nothing missing, not root",
 			m: prereqsMachine{uid: "1000", has: all, browser: true, python: "pandas matplotlib"}},
 		{name: "nothing missing, root",
