@@ -23,12 +23,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
-var bins = testenv.Binaries{Pkgs: map[string]string{
-	"gateway":    "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
-	"ocean":      "github.com/sensorgate/sensorgate/services/cmd/ocean",
-	"weather":    "github.com/sensorgate/sensorgate/services/cmd/weather",
-	"airquality": "github.com/sensorgate/sensorgate/services/cmd/airquality",
-}}
+var bins = testenv.StackBinaries()
 
 func TestMain(m *testing.M) { bins.Main(m) }
 
@@ -70,27 +65,10 @@ func runTree(t *testing.T) string {
 // the marker every process it starts inherits in its environment.
 type runStack struct {
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	log    string // the run's output, a file: make, the script and the binaries all write it
 	addrs  map[string]string
 	marker string
 	done   chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startRun starts argv (scripts/run.sh, or make run) in dir as the leader of a new process
@@ -100,7 +78,7 @@ func startRun(t *testing.T, dir string, argv ...string) *runStack {
 	t.Helper()
 	var m [8]byte
 	_, _ = rand.Read(m[:])
-	s := &runStack{out: &syncBuffer{}, marker: "SENSORGATE_RUN_TEST=" + hex.EncodeToString(m[:]), done: make(chan error, 1),
+	s := &runStack{log: filepath.Join(t.TempDir(), "run.log"), marker: "SENSORGATE_RUN_TEST=" + hex.EncodeToString(m[:]), done: make(chan error, 1),
 		addrs: map[string]string{}}
 	env := append(os.Environ(), s.marker, "SIM_STATIONS=2", "SIM_DAYS=1", "STOP_TIMEOUT=20")
 	for _, name := range []string{"gateway", "ocean", "weather", "airquality"} {
@@ -109,7 +87,12 @@ func startRun(t *testing.T, dir string, argv ...string) *runStack {
 	}
 	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Dir, s.cmd.Env = dir, env
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	out, err := os.Create(s.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close() // the children hold their own descriptors
+	s.cmd.Stdout, s.cmd.Stderr = out, out
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -122,10 +105,16 @@ func startRun(t *testing.T, dir string, argv ...string) *runStack {
 		}
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		if t.Failed() {
-			t.Logf("--- output of %s ---\n%s", strings.Join(argv, " "), s.out.String())
+			t.Logf("--- output of %s ---\n%s", strings.Join(argv, " "), s.output())
 		}
 	})
 	return s
+}
+
+// output is what the run printed so far.
+func (s *runStack) output() string {
+	b, _ := os.ReadFile(s.log)
+	return string(b)
 }
 
 // waitReady waits for the gateway's /healthz, which run.sh waits for too before it prints
@@ -135,7 +124,7 @@ func (s *runStack) waitReady(t *testing.T) {
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if strings.Contains(s.out.String(), "sensorgate is running at") {
+		if strings.Contains(s.output(), "sensorgate is running at") {
 			resp, err := client.Get("http://" + s.addrs["gateway"] + "/healthz")
 			if err == nil {
 				resp.Body.Close()

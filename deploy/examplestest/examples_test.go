@@ -20,12 +20,7 @@ import (
 // devKey is the development key the examples use by default (`make run`'s).
 const devKey = "sg_dev_4f7b1d2c9a8e6b3f0d5c7a9e1b2d4f6a"
 
-var bins = testenv.Binaries{Pkgs: map[string]string{
-	"gateway":    "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
-	"ocean":      "github.com/sensorgate/sensorgate/services/cmd/ocean",
-	"weather":    "github.com/sensorgate/sensorgate/services/cmd/weather",
-	"airquality": "github.com/sensorgate/sensorgate/services/cmd/airquality",
-}}
+var bins = testenv.StackBinaries()
 
 func TestMain(m *testing.M) { bins.Main(m) }
 
