@@ -2,7 +2,9 @@
 # `make run`: starts the gateway and whichever backing services are built in bin/ (ocean,
 # weather, airquality) on embedded defaults (SQLite files under ./data, simulated
 # providers, in-process rate limiting), prints the URL and a ready-to-paste curl line, and
-# stops them all cleanly on Ctrl-C. Any variable of docs/gateway.md may be set to override.
+# stops every process it started on Ctrl-C or SIGTERM (deploy/devscripts tests it). Any
+# variable of docs/gateway.md may be set to override; OCEAN_ADDR, WEATHER_ADDR and
+# AIRQUALITY_ADDR move the services (default 127.0.0.1:8081-8083).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
