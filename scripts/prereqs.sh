@@ -42,6 +42,10 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "  apt-get install -y ${need[*]}   (not run: PREREQS_CHECK_ONLY=1)" >&2
     exit 0
   fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "make test: no apt-get on this machine; install the equivalents of: ${need[*]}" >&2
+    exit 1
+  fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${need[@]}"
