@@ -1,9 +1,15 @@
 # sensorgate: `make run` starts the whole stack on embedded defaults; `make test` runs every
-# test against real PostgreSQL and Redis (found, or started as throwaway instances).
+# test against real PostgreSQL and Redis (found, or started as throwaway instances), after
+# scripts/prereqs.sh installed what is missing (as root) or named the command to run.
 GO        ?= go
 MODULES   := ./pkg/... ./gateway/... ./services/... ./deploy/... ./deploy/docker/probe/...
 BINARIES  := gateway ocean weather airquality
 TESTFLAGS ?= -count=1 -timeout 20m
+
+# prereqs: what `make test` needs on a Debian machine with Go (scripts/prereqs.sh).
+.PHONY: prereqs
+prereqs:
+	@scripts/prereqs.sh
 
 .PHONY: all build run test test-short bench bench-readings bench-readings-100m vet fmt lint images clean web test-web test-security fuzz fuzz-short
 
@@ -34,7 +40,7 @@ RACE_TESTS := ./pkg/ttlcache/ ./pkg/contract/ ./pkg/migrate/ ./gateway/proxy/ ./
 web:
 	cd gateway/web && npm ci --no-audit --no-fund && npx tsc --noEmit && node build.mjs && node tools/palette-check.mjs
 
-test: lint
+test: prereqs lint
 	@scripts/testenv.sh $(GO) test $(TESTFLAGS) $(MODULES)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) $(RACE_TESTS)
 	@scripts/testenv.sh $(GO) test -race $(TESTFLAGS) -run 'TestConcurrentClients' ./gateway/proxy/e2e/
@@ -65,14 +71,14 @@ test-web:
 
 vet:
 	$(GO) vet $(MODULES)
-	@for m in scripts/loadtest/fixedrate scripts/loadtest/goproxy; do (cd $$m && GOWORK=off $(GO) vet .) || exit 1; done
+	@for m in scripts/loadtest/fixedrate scripts/loadtest/goproxy examples/go; do (cd $$m && GOWORK=off $(GO) vet .) || exit 1; done
 
 fmt:
-	gofmt -l -w pkg gateway services deploy scripts
+	gofmt -l -w pkg gateway services deploy scripts examples
 
 # lint: gofmt and go vet always; golangci-lint (.golangci.yml) too when it is installed.
 lint: vet
-	@test -z "$$(gofmt -l pkg gateway services deploy scripts)" || (echo "gofmt would change:"; gofmt -l pkg gateway services deploy scripts; exit 1)
+	@test -z "$$(gofmt -l pkg gateway services deploy scripts examples)" || (echo "gofmt would change:"; gofmt -l pkg gateway services deploy scripts examples; exit 1)
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./pkg/... ./gateway/... ./services/...; \
 	else echo "lint: golangci-lint not installed, ran gofmt and go vet only"; fi
 
@@ -164,8 +170,12 @@ base-images: docker-engine
 compose-images: base-images images-prebuilt
 	@$(DOCKER) image prune -f --filter label=org.sensorgate.build=prebuilt >/dev/null
 
+# The stack runs from docker-compose.yml with docker-compose.local.yml over it: the
+# infrastructure images made without a registry (this machine cannot reach Docker Hub).
+# COMPOSE_FILES=docker-compose.yml tests the official images on a host that can pull them.
+COMPOSE_FILES ?= docker-compose.yml docker-compose.local.yml
 compose-test: compose-images
-	COMPOSE="$$(scripts/docker/compose-cli.sh)" $(GO) test -count=1 -timeout 30m -tags compose -v ./deploy/composetest/
+	COMPOSE="$$(scripts/docker/compose-cli.sh)" COMPOSE_FILES="$(COMPOSE_FILES)" $(GO) test -count=1 -timeout 30m -tags compose -v ./deploy/composetest/
 
 # Pins the prod overlay's images (kustomize image transformer) to IMAGE_TAG, or to digests
 # given as IMAGE_DIGESTS=gateway=sha256:...,ocean=sha256:...: make k8s-pin-images IMAGE_TAG=0.2.0

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -70,12 +71,25 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// LoadCompose loads a compose file with the compose-spec loader exactly as `docker compose`
-// does (schema validation, interpolation, normalization, consistency checks), with env as
-// the only environment, so the file's own defaults are what is checked.
-func LoadCompose(ctx context.Context, path string, env []string) (*types.Project, error) {
-	opts, err := cli.NewProjectOptions([]string{path},
-		cli.WithWorkingDirectory(filepath.Dir(path)),
+// ComposeFiles are the compose file alone (official infrastructure images, any Docker host)
+// and with its override for hosts without a registry (images made with debootstrap), as
+// `docker compose -f ... -f ...` takes them, relative to the repository root.
+var ComposeFiles = map[string][]string{
+	"official": {"docker-compose.yml"},
+	"local":    {"docker-compose.yml", "docker-compose.local.yml"},
+}
+
+// LoadCompose loads compose files (later ones override earlier ones) with the compose-spec
+// loader exactly as `docker compose config` does (schema validation, interpolation,
+// normalization, consistency checks), with env as the only environment, so the files' own
+// defaults are what is checked.
+func LoadCompose(ctx context.Context, env []string, paths ...string) (*types.Project, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("load compose: no file given")
+	}
+	path := strings.Join(paths, " + ")
+	opts, err := cli.NewProjectOptions(paths,
+		cli.WithWorkingDirectory(filepath.Dir(paths[0])),
 		cli.WithEnv(env),
 		cli.WithInterpolation(true),
 		cli.WithNormalization(true),

@@ -17,17 +17,33 @@ import (
 	gwconfig "github.com/sensorgate/sensorgate/gateway/config"
 )
 
-func loadRepoCompose(t *testing.T) (*types.Project, string) {
+// loadRepoCompose loads the compose files of variant (ComposeFiles) from the repository.
+func loadRepoCompose(t *testing.T, variant string, env ...string) (*types.Project, string) {
 	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := LoadCompose(context.Background(), filepath.Join(root, "docker-compose.yml"), nil)
+	var paths []string
+	for _, f := range ComposeFiles[variant] {
+		paths = append(paths, filepath.Join(root, f))
+	}
+	p, err := LoadCompose(context.Background(), env, paths...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, root
+}
+
+// forEachCompose runs check on the compose file alone and with its local override: the
+// stack must be the same on both roads.
+func forEachCompose(t *testing.T, check func(t *testing.T, variant string)) {
+	for variant := range ComposeFiles {
+		t.Run(variant, func(t *testing.T) {
+			t.Parallel()
+			check(t, variant)
+		})
+	}
 }
 
 func composeEnv(s types.ServiceConfig) map[string]string {
@@ -45,7 +61,11 @@ func composeEnv(s types.ServiceConfig) map[string]string {
 // every interface, with a healthcheck on a probe path of that port.
 func TestComposeBinaries(t *testing.T) {
 	t.Parallel()
-	p, _ := loadRepoCompose(t)
+	forEachCompose(t, testComposeBinaries)
+}
+
+func testComposeBinaries(t *testing.T, variant string) {
+	p, _ := loadRepoCompose(t, variant)
 	for _, b := range Binaries() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
@@ -91,7 +111,11 @@ func TestComposeBinaries(t *testing.T) {
 // after the migration and its dependencies are healthy.
 func TestComposeWiring(t *testing.T) {
 	t.Parallel()
-	p, root := loadRepoCompose(t)
+	forEachCompose(t, testComposeWiring)
+}
+
+func testComposeWiring(t *testing.T, variant string) {
+	p, root := loadRepoCompose(t, variant)
 	gw := composeEnv(p.Services["gateway"])
 
 	svcs, err := gwconfig.ParseServices(gw["SERVICE_URLS"])
@@ -203,7 +227,11 @@ func TestComposeWiring(t *testing.T) {
 // healthchecks, and are not published; only one host port is published at all.
 func TestComposeInfrastructure(t *testing.T) {
 	t.Parallel()
-	p, _ := loadRepoCompose(t)
+	forEachCompose(t, testComposeInfrastructure)
+}
+
+func testComposeInfrastructure(t *testing.T, variant string) {
+	p, _ := loadRepoCompose(t, variant)
 	for name, dataDir := range map[string]string{"postgres": "/var/lib/postgresql/data", "redis": "/data"} {
 		s, ok := p.Services[name]
 		if !ok {
@@ -259,15 +287,11 @@ func TestComposeInfrastructure(t *testing.T) {
 // TestComposeInterpolation: passwords come from the environment when set.
 func TestComposeInterpolation(t *testing.T) {
 	t.Parallel()
-	root, err := RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := LoadCompose(context.Background(), filepath.Join(root, "docker-compose.yml"),
-		[]string{"POSTGRES_PASSWORD=s3cret-from-env", "INTERNAL_TOKEN=tok-from-env", "GATEWAY_PORT=9999"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	forEachCompose(t, testComposeInterpolation)
+}
+
+func testComposeInterpolation(t *testing.T, variant string) {
+	p, _ := loadRepoCompose(t, variant, "POSTGRES_PASSWORD=s3cret-from-env", "INTERNAL_TOKEN=tok-from-env", "GATEWAY_PORT=9999")
 	if got := *p.Services["postgres"].Environment["POSTGRES_PASSWORD"]; got != "s3cret-from-env" {
 		t.Errorf("POSTGRES_PASSWORD = %q", got)
 	}

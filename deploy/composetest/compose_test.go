@@ -34,6 +34,7 @@ const (
 type stack struct {
 	t        *testing.T
 	compose  []string
+	files    []string // the compose files, -f each
 	root     string
 	env      []string
 	gw, prom string // base URLs on the published ports
@@ -60,8 +61,14 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// COMPOSE_FILES (make compose-test: the file and its local override, images built
+	// without a registry); `COMPOSE_FILES=docker-compose.yml` tests the official images.
+	files := strings.Fields(os.Getenv("COMPOSE_FILES"))
+	if len(files) == 0 {
+		files = checks.ComposeFiles["local"]
+	}
 	gwPort, promPort := freePort(t), freePort(t)
-	s := &stack{t: t, compose: c, root: root,
+	s := &stack{t: t, compose: c, files: files, root: root,
 		env: append(os.Environ(), "COMPOSE_PROJECT_NAME="+project, fmt.Sprintf("GATEWAY_PORT=%d", gwPort), fmt.Sprintf("PROMETHEUS_PORT=%d", promPort)),
 		gw:  fmt.Sprintf("http://127.0.0.1:%d", gwPort), prom: fmt.Sprintf("http://127.0.0.1:%d", promPort),
 		client: &http.Client{Timeout: 30 * time.Second}}
@@ -81,7 +88,11 @@ func (s *stack) run(timeout time.Duration, args ...string) string {
 func (s *stack) try(timeout time.Duration, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	full := append(append([]string{}, s.compose[1:]...), append([]string{"-p", project, "-f", filepath.Join(s.root, "docker-compose.yml")}, args...)...)
+	full := append(append([]string{}, s.compose[1:]...), "-p", project)
+	for _, f := range s.files {
+		full = append(full, "-f", filepath.Join(s.root, f))
+	}
+	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, s.compose[0], full...)
 	cmd.Dir, cmd.Env = s.root, s.env
 	out, err := cmd.CombinedOutput()

@@ -1,4 +1,5 @@
-// Package composetest runs docker-compose.yml in a real Docker engine (make compose-test):
+// Package composetest runs docker-compose.yml (with docker-compose.local.yml over it, as
+// make compose-test does: COMPOSE_FILES) in a real Docker engine:
 // the stack comes up healthy, the README's curl examples and an MCP call answer through
 // the published gateway port, Prometheus sees every target, a scaled-out service shares
 // the calls and ingests once, a killed replica and restarted PostgreSQL and Redis cost no

@@ -41,6 +41,16 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 //go:embed dist
 var dist embed.FS
 
+// notices are the licenses of the third-party code the gateway ships (the bundle's
+// libraries and map data, Redoc), served beside the bundle as NoticesFile; the repository's
+// THIRD_PARTY_NOTICES links to the same file.
+//
+//go:embed THIRD_PARTY_NOTICES.txt
+var notices []byte
+
+// NoticesFile is the name of the notices under PathAssets.
+const NoticesFile = "THIRD_PARTY_NOTICES.txt"
+
 // file is one embedded asset, with its gzip form made once at start.
 type file struct {
 	body, gz []byte
@@ -75,6 +85,7 @@ func New() (*Handler, error) {
 	if h.files["index.html"] == nil || h.files["app.js"] == nil {
 		return nil, fmt.Errorf("web: the bundle in dist/ is incomplete; rebuild it with: make web")
 	}
+	h.files[NoticesFile] = newFile(NoticesFile, notices)
 	h.root = newFile("index.html", []byte(rootPage))
 	return h, nil
 }

@@ -1,0 +1,3 @@
+module sensorgate.example/apiclient
+
+go 1.26
