@@ -100,7 +100,7 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	v1.GET("/sensors/registry", h.listSensors(true))
 	v1.GET("/sensors/:id", h.sensor)
 
-	// Readings (docs/spec.md 4.7, 4.8), passed through from the sensor's service (package proxy).
+	// Readings (docs/spec.md 4.7, 4.8), passed through from the sensor's service (package readings).
 	if d.Proxy.Latest != nil {
 		v1.GET("/sensors/:id/readings/latest", d.Proxy.Latest)
 		v1.GET("/sensors/:id/readings", d.Proxy.Readings)
@@ -128,7 +128,7 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	// Services (docs/spec.md 4.13).
 	v1.GET("/services", h.services)
 	v1.GET("/services/:id", h.service)
-	// Service health, live from the service or "down" from the gateway's probe (package proxy).
+	// Service health, live from the service or "down" from the gateway's probe (package readings).
 	if d.Proxy.ServiceHealth != nil {
 		v1.GET("/services/:id/health", d.Proxy.ServiceHealth)
 	}

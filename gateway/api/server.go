@@ -51,7 +51,7 @@ type Deps struct {
 	// RateLimit, when set, runs after authentication on every /api/v1 route.
 	RateLimit gin.HandlerFunc
 
-	// Proxy, when set, answers the readings and service health routes (package proxy).
+	// Proxy, when set, answers the readings and service health routes (package readings).
 	Proxy ProxyHandlers
 
 	// Export, when set, answers GET /readings/export (package export).

@@ -1,6 +1,6 @@
 // Package ttlcache holds sensorgate's one TTL cache type (docs/gateway.md "Caches"): a map
 // whose entries expire a fixed TTL after they were stored, bounded in bytes (and in
-// entries). The gateway's readings answers and sensor lookups (gateway/proxy), its API key
+// entries). The gateway's readings answers and sensor lookups (gateway/readings), its API key
 // lookups, found and missed (gateway/auth), and the MCP catalog lookups (gateway/mcp) all
 // use it, so one implementation carries the bound, the eviction order and the concurrency
 // test under -race.
