@@ -19,6 +19,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/etag"
 	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
@@ -205,29 +206,15 @@ func writeJSON(c *gin.Context, v any) {
 		return
 	}
 	sum := sha256.Sum256(body)
-	etag := `"` + hex.EncodeToString(sum[:12]) + `"`
-	c.Header("ETag", etag)
+	tag := `"` + hex.EncodeToString(sum[:12]) + `"`
+	c.Header("ETag", tag)
 	c.Header("Cache-Control", cacheControl)
-	if etagMatch(c.GetHeader("If-None-Match"), etag) {
+	if etag.Match(c.GetHeader("If-None-Match"), tag) {
 		c.Status(http.StatusNotModified)
 		c.Writer.WriteHeaderNow()
 		return
 	}
 	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
-}
-
-// etagMatch implements If-None-Match's weak comparison over a list of tags.
-func etagMatch(header, etag string) bool {
-	if header == "" {
-		return false
-	}
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimSpace(t)
-		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
-			return true
-		}
-	}
-	return false
 }
 
 // queryCtx bounds a catalog query.

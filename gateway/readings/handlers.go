@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/etag"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/ttlcache"
@@ -291,7 +292,7 @@ func (h *Handlers) Reply(hd HeaderSetter, r *contract.Response, ifNoneMatch stri
 	if age := h.now().Sub(r.FetchedAt); age >= time.Second {
 		hd.SetHeader("Age", ageValue(int(age/time.Second)))
 	}
-	if etagMatch(ifNoneMatch, r.ETag) {
+	if etag.Match(ifNoneMatch, r.ETag) {
 		return http.StatusNotModified, nil
 	}
 	return http.StatusOK, r.Body
@@ -312,21 +313,6 @@ func ageValue(s int) []string {
 		return ageValues[s]
 	}
 	return []string{strconv.Itoa(s)}
-}
-
-// etagMatch applies If-None-Match's weak comparison (RFC 9110 13.1.2): "*" or any listed
-// tag whose opaque part equals etag's.
-func etagMatch(header, etag string) bool {
-	if header == "" {
-		return false
-	}
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimSpace(t)
-		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
-			return true
-		}
-	}
-	return false
 }
 
 // ServiceHealth answers GET /services/:id/health: the service's own health, fetched live,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/sensorgate/sensorgate/gateway/etag"
 	"github.com/sensorgate/sensorgate/gateway/readings"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/canon"
@@ -70,9 +71,9 @@ func answer(h *readings.Handlers, fail readings.ErrorFunc, route contract.Route,
 		}
 		// The cache headers of the JSON answer, a validator of its own for this format.
 		h.Reply(skipping{hd, "Content-Type", "Etag"}, resp, "")
-		etag := strings.TrimSuffix(resp.ETag, `"`) + "-" + f + `"`
-		hd.Set("ETag", etag)
-		if matches(c.GetHeader("If-None-Match"), etag) {
+		tag := strings.TrimSuffix(resp.ETag, `"`) + "-" + f + `"`
+		hd.Set("ETag", tag)
+		if etag.Match(c.GetHeader("If-None-Match"), tag) {
 			c.Writer.WriteHeader(http.StatusNotModified)
 			return
 		}
@@ -126,20 +127,6 @@ func (s skipping) SetHeader(name string, value []string) {
 	if name != s.a && name != s.b {
 		s.h[name] = value
 	}
-}
-
-// matches applies If-None-Match's weak comparison.
-func matches(header, etag string) bool {
-	if header == "" {
-		return false
-	}
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == "*" || t == etag {
-			return true
-		}
-	}
-	return false
 }
 
 // page is the part of a readings page the formats need; each reading is kept as the

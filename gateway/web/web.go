@@ -24,6 +24,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/sensorgate/sensorgate/gateway/etag"
 )
 
 // Paths served by Handler.
@@ -169,7 +171,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f *file) {
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("ETag", f.etag)
 	hdr.Add("Vary", "Accept-Encoding")
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, f.etag) {
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etag.Match(inm, f.etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -183,16 +185,6 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, f *file) {
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body)
 	}
-}
-
-func etagMatch(header, etag string) bool {
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimSpace(t)
-		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
-			return true
-		}
-	}
-	return false
 }
 
 // acceptsGzip reads Accept-Encoding, honouring an explicit q=0.
