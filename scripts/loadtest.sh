@@ -112,7 +112,7 @@ log "backend answer: GET /v1/sensors/$EXT/readings?limit=2, $BYTES bytes; GET /v
 #    plain reverse proxy in front of it. Separate, because the gateway is a separate process
 #    from its backend too: one nginx serving both would often proxy a request to itself in
 #    the same worker, with no process switch at all, which no deployment has.
-P_BACK=$(free_port) P_NGINX=$(free_port)
+P_BACK=$(free_port) P_NGINX=$(free_port) P_BACK_H2=$(free_port)
 nginx_conf() { # name server-block
   cat <<CONF
 worker_processes 2;
@@ -134,6 +134,7 @@ CONF
 }
 nginx_conf backend "  server {
     listen 127.0.0.1:$P_BACK;
+    listen 127.0.0.1:$P_BACK_H2 http2;
     root $tmp/www;
     location = /v1/meta { try_files /v1/meta.json =404; }
     location = /v1/health { try_files /v1/health.json =404; }
@@ -210,7 +211,12 @@ log "500-row page through the gateway: $BYTES500 bytes, $GZBYTES500 bytes with g
 PATHS=(direct nginx go-proxy caddy gateway-uncached gateway-hot gateway-500 gateway-500-gzip)
 # A/B: GATEWAY_BIN_B (another build) and/or GATEWAY_ENV_B (extra environment, e.g. "GOGC=100")
 # start a second gateway on its own catalog copy, measured in the same rounds as b-uncached
-# and b-hot, so that two variants meet the same load on the machine.
+# and b-hot, so that two variants meet the same load on the machine. H2C=1 makes B the same
+# build speaking HTTP/2 without TLS to the backend (UPSTREAM_HTTP2; the backend's second,
+# http2 listener), beside A's HTTP/1.1.
+if [ "${H2C:-}" = 1 ]; then
+  GATEWAY_ENV_B="UPSTREAM_HTTP2=true SERVICE_URLS=ocean=http://127.0.0.1:$P_BACK_H2 ${GATEWAY_ENV_B:-}"
+fi
 if [ -n "${GATEWAY_BIN_B:-}${GATEWAY_ENV_B:-}" ]; then
   B_BIN=${GATEWAY_BIN_B:-$GW_BIN} P_GWB=$(free_port)
   cp "$tmp/catalog.db" "$tmp/catalog-b.db"
