@@ -1,0 +1,123 @@
+package qc
+
+import (
+	"math"
+
+	"github.com/sensorgate/sensorgate/pkg/canon"
+)
+
+// Track is what the contextual tests remember of one station's parameter: its last value
+// and the flat run it ends. The zero Track knows nothing (a sensor's first value).
+type Track struct {
+	Known    bool
+	LastMs   int64
+	Last     float64
+	RunFrom  int64   // when the current flat run started (epoch ms)
+	RunValue float64 // the run's first value
+}
+
+// Point is one value of a series to assess, in time order. M is the measurement the
+// flags are marked on; nil for a value that only feeds the tests (a stored value read as
+// context).
+type Point struct {
+	Ms    int64
+	Value float64
+	M     *canon.Measurement
+}
+
+// Assess runs the four tests over pts (one parameter of one station, ascending time),
+// continuing from tr, marks every point's measurement with their flags, and leaves tr at
+// the last point. A parameter without limits is marked by nothing (its flag stays the
+// provider's).
+func Assess(param string, tr *Track, pts []Point) {
+	l, ok := For(param)
+	if !ok {
+		return
+	}
+	window := l.Window.Milliseconds()
+	for i := range pts {
+		p := &pts[i]
+		bridged := tr.Known && p.Ms > tr.LastMs && p.Ms-tr.LastMs <= window
+		if p.M != nil {
+			mark(p.M, l, tr, bridged, pts, i)
+		}
+		switch {
+		case !bridged:
+			*tr = Track{Known: true, LastMs: p.Ms, Last: p.Value, RunFrom: p.Ms, RunValue: p.Value}
+		default:
+			if diff(l, p.Value, tr.RunValue) > l.FlatTolerance {
+				tr.RunFrom, tr.RunValue = p.Ms, p.Value
+			}
+			tr.LastMs, tr.Last = p.Ms, p.Value
+		}
+	}
+}
+
+// mark gives point i its four flags; bridged says whether tr's last value is close
+// enough before it for the contextual tests.
+func mark(m *canon.Measurement, l Limits, tr *Track, bridged bool, pts []Point, i int) {
+	v := pts[i].Value
+	switch {
+	case v < l.SensorMin || v > l.SensorMax:
+		m.Mark(canon.FlagFail, canon.TestGrossRange)
+	case v < l.UserMin || v > l.UserMax:
+		m.Mark(canon.FlagSuspect, canon.TestGrossRange)
+	default:
+		m.Mark(canon.FlagPass, canon.TestGrossRange)
+	}
+	if l.SpikeSuspect > 0 {
+		switch {
+		case !bridged:
+			m.Mark(canon.FlagNotEvaluated, "")
+		default:
+			ref := diff(l, v, tr.Last)
+			if i+1 < len(pts) && pts[i+1].Ms > pts[i].Ms && pts[i+1].Ms-pts[i].Ms <= l.Window.Milliseconds() {
+				ref = math.Abs(v - (tr.Last+pts[i+1].Value)/2)
+			}
+			switch {
+			case ref >= l.SpikeFail:
+				m.Mark(canon.FlagFail, canon.TestSpike)
+			case ref >= l.SpikeSuspect:
+				m.Mark(canon.FlagSuspect, canon.TestSpike)
+			default:
+				m.Mark(canon.FlagPass, canon.TestSpike)
+			}
+		}
+	}
+	if l.RatePerHour > 0 {
+		switch {
+		case !bridged:
+			m.Mark(canon.FlagNotEvaluated, "")
+		case diff(l, v, tr.Last)/(float64(pts[i].Ms-tr.LastMs)/3_600_000) > l.RatePerHour:
+			m.Mark(canon.FlagSuspect, canon.TestRateOfChange)
+		default:
+			m.Mark(canon.FlagPass, canon.TestRateOfChange)
+		}
+	}
+	if l.FlatSuspect > 0 {
+		switch {
+		case !bridged:
+			m.Mark(canon.FlagNotEvaluated, "")
+		case diff(l, v, tr.RunValue) > l.FlatTolerance:
+			m.Mark(canon.FlagPass, canon.TestFlatLine) // the run ends here
+		case pts[i].Ms-tr.RunFrom >= l.FlatFail.Milliseconds():
+			m.Mark(canon.FlagFail, canon.TestFlatLine)
+		case pts[i].Ms-tr.RunFrom >= l.FlatSuspect.Milliseconds():
+			m.Mark(canon.FlagSuspect, canon.TestFlatLine)
+		default:
+			m.Mark(canon.FlagPass, canon.TestFlatLine)
+		}
+	}
+}
+
+// diff is |a - b|, on the circle for directions.
+func diff(l Limits, a, b float64) float64 {
+	d := math.Abs(a - b)
+	if l.Circular {
+		d = math.Mod(d, 360)
+		if d > 180 {
+			d = 360 - d
+		}
+	}
+	return d
+}

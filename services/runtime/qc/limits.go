@@ -1,0 +1,143 @@
+// Package qc holds the QARTOD tests the services run on every measurement at ingest
+// (gross range, spike, rate of change, flat line) and the one table of their thresholds
+// per canonical parameter (docs/quality.md). The store calls Assess with each station's
+// series; the tests only look back (a value is flagged once, when it is stored), except
+// the spike test, which uses the next value too when the same batch holds it.
+package qc
+
+import (
+	"time"
+
+	"github.com/sensorgate/sensorgate/pkg/canon"
+)
+
+// Limits are the thresholds of one canonical parameter, in its canonical unit. A zero
+// threshold switches its test off for the parameter (the test is then not named and not
+// counted). Source says where the numbers come from.
+type Limits struct {
+	Param string
+	// Gross range: outside [SensorMin, SensorMax] fails (the physical range of
+	// pkg/canon, which Normalize already enforces, or the sensor's span when narrower);
+	// outside [UserMin, UserMax] is suspect.
+	SensorMin, SensorMax float64
+	UserMin, UserMax     float64
+	// Spike: |v(n) - (v(n-1)+v(n+1))/2|, or |v(n) - v(n-1)| when v(n+1) is not known yet,
+	// at or above SpikeSuspect is suspect, at or above SpikeFail fails.
+	SpikeSuspect, SpikeFail float64
+	// RatePerHour: |v(n) - v(n-1)| per hour above it is suspect.
+	RatePerHour float64
+	// Flat line: values within FlatTolerance of the run's first value for FlatSuspect are
+	// suspect, for FlatFail fail.
+	FlatTolerance         float64
+	FlatSuspect, FlatFail time.Duration
+	// Window is the longest gap between two values that the spike, rate-of-change and
+	// flat-line tests bridge: after a longer gap (or before a sensor's first value) they
+	// are not evaluated (flag 2) and start again.
+	Window time.Duration
+	// Circular parameters (directions) compare values on the circle.
+	Circular bool
+	Source   string
+}
+
+const (
+	hour = time.Hour
+	day  = 24 * time.Hour
+)
+
+// Sources of the numbers (docs/quality.md has the full references).
+const (
+	srcTS    = "IOOS QARTOD Temperature and Salinity manual (2020, v2.1): tests 9 gross range, 11 spike, 12 rate of change, 13 flat line; thresholds are the operator's, chosen here for surface buoys with 10-60 min sampling"
+	srcWind  = "IOOS QARTOD Wind manual (2017, v1.1): gross range, rate of change, flat line; thresholds chosen here for 2-10 min means"
+	srcWaves = "IOOS QARTOD Waves manual (2019, v2.1): gross range (sensor span), flat line on heights/periods/directions; spike/rate thresholds chosen here for hourly bulk parameters"
+	srcWL    = "IOOS QARTOD Water Level manual (2021, v2.1): gross range, spike, rate of change, flat line; thresholds chosen here for 6-min data relative to MLLW"
+	srcMet   = "QARTOD method (T/S and Wind manuals) applied to surface meteorology (no QARTOD manual for it); thresholds chosen here from WMO-No. 8 observing practice"
+	srcAir   = "QARTOD method applied to air quality (no QARTOD manual for it); user range from the US EPA AQI breakpoints' top (PM2.5 500.4, PM10 604, O3 604 ppb), spike thresholds chosen here for hourly means"
+	srcDerived = "derived value (AQI, pressure tendency): gross range only"
+)
+
+// table is the one table of thresholds. Sensor ranges are pkg/canon's physical ranges
+// (a value outside them is rejected before it is stored, so gross_range fail marks only
+// a narrower sensor span when one is set here).
+var table = []Limits{
+	{Param: canon.WaterTemperatureC, UserMin: -2.5, UserMax: 35, SpikeSuspect: 2, SpikeFail: 4, RatePerHour: 3,
+		FlatTolerance: 0.05, FlatSuspect: 12 * hour, FlatFail: day, Window: 3 * hour, Source: srcTS},
+	{Param: canon.AirTemperatureC, UserMin: -60, UserMax: 50, SpikeSuspect: 8, SpikeFail: 15, RatePerHour: 15,
+		FlatTolerance: 0.05, FlatSuspect: 8 * hour, FlatFail: day, Window: 3 * hour, Source: srcMet},
+	{Param: canon.DewPointC, UserMin: -60, UserMax: 35, SpikeSuspect: 8, SpikeFail: 15, RatePerHour: 15,
+		FlatTolerance: 0.05, FlatSuspect: 8 * hour, FlatFail: day, Window: 3 * hour, Source: srcMet},
+	{Param: canon.RelativeHumidityPercent, UserMin: 1, UserMax: 100, SpikeSuspect: 30, SpikeFail: 60, RatePerHour: 60,
+		FlatTolerance: 0.05, FlatSuspect: day, FlatFail: 2 * day, Window: 3 * hour, Source: srcMet},
+	{Param: canon.AirPressureHPa, UserMin: 900, UserMax: 1070, SpikeSuspect: 6, SpikeFail: 15, RatePerHour: 10,
+		FlatTolerance: 0.05, FlatSuspect: 8 * hour, FlatFail: day, Window: 3 * hour, Source: srcMet},
+	{Param: canon.PressureTendencyHPa, UserMin: -20, UserMax: 20, Source: srcDerived},
+	{Param: canon.VisibilityM, UserMin: 0, UserMax: 100000, Source: srcMet + "; visibility saturates at the sensor's top for days, so no contextual test"},
+	{Param: canon.WindSpeedMS, UserMin: 0, UserMax: 60, SpikeSuspect: 15, SpikeFail: 30, RatePerHour: 30,
+		FlatTolerance: 0.01, FlatSuspect: day, FlatFail: 2 * day, Window: 3 * hour, Source: srcWind},
+	{Param: canon.WindSpeedAvg2MinMS, UserMin: 0, UserMax: 60, SpikeSuspect: 15, SpikeFail: 30, RatePerHour: 30,
+		FlatTolerance: 0.01, FlatSuspect: day, FlatFail: 2 * day, Window: 3 * hour, Source: srcWind},
+	{Param: canon.WindGustMS, UserMin: 0, UserMax: 80, Source: srcWind + "; gusts are peaks, so no spike or rate test"},
+	{Param: canon.WindDirectionDeg, UserMin: 0, UserMax: 360, FlatTolerance: 0.5, FlatSuspect: day, FlatFail: 2 * day,
+		Window: 3 * hour, Circular: true, Source: srcWind + "; directions get no spike or rate test"},
+	{Param: canon.WindDirectionAvg2MinDeg, UserMin: 0, UserMax: 360, FlatTolerance: 0.5, FlatSuspect: day, FlatFail: 2 * day,
+		Window: 3 * hour, Circular: true, Source: srcWind + "; directions get no spike or rate test"},
+	{Param: canon.WaveHeightM, UserMin: 0, UserMax: 20, SpikeSuspect: 3, SpikeFail: 6, RatePerHour: 4,
+		FlatTolerance: 0.005, FlatSuspect: 12 * hour, FlatFail: day, Window: 4 * hour, Source: srcWaves},
+	{Param: canon.WavePeriodDominantS, UserMin: 1, UserMax: 30, FlatTolerance: 0.005, FlatSuspect: day, FlatFail: 2 * day,
+		Window: 4 * hour, Source: srcWaves},
+	{Param: canon.WavePeriodAverageS, UserMin: 1, UserMax: 25, FlatTolerance: 0.005, FlatSuspect: day, FlatFail: 2 * day,
+		Window: 4 * hour, Source: srcWaves},
+	{Param: canon.WaveDirectionDeg, UserMin: 0, UserMax: 360, FlatTolerance: 0.5, FlatSuspect: day, FlatFail: 2 * day,
+		Window: 4 * hour, Circular: true, Source: srcWaves},
+	{Param: canon.WaterLevelM, UserMin: -10, UserMax: 10, SpikeSuspect: 0.3, SpikeFail: 0.6, RatePerHour: 2,
+		FlatTolerance: 0.002, FlatSuspect: 3 * hour, FlatFail: 6 * hour, Window: 2 * hour, Source: srcWL},
+	{Param: canon.PM25, UserMin: 0, UserMax: 500.4, SpikeSuspect: 150, SpikeFail: 400,
+		FlatTolerance: 0, FlatSuspect: 2 * day, FlatFail: 4 * day, Window: 3 * hour, Source: srcAir},
+	{Param: canon.PM10, UserMin: 0, UserMax: 604, SpikeSuspect: 300, SpikeFail: 800,
+		FlatTolerance: 0, FlatSuspect: 2 * day, FlatFail: 4 * day, Window: 3 * hour, Source: srcAir},
+	{Param: canon.OzonePPB, UserMin: 0, UserMax: 604, SpikeSuspect: 60, SpikeFail: 150,
+		FlatTolerance: 0, FlatSuspect: 2 * day, FlatFail: 4 * day, Window: 3 * hour, Source: srcAir},
+	{Param: canon.AQI, UserMin: 0, UserMax: 500, Source: srcDerived},
+}
+
+var byParam = func() map[string]Limits {
+	m := make(map[string]Limits, len(table))
+	for _, l := range table {
+		p, ok := canon.Lookup(l.Param)
+		if !ok {
+			panic("qc: thresholds of unknown parameter " + l.Param)
+		}
+		if _, dup := m[l.Param]; dup {
+			panic("qc: two threshold rows for " + l.Param)
+		}
+		if l.SensorMin == 0 && l.SensorMax == 0 {
+			l.SensorMin, l.SensorMax = p.Min, p.Max
+		}
+		m[l.Param] = l
+	}
+	return m
+}()
+
+// Table returns the thresholds of every parameter (for documentation and tests).
+func Table() []Limits {
+	out := make([]Limits, 0, len(table))
+	for _, l := range table {
+		out = append(out, byParam[l.Param])
+	}
+	return out
+}
+
+// For returns the thresholds of param.
+func For(param string) (Limits, bool) {
+	l, ok := byParam[param]
+	return l, ok
+}
+
+// Lookback is how far before a batch's first value the store must read a station's
+// stored values for the tests to see what they need (the longest flat-line fail time).
+func Lookback() time.Duration {
+	var d time.Duration
+	for _, l := range table {
+		d = max(d, l.Window, l.FlatFail)
+	}
+	return d
+}
