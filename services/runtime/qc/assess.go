@@ -14,6 +14,12 @@ type Track struct {
 	Last     float64
 	RunFrom  int64   // when the current flat run started (epoch ms)
 	RunValue float64 // the run's first value
+	// Spiked says the last value failed the spike test, and Before is the value before
+	// it (BeforeKnown): a value back near Before is judged against it, so that one spike
+	// does not flag its neighbour too.
+	Spiked      bool
+	BeforeKnown bool
+	Before      float64
 }
 
 // Point is one value of a series to assess, in time order. M is the measurement the
@@ -38,9 +44,11 @@ func Assess(param string, tr *Track, pts []Point) {
 	for i := range pts {
 		p := &pts[i]
 		bridged := tr.Known && p.Ms > tr.LastMs && p.Ms-tr.LastMs <= window
-		if p.M != nil {
-			mark(p.M, l, tr, bridged, pts, i)
+		m := p.M
+		if m == nil { // a context value: its flags only steer the track
+			m = &canon.Measurement{}
 		}
+		spiked := mark(m, l, tr, bridged, pts, i)
 		switch {
 		case !bridged:
 			*tr = Track{Known: true, LastMs: p.Ms, Last: p.Value, RunFrom: p.Ms, RunValue: p.Value}
@@ -48,15 +56,20 @@ func Assess(param string, tr *Track, pts []Point) {
 			if diff(l, p.Value, tr.RunValue) > l.FlatTolerance {
 				tr.RunFrom, tr.RunValue = p.Ms, p.Value
 			}
-			tr.LastMs, tr.Last = p.Ms, p.Value
+			tr.BeforeKnown, tr.Before = true, tr.Last
+			tr.LastMs, tr.Last, tr.Spiked = p.Ms, p.Value, spiked
 		}
 	}
 }
 
 // mark gives point i its four flags; bridged says whether tr's last value is close
-// enough before it for the contextual tests.
-func mark(m *canon.Measurement, l Limits, tr *Track, bridged bool, pts []Point, i int) {
+// enough before it for the contextual tests. It reports whether the spike test failed.
+func mark(m *canon.Measurement, l Limits, tr *Track, bridged bool, pts []Point, i int) (spiked bool) {
 	v := pts[i].Value
+	prev := tr.Last
+	if tr.Spiked && tr.BeforeKnown && diff(l, v, tr.Before) < l.SpikeSuspect {
+		prev = tr.Before // back after a spike: the spike is not this value's neighbour
+	}
 	switch {
 	case v < l.SensorMin || v > l.SensorMax:
 		m.Mark(canon.FlagFail, canon.TestGrossRange)
@@ -70,12 +83,10 @@ func mark(m *canon.Measurement, l Limits, tr *Track, bridged bool, pts []Point, 
 		case !bridged:
 			m.Mark(canon.FlagNotEvaluated, "")
 		default:
-			ref := diff(l, v, tr.Last)
-			if i+1 < len(pts) && pts[i+1].Ms > pts[i].Ms && pts[i+1].Ms-pts[i].Ms <= l.Window.Milliseconds() {
-				ref = math.Abs(v - (tr.Last+pts[i+1].Value)/2)
-			}
+			ref := diff(l, v, prev)
 			switch {
 			case ref >= l.SpikeFail:
+				spiked = true
 				m.Mark(canon.FlagFail, canon.TestSpike)
 			case ref >= l.SpikeSuspect:
 				m.Mark(canon.FlagSuspect, canon.TestSpike)
@@ -88,7 +99,7 @@ func mark(m *canon.Measurement, l Limits, tr *Track, bridged bool, pts []Point, 
 		switch {
 		case !bridged:
 			m.Mark(canon.FlagNotEvaluated, "")
-		case diff(l, v, tr.Last)/(float64(pts[i].Ms-tr.LastMs)/3_600_000) > l.RatePerHour:
+		case diff(l, v, prev)/max(float64(pts[i].Ms-tr.LastMs)/3_600_000, 1) > l.RatePerHour:
 			m.Mark(canon.FlagSuspect, canon.TestRateOfChange)
 		default:
 			m.Mark(canon.FlagPass, canon.TestRateOfChange)
@@ -108,6 +119,7 @@ func mark(m *canon.Measurement, l Limits, tr *Track, bridged bool, pts []Point, 
 			m.Mark(canon.FlagPass, canon.TestFlatLine)
 		}
 	}
+	return spiked
 }
 
 // diff is |a - b|, on the circle for directions.

@@ -60,23 +60,36 @@ func TestSpike(t *testing.T) {
 	if q.Flag != canon.FlagFail || !slices.Contains(q.Failed, canon.TestSpike) {
 		t.Fatalf("40 °C between 20.1 and 20.2 = %+v, want fail with spike", q)
 	}
-	// The newest value of a batch is judged against the previous one alone.
+	if got := flags(pts); !slices.Equal(got, []int{2, 1, 4, 1, 1}) {
+		t.Fatalf("flags = %v, want [2 1 4 1 1]: the values around the spike pass", got)
+	}
+	// 12 °C in ten minutes is suspect.
 	tr = Track{}
-	pts = series(canon.AirTemperatureC, t0, 10*time.Minute, 20, 20.1, 30)
+	pts = series(canon.AirTemperatureC, t0, 10*time.Minute, 20, 20.1, 32.1)
 	Assess(canon.AirTemperatureC, &tr, pts)
 	if q := pts[2].M.Quality(); q.Flag != canon.FlagSuspect || !slices.Contains(q.Failed, canon.TestSpike) {
-		t.Fatalf("last value 30 after 20.1 = %+v, want suspect spike", q)
+		t.Fatalf("32.1 after 20.1 = %+v, want suspect spike", q)
+	}
+}
+
+// A step that stays is flagged once, not from then on.
+func TestStepIsOneSpike(t *testing.T) {
+	var tr Track
+	pts := series(canon.WaterTemperatureC, t0, 10*time.Minute, 20, 20, 30, 30, 30, 30)
+	Assess(canon.WaterTemperatureC, &tr, pts)
+	if got := flags(pts); got[4] != canon.FlagPass || got[5] != canon.FlagPass {
+		t.Fatalf("flags = %v: values after the step must pass", got)
 	}
 }
 
 func TestRateOfChange(t *testing.T) {
 	var tr Track
-	// 3 °C in 10 minutes = 18 °C/h, above the 15 °C/h limit, below the spike limit.
-	pts := series(canon.AirTemperatureC, t0, 10*time.Minute, 20, 23, 26, 29)
+	// 7 °C in an hour: above the 6 °C/h rate limit, below the 10 °C spike limit.
+	pts := series(canon.AirTemperatureC, t0, time.Hour, 20, 27, 34)
 	Assess(canon.AirTemperatureC, &tr, pts)
-	q := pts[3].M.Quality()
+	q := pts[2].M.Quality()
 	if q.Flag != canon.FlagSuspect || !slices.Equal(q.Failed, []string{canon.TestRateOfChange}) {
-		t.Fatalf("steady 18 °C/h rise = %+v, want suspect by rate_of_change only", q)
+		t.Fatalf("steady 7 °C/h rise = %+v, want suspect by rate_of_change only", q)
 	}
 }
 

@@ -1,8 +1,8 @@
 // Package qc holds the QARTOD tests the services run on every measurement at ingest
 // (gross range, spike, rate of change, flat line) and the one table of their thresholds
 // per canonical parameter (docs/quality.md). The store calls Assess with each station's
-// series; the tests only look back (a value is flagged once, when it is stored), except
-// the spike test, which uses the next value too when the same batch holds it.
+// series. The tests only look back: a value gets the same flags whether it arrives alone
+// (a live poll) or inside a file of many, so replaying a file never revises a flag.
 package qc
 
 import (
@@ -21,10 +21,15 @@ type Limits struct {
 	// outside [UserMin, UserMax] is suspect.
 	SensorMin, SensorMax float64
 	UserMin, UserMax     float64
-	// Spike: |v(n) - (v(n-1)+v(n+1))/2|, or |v(n) - v(n-1)| when v(n+1) is not known yet,
-	// at or above SpikeSuspect is suspect, at or above SpikeFail fails.
+	// Spike: |v(n) - v(n-1)| at or above SpikeSuspect is suspect, at or above SpikeFail
+	// fails. QARTOD's reference is the mean of both neighbours, which needs the next
+	// value; a value is flagged when it is stored, so the previous one alone is used, and
+	// a value back near the one before a failed spike is judged against that one (the
+	// spike is not its neighbour).
 	SpikeSuspect, SpikeFail float64
-	// RatePerHour: |v(n) - v(n-1)| per hour above it is suspect.
+	// RatePerHour: |v(n) - v(n-1)| per hour above it is suspect. Steps shorter than an
+	// hour are judged as an hour (the change itself against the limit): per-hour scaling
+	// of a 5-minute step would flag every gust and sensor-resolution jitter.
 	RatePerHour float64
 	// Flat line: values within FlatTolerance of the run's first value for FlatSuspect are
 	// suspect, for FlatFail fail.
@@ -46,12 +51,12 @@ const (
 
 // Sources of the numbers (docs/quality.md has the full references).
 const (
-	srcTS    = "IOOS QARTOD Temperature and Salinity manual (2020, v2.1): tests 9 gross range, 11 spike, 12 rate of change, 13 flat line; thresholds are the operator's, chosen here for surface buoys with 10-60 min sampling"
-	srcWind  = "IOOS QARTOD Wind manual (2017, v1.1): gross range, rate of change, flat line; thresholds chosen here for 2-10 min means"
-	srcWaves = "IOOS QARTOD Waves manual (2019, v2.1): gross range (sensor span), flat line on heights/periods/directions; spike/rate thresholds chosen here for hourly bulk parameters"
-	srcWL    = "IOOS QARTOD Water Level manual (2021, v2.1): gross range, spike, rate of change, flat line; thresholds chosen here for 6-min data relative to MLLW"
-	srcMet   = "QARTOD method (T/S and Wind manuals) applied to surface meteorology (no QARTOD manual for it); thresholds chosen here from WMO-No. 8 observing practice"
-	srcAir   = "QARTOD method applied to air quality (no QARTOD manual for it); user range from the US EPA AQI breakpoints' top (PM2.5 500.4, PM10 604, O3 604 ppb), spike thresholds chosen here for hourly means"
+	srcTS      = "IOOS QARTOD Temperature and Salinity manual (2020, v2.1): tests 9 gross range, 11 spike, 12 rate of change, 13 flat line; thresholds are the operator's, chosen here for surface buoys with 10-60 min sampling"
+	srcWind    = "IOOS QARTOD Wind manual (2017, v1.1): gross range, rate of change, flat line; thresholds chosen here for 2-10 min means"
+	srcWaves   = "IOOS QARTOD Waves manual (2019, v2.1): gross range (sensor span), flat line on heights/periods/directions; spike/rate thresholds chosen here for hourly bulk parameters"
+	srcWL      = "IOOS QARTOD Water Level manual (2021, v2.1): gross range, spike, rate of change, flat line; thresholds chosen here for 6-min data relative to MLLW"
+	srcMet     = "QARTOD method (T/S and Wind manuals) applied to surface meteorology (no QARTOD manual for it); thresholds chosen here from WMO-No. 8 observing practice"
+	srcAir     = "QARTOD method applied to air quality (no QARTOD manual for it); user range from the US EPA AQI breakpoints' top (PM2.5 500.4, PM10 604, O3 604 ppb), spike thresholds chosen here for hourly means"
 	srcDerived = "derived value (AQI, pressure tendency): gross range only"
 )
 
@@ -59,28 +64,28 @@ const (
 // (a value outside them is rejected before it is stored, so gross_range fail marks only
 // a narrower sensor span when one is set here).
 var table = []Limits{
-	{Param: canon.WaterTemperatureC, UserMin: -2.5, UserMax: 35, SpikeSuspect: 2, SpikeFail: 4, RatePerHour: 3,
+	{Param: canon.WaterTemperatureC, UserMin: -2.5, UserMax: 35, SpikeSuspect: 3, SpikeFail: 6, RatePerHour: 2,
 		FlatTolerance: 0.05, FlatSuspect: 12 * hour, FlatFail: day, Window: 3 * hour, Source: srcTS},
-	{Param: canon.AirTemperatureC, UserMin: -60, UserMax: 50, SpikeSuspect: 8, SpikeFail: 15, RatePerHour: 15,
+	{Param: canon.AirTemperatureC, UserMin: -60, UserMax: 50, SpikeSuspect: 10, SpikeFail: 15, RatePerHour: 6,
 		FlatTolerance: 0.05, FlatSuspect: 8 * hour, FlatFail: day, Window: 3 * hour, Source: srcMet},
-	{Param: canon.DewPointC, UserMin: -60, UserMax: 35, SpikeSuspect: 8, SpikeFail: 15, RatePerHour: 15,
+	{Param: canon.DewPointC, UserMin: -60, UserMax: 35, SpikeSuspect: 10, SpikeFail: 15, RatePerHour: 6,
 		FlatTolerance: 0.05, FlatSuspect: 8 * hour, FlatFail: day, Window: 3 * hour, Source: srcMet},
-	{Param: canon.RelativeHumidityPercent, UserMin: 1, UserMax: 100, SpikeSuspect: 30, SpikeFail: 60, RatePerHour: 60,
+	{Param: canon.RelativeHumidityPercent, UserMin: 1, UserMax: 100, SpikeSuspect: 40, SpikeFail: 70, RatePerHour: 30,
 		FlatTolerance: 0.05, FlatSuspect: day, FlatFail: 2 * day, Window: 3 * hour, Source: srcMet},
-	{Param: canon.AirPressureHPa, UserMin: 900, UserMax: 1070, SpikeSuspect: 6, SpikeFail: 15, RatePerHour: 10,
+	{Param: canon.AirPressureHPa, UserMin: 900, UserMax: 1070, SpikeSuspect: 8, SpikeFail: 20, RatePerHour: 5,
 		FlatTolerance: 0.05, FlatSuspect: 8 * hour, FlatFail: day, Window: 3 * hour, Source: srcMet},
 	{Param: canon.PressureTendencyHPa, UserMin: -20, UserMax: 20, Source: srcDerived},
 	{Param: canon.VisibilityM, UserMin: 0, UserMax: 100000, Source: srcMet + "; visibility saturates at the sensor's top for days, so no contextual test"},
-	{Param: canon.WindSpeedMS, UserMin: 0, UserMax: 60, SpikeSuspect: 15, SpikeFail: 30, RatePerHour: 30,
+	{Param: canon.WindSpeedMS, UserMin: 0, UserMax: 60, SpikeSuspect: 20, SpikeFail: 35, RatePerHour: 15,
 		FlatTolerance: 0.01, FlatSuspect: day, FlatFail: 2 * day, Window: 3 * hour, Source: srcWind},
-	{Param: canon.WindSpeedAvg2MinMS, UserMin: 0, UserMax: 60, SpikeSuspect: 15, SpikeFail: 30, RatePerHour: 30,
+	{Param: canon.WindSpeedAvg2MinMS, UserMin: 0, UserMax: 60, SpikeSuspect: 20, SpikeFail: 35, RatePerHour: 15,
 		FlatTolerance: 0.01, FlatSuspect: day, FlatFail: 2 * day, Window: 3 * hour, Source: srcWind},
 	{Param: canon.WindGustMS, UserMin: 0, UserMax: 80, Source: srcWind + "; gusts are peaks, so no spike or rate test"},
 	{Param: canon.WindDirectionDeg, UserMin: 0, UserMax: 360, FlatTolerance: 0.5, FlatSuspect: day, FlatFail: 2 * day,
 		Window: 3 * hour, Circular: true, Source: srcWind + "; directions get no spike or rate test"},
 	{Param: canon.WindDirectionAvg2MinDeg, UserMin: 0, UserMax: 360, FlatTolerance: 0.5, FlatSuspect: day, FlatFail: 2 * day,
 		Window: 3 * hour, Circular: true, Source: srcWind + "; directions get no spike or rate test"},
-	{Param: canon.WaveHeightM, UserMin: 0, UserMax: 20, SpikeSuspect: 3, SpikeFail: 6, RatePerHour: 4,
+	{Param: canon.WaveHeightM, UserMin: 0, UserMax: 20, SpikeSuspect: 4, SpikeFail: 8, RatePerHour: 2,
 		FlatTolerance: 0.005, FlatSuspect: 12 * hour, FlatFail: day, Window: 4 * hour, Source: srcWaves},
 	{Param: canon.WavePeriodDominantS, UserMin: 1, UserMax: 30, FlatTolerance: 0.005, FlatSuspect: day, FlatFail: 2 * day,
 		Window: 4 * hour, Source: srcWaves},
@@ -88,7 +93,7 @@ var table = []Limits{
 		Window: 4 * hour, Source: srcWaves},
 	{Param: canon.WaveDirectionDeg, UserMin: 0, UserMax: 360, FlatTolerance: 0.5, FlatSuspect: day, FlatFail: 2 * day,
 		Window: 4 * hour, Circular: true, Source: srcWaves},
-	{Param: canon.WaterLevelM, UserMin: -10, UserMax: 10, SpikeSuspect: 0.3, SpikeFail: 0.6, RatePerHour: 2,
+	{Param: canon.WaterLevelM, UserMin: -10, UserMax: 10, SpikeSuspect: 0.3, SpikeFail: 0.6, RatePerHour: 0.25,
 		FlatTolerance: 0.002, FlatSuspect: 3 * hour, FlatFail: 6 * hour, Window: 2 * hour, Source: srcWL},
 	{Param: canon.PM25, UserMin: 0, UserMax: 500.4, SpikeSuspect: 150, SpikeFail: 400,
 		FlatTolerance: 0, FlatSuspect: 2 * day, FlatFail: 4 * day, Window: 3 * hour, Source: srcAir},
