@@ -40,6 +40,8 @@ const (
 // LatestBatchRequest is the body of POST PathLatestBatch.
 type LatestBatchRequest struct {
 	ExternalIDs []string `json:"external_ids"`
+	// QC is the area's qc= filter as spelled there ("" or all: every measurement).
+	QC string `json:"qc,omitempty"`
 }
 
 // LatestItem is one station's newest reading; Timestamp is nil when it never reported
@@ -119,10 +121,15 @@ func (p Position) Compare(q Position) int {
 	return 0
 }
 
-// LatestBatch calls POST PathLatestBatch.
-func (c *Client) LatestBatch(ctx context.Context, externalIDs []string) (LatestBatchResponse, error) {
+// LatestBatch calls POST PathLatestBatch; the service keeps the measurements whose
+// quality flag qc holds.
+func (c *Client) LatestBatch(ctx context.Context, externalIDs []string, qc QCFilter) (LatestBatchResponse, error) {
 	var out LatestBatchResponse
-	body, err := json.Marshal(LatestBatchRequest{ExternalIDs: externalIDs})
+	req := LatestBatchRequest{ExternalIDs: externalIDs}
+	if !qc.All() {
+		req.QC = qc.String()
+	}
+	body, err := json.Marshal(req)
 	if err != nil {
 		return out, fmt.Errorf("contract: latest batch: %w", err)
 	}

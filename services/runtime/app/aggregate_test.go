@@ -28,7 +28,7 @@ func tenMinuteBatch(id string, start time.Time, n int, gap func(int) bool) store
 		if gap != nil && gap(i) {
 			continue
 		}
-		temp := 5 + float64(i%37)*0.25
+		temp := 5 + math.Abs(float64(i%74-37))*0.25 // a triangle: no jump the QARTOD tests flag
 		ms := []canon.Measurement{
 			{Parameter: canon.AirTemperatureC, Value: temp, Unit: canon.Celsius, UnitOriginal: "degC", ValueOriginal: temp},
 			{Parameter: canon.WindDirectionDeg, Value: dirs[i%len(dirs)], Unit: canon.Degrees, UnitOriginal: "degT", ValueOriginal: dirs[i%len(dirs)]},
