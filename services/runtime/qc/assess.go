@@ -14,7 +14,7 @@ type Track struct {
 	Last     float64
 	RunFrom  int64   // when the current flat run started (epoch ms)
 	RunValue float64 // the run's first value
-	// Spiked says the last value failed the spike test, and Before is the value before
+	// Spiked says the last value was flagged by the spike test, and Before is the value before
 	// it (BeforeKnown): a value back near Before is judged against it, so that one spike
 	// does not flag its neighbour too.
 	Spiked      bool
@@ -63,7 +63,7 @@ func Assess(param string, tr *Track, pts []Point) {
 }
 
 // mark gives point i its four flags; bridged says whether tr's last value is close
-// enough before it for the contextual tests. It reports whether the spike test failed.
+// enough before it for the contextual tests. It reports whether the spike test flagged it.
 func mark(m *canon.Measurement, l Limits, tr *Track, bridged bool, pts []Point, i int) (spiked bool) {
 	v := pts[i].Value
 	prev := tr.Last
@@ -89,6 +89,7 @@ func mark(m *canon.Measurement, l Limits, tr *Track, bridged bool, pts []Point, 
 				spiked = true
 				m.Mark(canon.FlagFail, canon.TestSpike)
 			case ref >= l.SpikeSuspect:
+				spiked = true
 				m.Mark(canon.FlagSuspect, canon.TestSpike)
 			default:
 				m.Mark(canon.FlagPass, canon.TestSpike)

@@ -63,12 +63,12 @@ func TestSpike(t *testing.T) {
 	if got := flags(pts); !slices.Equal(got, []int{2, 1, 4, 1, 1}) {
 		t.Fatalf("flags = %v, want [2 1 4 1 1]: the values around the spike pass", got)
 	}
-	// 12 °C in ten minutes is suspect.
+	// 10 °C in ten minutes is suspect.
 	tr = Track{}
-	pts = series(canon.AirTemperatureC, t0, 10*time.Minute, 20, 20.1, 32.1)
+	pts = series(canon.AirTemperatureC, t0, 10*time.Minute, 20, 20.1, 30.1)
 	Assess(canon.AirTemperatureC, &tr, pts)
 	if q := pts[2].M.Quality(); q.Flag != canon.FlagSuspect || !slices.Contains(q.Failed, canon.TestSpike) {
-		t.Fatalf("32.1 after 20.1 = %+v, want suspect spike", q)
+		t.Fatalf("30.1 after 20.1 = %+v, want suspect spike", q)
 	}
 }
 
@@ -84,7 +84,7 @@ func TestStepIsOneSpike(t *testing.T) {
 
 func TestRateOfChange(t *testing.T) {
 	var tr Track
-	// 7 °C in an hour: above the 6 °C/h rate limit, below the 10 °C spike limit.
+	// 7 °C in an hour: above the 6 °C/h rate limit, below the 8 °C spike limit.
 	pts := series(canon.AirTemperatureC, t0, time.Hour, 20, 27, 34)
 	Assess(canon.AirTemperatureC, &tr, pts)
 	q := pts[2].M.Quality()

@@ -24,7 +24,7 @@ type Limits struct {
 	// Spike: |v(n) - v(n-1)| at or above SpikeSuspect is suspect, at or above SpikeFail
 	// fails. QARTOD's reference is the mean of both neighbours, which needs the next
 	// value; a value is flagged when it is stored, so the previous one alone is used, and
-	// a value back near the one before a failed spike is judged against that one (the
+	// a value back near the one before a flagged spike is judged against that one (the
 	// spike is not its neighbour).
 	SpikeSuspect, SpikeFail float64
 	// RatePerHour: |v(n) - v(n-1)| per hour above it is suspect. Steps shorter than an
@@ -66,9 +66,9 @@ const (
 var table = []Limits{
 	{Param: canon.WaterTemperatureC, UserMin: -2.5, UserMax: 35, SpikeSuspect: 3, SpikeFail: 6, RatePerHour: 2,
 		FlatTolerance: 0.05, FlatSuspect: 12 * hour, FlatFail: day, Window: 3 * hour, Source: srcTS},
-	{Param: canon.AirTemperatureC, UserMin: -60, UserMax: 50, SpikeSuspect: 10, SpikeFail: 15, RatePerHour: 6,
+	{Param: canon.AirTemperatureC, UserMin: -60, UserMax: 50, SpikeSuspect: 8, SpikeFail: 12, RatePerHour: 6,
 		FlatTolerance: 0.05, FlatSuspect: 8 * hour, FlatFail: day, Window: 3 * hour, Source: srcMet},
-	{Param: canon.DewPointC, UserMin: -60, UserMax: 35, SpikeSuspect: 10, SpikeFail: 15, RatePerHour: 6,
+	{Param: canon.DewPointC, UserMin: -60, UserMax: 35, SpikeSuspect: 8, SpikeFail: 12, RatePerHour: 6,
 		FlatTolerance: 0.05, FlatSuspect: 8 * hour, FlatFail: day, Window: 3 * hour, Source: srcMet},
 	{Param: canon.RelativeHumidityPercent, UserMin: 1, UserMax: 100, SpikeSuspect: 40, SpikeFail: 70, RatePerHour: 30,
 		FlatTolerance: 0.05, FlatSuspect: day, FlatFail: 2 * day, Window: 3 * hour, Source: srcMet},
