@@ -59,7 +59,9 @@ func TestGoldenFlags(t *testing.T) {
 		{"ndbc_41002_stuck_and_spike", filepath.Join("testdata", "41002_stuck_and_spike.txt"), func(b []byte) (observation.Batch, error) { return ndbc.ParseStdmet("41002", b) }},
 		{"ndbc_tplm2_historical_2020", filepath.Join(providers, "ndbc", "tplm2h2020.txt"), func(b []byte) (observation.Batch, error) { return ndbc.ParseStdmet("TPLM2", b) }},
 		{"coops_8723970_water_temperature", filepath.Join(providers, "coops", "datagetter_8723970_water_temperature_metric_20140927-20140928.json"),
-			func(b []byte) (observation.Batch, error) { return coops.ParseDatagetter(coops.ProductWaterTemperature, "metric", b) }},
+			func(b []byte) (observation.Batch, error) {
+				return coops.ParseDatagetter(coops.ProductWaterTemperature, "metric", b)
+			}},
 		{"openaq_v3_sensor_3_measurements", filepath.Join(providers, "openaq", "v3_sensors_3_measurements.json"),
 			func(b []byte) (observation.Batch, error) { return openaq.ParseV3Measurements("v3-3", b) }},
 	}
