@@ -51,6 +51,8 @@ type Measurement struct {
 	UnitOriginal  string  `json:"unit_original" jsonschema:"unit the source reported"`
 	ValueOriginal float64 `json:"value_original" jsonschema:"value as the source reported it"`
 	Meaning       string  `json:"meaning,omitempty"`
+	// QC is the value's quality as stored (the readings JSON's qc).
+	QC *canon.QC `json:"qc,omitempty" jsonschema:"QARTOD quality: flag 1 pass, 2 not evaluated, 3 suspect, 4 fail, 9 missing; failed names the tests or provider marks that set it"`
 }
 
 // Location is a station or reading position in decimal degrees (WGS 84).
@@ -144,7 +146,7 @@ func decodeMeasurements(raw json.RawMessage, params []string, withMeaning bool) 
 		if len(keep) > 0 && !keep[m.Parameter] {
 			continue
 		}
-		mm := Measurement{Parameter: m.Parameter, Value: m.Value, Unit: m.Unit, UnitOriginal: m.UnitOriginal, ValueOriginal: m.ValueOriginal}
+		mm := Measurement{Parameter: m.Parameter, Value: m.Value, Unit: m.Unit, UnitOriginal: m.UnitOriginal, ValueOriginal: m.ValueOriginal, QC: m.QC}
 		if p, ok := canon.Lookup(m.Parameter); ok && withMeaning {
 			mm.Meaning = p.Meaning
 		}
