@@ -1,7 +1,10 @@
 package qc
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,6 +186,19 @@ func TestTableCoversEveryParameter(t *testing.T) {
 		}
 		if l.SpikeFail < l.SpikeSuspect || (l.FlatSuspect > 0 && (l.FlatFail < l.FlatSuspect || l.Window == 0)) {
 			t.Errorf("%s: inconsistent thresholds %+v", p.ID, l)
+		}
+	}
+}
+
+// docs/quality.md shows the table that runs.
+func TestDocumentedTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "quality.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{MarkdownTable(), Sources()} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("docs/quality.md does not hold the current table; it should contain:\n%s", want)
 		}
 	}
 }

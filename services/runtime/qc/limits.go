@@ -49,15 +49,17 @@ const (
 	day  = 24 * time.Hour
 )
 
-// Sources of the numbers (docs/quality.md has the full references).
+// Sources of the numbers (docs/quality.md has the references). The QARTOD manuals define
+// the tests and the flags and leave the thresholds to the operator; where a number is
+// sensorgate's own choice, the source says so.
 const (
-	srcTS      = "IOOS QARTOD Temperature and Salinity manual (2020, v2.1): tests 9 gross range, 11 spike, 12 rate of change, 13 flat line; thresholds are the operator's, chosen here for surface buoys with 10-60 min sampling"
-	srcWind    = "IOOS QARTOD Wind manual (2017, v1.1): gross range, rate of change, flat line; thresholds chosen here for 2-10 min means"
-	srcWaves   = "IOOS QARTOD Waves manual (2019, v2.1): gross range (sensor span), flat line on heights/periods/directions; spike/rate thresholds chosen here for hourly bulk parameters"
-	srcWL      = "IOOS QARTOD Water Level manual (2021, v2.1): gross range, spike, rate of change, flat line; thresholds chosen here for 6-min data relative to MLLW"
-	srcMet     = "QARTOD method (T/S and Wind manuals) applied to surface meteorology (no QARTOD manual for it); thresholds chosen here from WMO-No. 8 observing practice"
-	srcAir     = "QARTOD method applied to air quality (no QARTOD manual for it); user range from the US EPA AQI breakpoints' top (PM2.5 500.4, PM10 604, O3 604 ppb), spike thresholds chosen here for hourly means"
-	srcDerived = "derived value (AQI, pressure tendency): gross range only"
+	srcTS      = "IOOS QARTOD Temperature and Salinity manual (v2.1, 2020): gross range, spike, rate of change and flat line tests; thresholds are sensorgate's choice for surface buoys sampling every 10-60 min"
+	srcWind    = "IOOS QARTOD Wind manual (v1.1, 2017): gross range, rate of change and flat line tests; thresholds are sensorgate's choice for 2-10 min means"
+	srcWaves   = "IOOS QARTOD Waves manual (v2.1, 2019): gross range and flat line tests on bulk wave parameters; thresholds are sensorgate's choice for hourly values"
+	srcWL      = "IOOS QARTOD Water Level manual (v2.1, 2021): gross range, spike, rate of change and flat line tests; thresholds are sensorgate's choice for 6-min values relative to the station datum"
+	srcMet     = "no QARTOD manual covers surface meteorology: the T/S and Wind manuals' tests, with thresholds of sensorgate's choice"
+	srcAir     = "no QARTOD manual covers air quality: the same tests; the user range is the top of the US EPA AQI table (PM2.5 500.4 µg/m³ before its 2024 revision, PM10 604 µg/m³, 1-hour ozone 604 ppb), spike thresholds sensorgate's choice for hourly means"
+	srcDerived = "a derived value (AQI, pressure tendency): the gross range test only"
 )
 
 // table is the one table of thresholds. Sensor ranges are pkg/canon's physical ranges

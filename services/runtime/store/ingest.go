@@ -454,6 +454,14 @@ func (s *sqlStore) setDicts(ctx context.Context, rows []row, extKeys []string) e
 	me := newMeasEncoder()
 	for f, samples := range mSamples {
 		for _, ms := range samples {
+			// The samples are taken before the QARTOD tests run: they get the quality
+			// most values will have, so that the dictionary holds its bytes too.
+			ms = slices.Clone(ms)
+			for i := range ms {
+				if ms[i].QC == nil {
+					ms[i].QC = &canon.QC{Flag: canon.FlagPass, Failed: []string{}}
+				}
+			}
 			j, err := me.encode(nil, ms)
 			if err != nil {
 				return fmt.Errorf("ingest: measurements of format %s: %w", f, err)
