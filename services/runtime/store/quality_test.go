@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -186,6 +187,41 @@ func TestAggregateExcludesFlagged(t *testing.T) {
 		}
 		if _, err := s.Aggregate(ctx, "A1", store.AggregateQuery{Bounds: bounds, QC: contract.QCAll, Source: store.SourceRollups}); err == nil {
 			t.Fatal("qc=all from the rollups: want an error")
+		}
+	})
+}
+
+// Batches ingested concurrently share the store's cached tracks (guarded by its write
+// lock): under -race, four writers of four stations each get the flags a lone writer
+// gets.
+func TestQualityConcurrentIngest(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		t0 := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
+		values := []float64{20.0, 20.1, 26.5, 20.2, 20.3, 20.2, 20.1, 20.0}
+		errs := make(chan error, 4)
+		for w := 0; w < 4; w++ {
+			go func() {
+				id := fmt.Sprintf("C%d", w)
+				for i, v := range values {
+					if _, err := s.Ingest(ctx, waterBatch(id, "ndbc.historical.stdmet", t0.Add(time.Duration(i)*10*time.Minute), v)); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for w := 0; w < 4; w++ {
+			if got := flagsOf(qualities(t, s, fmt.Sprintf("C%d", w))); !slices.Equal(got, []int{2, 1, 4, 1, 1, 1, 1, 1}) {
+				t.Fatalf("station C%d flags %v, want [2 1 4 1 1 1 1 1]", w, got)
+			}
 		}
 	})
 }
