@@ -11,7 +11,6 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/formats"
-	"github.com/sensorgate/sensorgate/pkg/testenv"
 	"github.com/sensorgate/sensorgate/services/observation"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
@@ -20,14 +19,8 @@ import (
 // measurement, the qc= filter, aggregates' excluded, the CSV qc_flag column.
 func TestQualityEndToEnd(t *testing.T) {
 	t.Parallel()
-	dsn := testenv.Postgres(t)
-	base := service(t, map[string]string{"SOURCE_MODE": "files", "SOURCE_DIR": t.TempDir(), "READINGS_DATABASE_URL": dsn})
+	base, st := serviceWithStore(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{ServiceID: "ocean", DatabaseURL: dsn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	start := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	temps := []float64{20.0, 20.1, 20.2, 35.0, 20.3, 20.4} // a 15 °C spike at 00:30
 	b := store.Batch{Provider: "ndbc", Feed: "ndbc-realtime", FetchedAt: start.Add(time.Hour)}

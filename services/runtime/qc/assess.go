@@ -66,10 +66,6 @@ func Assess(param string, tr *Track, pts []Point) {
 // enough before it for the contextual tests. It reports whether the spike test flagged it.
 func mark(m *canon.Measurement, l Limits, tr *Track, bridged bool, pts []Point, i int) (spiked bool) {
 	v := pts[i].Value
-	prev := tr.Last
-	if tr.Spiked && tr.BeforeKnown && diff(l, v, tr.Before) < l.SpikeSuspect {
-		prev = tr.Before // back after a spike: the spike is not this value's neighbour
-	}
 	switch {
 	case v < l.SensorMin || v > l.SensorMax:
 		m.Mark(canon.FlagFail, canon.TestGrossRange)
@@ -78,49 +74,52 @@ func mark(m *canon.Measurement, l Limits, tr *Track, bridged bool, pts []Point, 
 	default:
 		m.Mark(canon.FlagPass, canon.TestGrossRange)
 	}
-	if l.SpikeSuspect > 0 {
-		switch {
-		case !bridged:
-			m.Mark(canon.FlagNotEvaluated, "")
-		default:
-			ref := diff(l, v, prev)
-			switch {
-			case ref >= l.SpikeFail:
-				spiked = true
-				m.Mark(canon.FlagFail, canon.TestSpike)
-			case ref >= l.SpikeSuspect:
-				spiked = true
-				m.Mark(canon.FlagSuspect, canon.TestSpike)
-			default:
-				m.Mark(canon.FlagPass, canon.TestSpike)
+	prev := tr.Last
+	if tr.Spiked && tr.BeforeKnown && diff(l, v, tr.Before) < l.SpikeSuspect {
+		prev = tr.Before // back after a spike: the spike is not this value's neighbour
+	}
+	hours := max(float64(pts[i].Ms-tr.LastMs)/3_600_000, 1)
+	run := float64(pts[i].Ms - tr.RunFrom)
+	tests := [...]struct {
+		on   bool
+		name string
+		flag func() int
+	}{
+		{l.SpikeSuspect > 0, canon.TestSpike, func() int { return level(diff(l, v, prev), l.SpikeSuspect, l.SpikeFail) }},
+		{l.RatePerHour > 0, canon.TestRateOfChange, func() int {
+			return level(diff(l, v, prev)/hours, math.Nextafter(l.RatePerHour, math.Inf(1)), math.Inf(1))
+		}},
+		{l.FlatSuspect > 0, canon.TestFlatLine, func() int {
+			if diff(l, v, tr.RunValue) > l.FlatTolerance {
+				return canon.FlagPass // the run ends here
 			}
-		}
+			return level(run, float64(l.FlatSuspect.Milliseconds()), float64(l.FlatFail.Milliseconds()))
+		}},
 	}
-	if l.RatePerHour > 0 {
+	for _, t := range tests {
 		switch {
+		case !t.on:
 		case !bridged:
 			m.Mark(canon.FlagNotEvaluated, "")
-		case diff(l, v, prev)/max(float64(pts[i].Ms-tr.LastMs)/3_600_000, 1) > l.RatePerHour:
-			m.Mark(canon.FlagSuspect, canon.TestRateOfChange)
 		default:
-			m.Mark(canon.FlagPass, canon.TestRateOfChange)
-		}
-	}
-	if l.FlatSuspect > 0 {
-		switch {
-		case !bridged:
-			m.Mark(canon.FlagNotEvaluated, "")
-		case diff(l, v, tr.RunValue) > l.FlatTolerance:
-			m.Mark(canon.FlagPass, canon.TestFlatLine) // the run ends here
-		case pts[i].Ms-tr.RunFrom >= l.FlatFail.Milliseconds():
-			m.Mark(canon.FlagFail, canon.TestFlatLine)
-		case pts[i].Ms-tr.RunFrom >= l.FlatSuspect.Milliseconds():
-			m.Mark(canon.FlagSuspect, canon.TestFlatLine)
-		default:
-			m.Mark(canon.FlagPass, canon.TestFlatLine)
+			f := t.flag()
+			m.Mark(f, t.name)
+			spiked = spiked || (t.name == canon.TestSpike && f != canon.FlagPass)
 		}
 	}
 	return spiked
+}
+
+// level grades x against its thresholds: fail at or above fail, suspect at or above
+// suspect, pass below.
+func level(x, suspect, fail float64) int {
+	switch {
+	case x >= fail:
+		return canon.FlagFail
+	case x >= suspect:
+		return canon.FlagSuspect
+	}
+	return canon.FlagPass
 }
 
 // diff is |a - b|, on the circle for directions.

@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
-	"github.com/sensorgate/sensorgate/pkg/testenv"
 	"github.com/sensorgate/sensorgate/services/observation"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
@@ -60,34 +58,16 @@ func flagsOf(qs []canon.QC) []int {
 	return out
 }
 
-// reopenable gives per backend an options value that a second Open of the same database
-// can use (a restarted service: no cached tracks).
-func reopenable(t *testing.T) map[string]store.Options {
-	return map[string]store.Options{
-		"sqlite":   {SQLitePath: filepath.Join(t.TempDir(), "q.db"), ServiceID: "ocean"},
-		"postgres": {DatabaseURL: testenv.Postgres(t), ServiceID: "ocean"},
-	}
-}
-
-func open(t *testing.T, o store.Options) store.Store {
-	t.Helper()
-	s, err := store.Open(context.Background(), o)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 // The tests run at ingest: the first reading is not evaluated, a spike fails, the series
 // continues across batches from the cache and, after a restart, from the stored
 // readings, with the same flags either way; a gap starts over.
 func TestQualityFlagsAtIngest(t *testing.T) {
 	t.Parallel()
-	for name, o := range reopenable(t) {
+	for name, opts := range backendOptions {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
+			o := opts(t)
 			t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 			s := open(t, o)
 			// A backfill with a spike (30.0 between 20.2 and 20.3).

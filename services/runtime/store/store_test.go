@@ -20,24 +20,30 @@ import (
 
 // backends opens one store per implementation, so every test runs against both.
 func backends(t *testing.T) map[string]func(t *testing.T) store.Store {
-	open := func(t *testing.T, o store.Options) store.Store {
-		t.Helper()
-		o.ServiceID = "ocean"
-		s, err := store.Open(context.Background(), o)
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
+	out := map[string]func(t *testing.T) store.Store{}
+	for name, o := range backendOptions {
+		out[name] = func(t *testing.T) store.Store { return open(t, o(t)) }
 	}
-	return map[string]func(t *testing.T) store.Store{
-		"sqlite": func(t *testing.T) store.Store {
-			return open(t, store.Options{SQLitePath: filepath.Join(t.TempDir(), "r.db")})
-		},
-		"postgres": func(t *testing.T) store.Store {
-			return open(t, store.Options{DatabaseURL: testenv.Postgres(t)})
-		},
+	return out
+}
+
+// backendOptions are the options of a fresh store of each implementation; Open them
+// twice for a restarted service over the same database.
+var backendOptions = map[string]func(t *testing.T) store.Options{
+	"sqlite":   func(t *testing.T) store.Options { return store.Options{SQLitePath: filepath.Join(t.TempDir(), "r.db")} },
+	"postgres": func(t *testing.T) store.Options { return store.Options{DatabaseURL: testenv.Postgres(t)} },
+}
+
+// open opens a store of service ocean, closed when the test ends.
+func open(t *testing.T, o store.Options) store.Store {
+	t.Helper()
+	o.ServiceID = "ocean"
+	s, err := store.Open(context.Background(), o)
+	if err != nil {
+		t.Fatalf("open: %v", err)
 	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 // eachBackend runs fn, in parallel, on a fresh store of each implementation.
