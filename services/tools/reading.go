@@ -130,7 +130,7 @@ func (ts *toolset) value(st contract.Station, v float64, unit string, t time.Tim
 // decodeMeasurements reads the stored measurements JSON, keeping only params when given;
 // withMeaning adds each parameter's meaning (left out of long series, where the units map
 // and describe_station say it once).
-func decodeMeasurements(raw json.RawMessage, params []string, withMeaning bool) ([]Measurement, error) {
+func decodeMeasurements(raw json.RawMessage, params []string, qc contract.QCFilter, withMeaning bool) ([]Measurement, error) {
 	var ms []canon.Measurement
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &ms); err != nil {
@@ -143,7 +143,7 @@ func decodeMeasurements(raw json.RawMessage, params []string, withMeaning bool) 
 	}
 	out := make([]Measurement, 0, len(ms))
 	for _, m := range ms {
-		if len(keep) > 0 && !keep[m.Parameter] {
+		if len(keep) > 0 && !keep[m.Parameter] || !qc.Keep(m.Quality().Flag) {
 			continue
 		}
 		mm := Measurement{Parameter: m.Parameter, Value: m.Value, Unit: m.Unit, UnitOriginal: m.UnitOriginal, ValueOriginal: m.ValueOriginal, QC: m.QC}
