@@ -201,7 +201,7 @@ func TestExportMatchesPagedReadings(t *testing.T) {
 	for _, l := range lines {
 		for _, m := range l.Measurements {
 			want = append(want, []string{l.SensorID, l.ExternalID, contract.FormatTime(l.Timestamp.Time), m.Parameter,
-				formats.Float(m.Value), m.Unit, formats.Float(m.ValueOriginal), m.UnitOriginal})
+				formats.Float(m.Value), m.Unit, formats.Float(m.ValueOriginal), m.UnitOriginal, formats.QCFlag(m)})
 		}
 	}
 	if !reflect.DeepEqual(recs[1:], want) {

@@ -44,6 +44,9 @@ type Area struct {
 	Page, Limit int
 	// Unfiltered is true when no parameter narrows the sensors (every sensor matches).
 	Unfiltered bool
+	// QC keeps the measurements whose quality flag it holds (qc=, default all); the
+	// services apply it.
+	QC contract.QCFilter
 }
 
 // ParseArea parses the query of area latest and the area stream: the filters of GET
@@ -55,7 +58,7 @@ func ParseArea(v url.Values, maxLimit int) (Area, error) {
 	rest := url.Values{}
 	for k, vs := range v {
 		switch k {
-		case "page", "limit", "sensor_ids", "service", "parameter", "max_age", "format", "minimal", "fields":
+		case "page", "limit", "sensor_ids", "service", "parameter", "max_age", "format", "minimal", "fields", "qc":
 		default:
 			rest[k] = vs
 		}
@@ -104,6 +107,9 @@ func ParseArea(v url.Values, maxLimit int) (Area, error) {
 			}
 			a.Parameters = append(a.Parameters, p)
 		}
+	}
+	if a.QC, err = contract.ParseQC(v, contract.QCAll); err != nil {
+		return a, err
 	}
 	if s := v.Get("max_age"); s != "" {
 		d, err := freshness.ParseMaxAge(s)

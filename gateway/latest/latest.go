@@ -31,7 +31,7 @@ const DefaultTimeout = 2 * time.Second
 
 // BatchClient is the part of a service client area latest calls (contract.Client).
 type BatchClient interface {
-	LatestBatch(ctx context.Context, externalIDs []string) (contract.LatestBatchResponse, error)
+	LatestBatch(ctx context.Context, externalIDs []string, qc contract.QCFilter) (contract.LatestBatchResponse, error)
 }
 
 // Options configure a Handler.
@@ -269,7 +269,7 @@ func (h *Handler) Answer(ctx context.Context, q Area) (Answer, error) {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, h.o.Timeout)
 			defer cancel()
-			resp, err := client.LatestBatch(cctx, ids)
+			resp, err := client.LatestBatch(cctx, ids, q.QC)
 			if err != nil && ctx.Err() == nil && cctx.Err() != nil {
 				err = fmt.Errorf("%w: %w", contract.ErrTimeout, err)
 			}

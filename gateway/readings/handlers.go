@@ -108,10 +108,10 @@ func NewHandlers(o HandlerOptions) (*Handlers, error) {
 
 // Query parameters passed to the service, all others dropped.
 var (
-	latestParams   = []string{"data_format", "lineage", "parameter"}
-	readingsParams = []string{"data_format", "days", "limit", "lineage", "page", "parameter", "revisions", "since", "sort", "until"}
+	latestParams   = []string{"data_format", "lineage", "parameter", "qc"}
+	readingsParams = []string{"data_format", "days", "limit", "lineage", "page", "parameter", "qc", "revisions", "since", "sort", "until"}
 	// aggregateParams leaves out the service's internal source switch.
-	aggregateParams = []string{"days", "interval", "lineage", "parameter", "since", "stats", "tz", "until"}
+	aggregateParams = []string{"days", "interval", "lineage", "parameter", "qc", "since", "stats", "tz", "until"}
 )
 
 // Route is one of the readings routes: contract.RouteLatest, RouteReadings or

@@ -129,7 +129,7 @@ func TestFormatsMatchJSON(t *testing.T) {
 			for _, rd := range page.Readings {
 				for _, m := range rd.Measurements {
 					want = append(want, []string{page.SensorID, page.ExternalID, contract.FormatTime(rd.Timestamp.Time), m.Parameter,
-						strconv.FormatFloat(m.Value, 'f', -1, 64), m.Unit, strconv.FormatFloat(m.ValueOriginal, 'f', -1, 64), m.UnitOriginal})
+						strconv.FormatFloat(m.Value, 'f', -1, 64), m.Unit, strconv.FormatFloat(m.ValueOriginal, 'f', -1, 64), m.UnitOriginal, formats.QCFlag(m)})
 				}
 			}
 			if !reflect.DeepEqual(recs[1:], want) {

@@ -110,6 +110,12 @@ func (h *Handler) AreaStream(c *gin.Context) {
 		ginerr.Fail(c, err)
 		return
 	}
+	if !q.QC.All() {
+		// Area latest's parser reads qc; the stream delivers every stored reading as it
+		// is (each measurement with its qc), so a filter it would not apply is refused.
+		ginerr.Fail(c, apierr.Invalid("qc", "the stream delivers every measurement with its qc; filter on the client, or ask area latest with qc"))
+		return
+	}
 	if q.Unfiltered {
 		h.serve(c, h.o.Hub.Services(), func(string) bool { return true })
 		return

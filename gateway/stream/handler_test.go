@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -206,6 +208,13 @@ func TestStreamDelayRecorded(t *testing.T) {
 	go h.Run(ctx)
 	<-h.Ready("ocean")
 	r := gin.New()
+	// The gateway's error renderer, as its server installs it (api.fail records the error).
+	r.Use(func(c *gin.Context) {
+		c.Next()
+		if len(c.Errors) > 0 {
+			apierr.Write(c.Writer, c.Errors.Last().Err)
+		}
+	})
 	r.GET("/stream", NewHandler(Options{Hub: h, MaxPerKey: 10}).AreaStream)
 	srv := httptest.NewServer(r)
 	defer srv.Close()
@@ -453,4 +462,32 @@ type countingConn struct {
 func (c countingConn) Write(p []byte) (int, error) {
 	c.writes.Add(1)
 	return c.Conn.Write(p)
+}
+
+// The area stream delivers every measurement with its qc: a qc filter, which area
+// latest's parser reads, is refused there rather than ignored.
+func TestAreaStreamRefusesQC(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	h := NewHub(HubOptions{Sources: map[string]Source{"ocean": newLogSource()}, Buffer: 16, Wait: 50 * time.Millisecond})
+	defer h.Close()
+	r := gin.New()
+	// The gateway's error renderer, as its server installs it (api.fail records the error).
+	r.Use(func(c *gin.Context) {
+		c.Next()
+		if len(c.Errors) > 0 {
+			apierr.Write(c.Writer, c.Errors.Last().Err)
+		}
+	})
+	r.GET("/stream", NewHandler(Options{Hub: h, MaxPerKey: 10}).AreaStream)
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/stream?qc=good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `\"qc\"`) {
+		t.Fatalf("qc=good on the stream: %d %s, want 400 naming qc", resp.StatusCode, b)
+	}
 }

@@ -125,6 +125,9 @@ type Measurement struct {
 	// fields above); canon.SourceField gives it back by raw format for lineage, and the
 	// adapters' tests check the two agree.
 	SourceField string `json:"-"`
+	// QC is the value's quality flag, set by the provider's adapter (provider marks) and
+	// the ingest's QARTOD tests; stored and served with the value.
+	QC *QC `json:"qc,omitempty"`
 }
 
 // Errors returned by Normalize; callers count rejections by these reasons.

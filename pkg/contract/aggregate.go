@@ -46,6 +46,9 @@ type AggregateQuery struct {
 	Bounds       []time.Time
 	// Lineage (lineage=true) adds each parameter's conversion, once per parameter.
 	Lineage bool
+	// QC keeps the values whose quality flag it holds (qc=; default good); each bucket's
+	// parameter counts the others in Excluded.
+	QC QCFilter
 }
 
 // ParseAggregateQuery parses and validates the aggregate query; every error is an
@@ -63,6 +66,9 @@ func ParseAggregateQuery(v url.Values, now time.Time) (AggregateQuery, error) {
 	q.Interval = iv
 	var err error
 	if q.Lineage, err = parseLineage(v); err != nil {
+		return q, err
+	}
+	if q.QC, err = ParseQC(v, QCGood); err != nil {
 		return q, err
 	}
 	q.Stats = AllStats
@@ -167,6 +173,8 @@ type AggregateStat struct {
 	Max      *float64 `json:"max"`
 	Count    int64    `json:"count"`
 	Coverage *float64 `json:"coverage"`
+	// Excluded counts the bucket's values the qc filter left out.
+	Excluded int64 `json:"excluded"`
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -201,6 +209,8 @@ func (a AggregateStat) appendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `"coverage":`...)
 	num(a.Coverage)
+	b = append(b, `,"excluded":`...)
+	b = strconv.AppendInt(b, a.Excluded, 10)
 	return append(b, '}'), nil
 }
 

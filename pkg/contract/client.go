@@ -204,10 +204,15 @@ func (c *Client) Sensors(ctx context.Context, updatedSince time.Time, page, limi
 	return p, err
 }
 
-// LatestBatch calls POST PathLatestBatch. It only reads, so it is retried like a GET.
-func (c *Client) LatestBatch(ctx context.Context, externalIDs []string) (LatestBatchResponse, error) {
+// LatestBatch calls POST PathLatestBatch; the service keeps the measurements whose
+// quality flag qc holds. It only reads, so it is retried like a GET.
+func (c *Client) LatestBatch(ctx context.Context, externalIDs []string, qc QCFilter) (LatestBatchResponse, error) {
 	var out LatestBatchResponse
-	body, err := json.Marshal(LatestBatchRequest{ExternalIDs: externalIDs})
+	req := LatestBatchRequest{ExternalIDs: externalIDs}
+	if !qc.All() {
+		req.QC = qc.String()
+	}
+	body, err := json.Marshal(req)
 	if err != nil {
 		return out, fmt.Errorf("contract: latest batch: %w", err)
 	}

@@ -34,6 +34,8 @@ type ExportQuery struct {
 	// Lineage (lineage=true) adds each measurement's conversion: NDJSON measurements carry
 	// `conversion`, CSV rows five more columns (formats.LineageHeader).
 	Lineage bool
+	// QC keeps the measurements whose quality flag it holds (qc=; default all).
+	QC QCFilter
 }
 
 // ParseExportQuery parses since/until or days (one of them required; until defaults to
@@ -45,6 +47,9 @@ func ParseExportQuery(v url.Values, now time.Time) (ExportQuery, error) {
 		return q, err
 	}
 	if q.Lineage, err = parseLineage(v); err != nil {
+		return q, err
+	}
+	if q.QC, err = ParseQC(v, QCAll); err != nil {
 		return q, err
 	}
 	days, since, until := v.Get("days"), v.Get("since"), v.Get("until")
@@ -92,6 +97,9 @@ func ExportValues(stations []string, q ExportQuery, format string, header bool) 
 	}
 	if q.Lineage {
 		v.Set("lineage", "true")
+	}
+	if !q.QC.All() {
+		v.Set("qc", q.QC.String())
 	}
 	return v
 }

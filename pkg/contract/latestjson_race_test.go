@@ -55,7 +55,7 @@ func TestLatestBatchAnswersNeverMix(t *testing.T) {
 			defer wg.Done()
 			for i := range 25 {
 				ids := []string{fmt.Sprintf("g%d-r%d-a", g, i), fmt.Sprintf("g%d-r%d-b", g, i)}
-				resp, err := c.LatestBatch(context.Background(), ids)
+				resp, err := c.LatestBatch(context.Background(), ids, QCAll)
 				if err != nil {
 					t.Error(err)
 					return

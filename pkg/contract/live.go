@@ -32,6 +32,8 @@ const (
 // LatestBatchRequest is the body of POST PathLatestBatch.
 type LatestBatchRequest struct {
 	ExternalIDs []string `json:"external_ids"`
+	// QC is the area's qc= filter as spelled there ("" or all: every measurement).
+	QC string `json:"qc,omitempty"`
 }
 
 // LatestItem is one station's newest reading; Timestamp is nil when it never reported

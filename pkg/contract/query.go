@@ -39,6 +39,8 @@ type ReadingsQuery struct {
 	Lineage bool
 	// Revisions adds each reading's earlier values (revisions=true).
 	Revisions bool
+	// QC keeps the measurements whose quality flag it holds (qc=; default all).
+	QC QCFilter
 }
 
 // Offset is the row offset of the page.
@@ -58,6 +60,9 @@ func ParseLatestQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 	if q.Lineage, err = parseLineage(v); err != nil {
 		return q, err
 	}
+	if q.QC, err = ParseQC(v, QCAll); err != nil {
+		return q, err
+	}
 	return q, nil
 }
 
@@ -73,6 +78,9 @@ func ParseReadingsQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 		return q, err
 	}
 	if q.Lineage, err = parseLineage(v); err != nil {
+		return q, err
+	}
+	if q.QC, err = ParseQC(v, QCAll); err != nil {
 		return q, err
 	}
 	if s := v.Get("limit"); s != "" {

@@ -354,8 +354,20 @@ func OptFloat(v *float64) string {
 	return Float(*v)
 }
 
-// ReadingHeader is the header of the long-form readings CSV: one row per measurement.
-var ReadingHeader = []string{"sensor_id", "external_id", "timestamp", "parameter", "value", "unit", "value_original", "unit_original"}
+// ReadingHeader is the header of the long-form readings CSV: one row per measurement,
+// qc_flag its QARTOD flag (docs/quality.md).
+var ReadingHeader = []string{"sensor_id", "external_id", "timestamp", "parameter", "value", "unit", "value_original", "unit_original", "qc_flag"}
+
+// QCFlag is the qc_flag column of a measurement.
+func QCFlag(m canon.Measurement) string { return FlagText(m.Quality().Flag) }
+
+// FlagText spells a QARTOD flag code without allocating.
+func FlagText(flag int) string {
+	if flag >= 0 && flag <= 9 {
+		return "0123456789"[flag : flag+1]
+	}
+	return strconv.Itoa(flag)
+}
 
 // ReadingRowKey is a long-form CSV row's sensor_id,external_id,timestamp (up to the third
 // comma outside quotes): the rows of one reading are consecutive and share it, so a reader
@@ -386,9 +398,9 @@ func (c *CSVWriter) ReadingLineageRows(sensorID, externalID, timestamp string, m
 	rec := make([]string, len(LineageHeader))
 	for i, m := range ms {
 		rec[0], rec[1], rec[2], rec[3] = sensorID, externalID, timestamp, m.Parameter
-		rec[4], rec[5], rec[6], rec[7] = Float(m.Value), m.Unit, Float(m.ValueOriginal), m.UnitOriginal
+		rec[4], rec[5], rec[6], rec[7], rec[8] = Float(m.Value), m.Unit, Float(m.ValueOriginal), m.UnitOriginal, QCFlag(m)
 		cv := conv[i]
-		rec[8], rec[9], rec[10], rec[11], rec[12] = cv.Rule, cv.Formula, cv.SourceField, Float(cv.SourceValue), cv.SourceUnit
+		rec[9], rec[10], rec[11], rec[12], rec[13] = cv.Rule, cv.Formula, cv.SourceField, Float(cv.SourceValue), cv.SourceUnit
 		if err := c.Row(rec); err != nil {
 			return err
 		}
@@ -402,7 +414,7 @@ func (c *CSVWriter) ReadingRows(sensorID, externalID, timestamp string, ms []can
 	rec := make([]string, len(ReadingHeader))
 	for _, m := range ms {
 		rec[0], rec[1], rec[2], rec[3] = sensorID, externalID, timestamp, m.Parameter
-		rec[4], rec[5], rec[6], rec[7] = Float(m.Value), m.Unit, Float(m.ValueOriginal), m.UnitOriginal
+		rec[4], rec[5], rec[6], rec[7], rec[8] = Float(m.Value), m.Unit, Float(m.ValueOriginal), m.UnitOriginal, QCFlag(m)
 		if err := c.Row(rec); err != nil {
 			return err
 		}
@@ -411,14 +423,18 @@ func (c *CSVWriter) ReadingRows(sensorID, externalID, timestamp string, ms []can
 }
 
 // ReadingProperties are the GeoJSON properties of a reading Feature: its timestamp and
-// one property per parameter (the canonical value), plus the extra fields given.
+// one property per parameter (the canonical value), qc the quality of each parameter
+// ({parameter: {flag, failed}}), plus the extra fields given.
 func ReadingProperties(timestamp string, ms []canon.Measurement, extra map[string]any) map[string]any {
-	p := make(map[string]any, len(ms)+len(extra)+1)
+	p := make(map[string]any, len(ms)+len(extra)+2)
 	maps.Copy(p, extra)
 	p["timestamp"] = timestamp
+	qc := make(map[string]canon.QC, len(ms))
 	for _, m := range ms {
 		p[m.Parameter] = m.Value
+		qc[m.Parameter] = m.Quality()
 	}
+	p["qc"] = qc
 	return p
 }
 

@@ -28,6 +28,7 @@ import (
 type LatestObservationInput struct {
 	Target
 	Parameters []string `json:"parameters,omitempty"`
+	QC         string   `json:"qc,omitempty"`
 }
 
 // LatestObservation is the output of <service>.latest_observation.
@@ -48,12 +49,17 @@ func addLatestObservation(srv *mcp.Server, ts *toolset) error {
 		func(p map[string]*jsonschema.Schema) {
 			describeTarget(p)
 			parametersSchema(p["parameters"])
+			describe(p["qc"], qcDescription)
 		}, ts.latestObservation)
 }
 
 func (ts *toolset) latestObservation(ctx context.Context, req *mcp.CallToolRequest, in LatestObservationInput) (LatestObservation, string, error) {
 	if err := checkParameters(in.Parameters); err != nil {
 		return LatestObservation{}, "", err
+	}
+	qc, err := contract.ParseQC(url.Values{"qc": {in.QC}}, contract.QCAll)
+	if err != nil {
+		return LatestObservation{}, "", argumentError(err)
 	}
 	st, err := ts.station(ctx, req, in.Target)
 	if err != nil {
@@ -63,7 +69,7 @@ func (ts *toolset) latestObservation(ctx context.Context, req *mcp.CallToolReque
 	if err != nil {
 		return LatestObservation{}, "", err
 	}
-	ms, err := decodeMeasurements(r.Measurements, in.Parameters, true)
+	ms, err := decodeMeasurements(r.Measurements, in.Parameters, qc, true)
 	if err != nil {
 		return LatestObservation{}, "", err
 	}
@@ -106,6 +112,9 @@ func location(lat, lon *float64, st contract.Station) *Location {
 // as an enum: it would repeat eleven ids in three tools of every scope's tools/list
 // (20 KB budget, docs/mcp.md); describe_station names a station's parameters and an
 // unknown id is refused with the list of known ones.
+// qcDescription describes the qc argument of the tools that return measurements.
+const qcDescription = "quality filter: all (default), good (QARTOD flags 1, 2) or flags, e.g. 3,4"
+
 func parametersSchema(s *jsonschema.Schema) {
 	s.Description = parametersDescription
 }
@@ -136,6 +145,7 @@ type ObservationsInput struct {
 	Cursor     string   `json:"cursor,omitempty"`
 	Page       *int     `json:"page,omitempty"`
 	Sort       string   `json:"sort,omitempty"`
+	QC         string   `json:"qc,omitempty"`
 }
 
 // ObservationReading is one reading of an observations result.
@@ -184,6 +194,7 @@ func addObservations(srv *mcp.Server, ts *toolset) error {
 			p["page"].Minimum, p["page"].Deprecated = ptr(1.0), true
 			describe(p["sort"], "desc (newest first, default) or asc")
 			p["sort"].Enum = []any{"desc", "asc"}
+			describe(p["qc"], qcDescription)
 		}, ts.observations)
 }
 
@@ -210,6 +221,7 @@ func (ts *toolset) observations(ctx context.Context, req *mcp.CallToolRequest, i
 		set("page", strconv.Itoa(*in.Page))
 	}
 	set("sort", in.Sort)
+	set("qc", in.QC)
 	if err := checkParameters(in.Parameters); err != nil {
 		return Observations{}, "", err
 	}
@@ -266,7 +278,7 @@ func (ts *toolset) observations(ctx context.Context, req *mcp.CallToolRequest, i
 	var newest time.Time
 	for i := range rs {
 		r := &rs[i]
-		ms, err := decodeMeasurements(r.Measurements, q.Parameters, false)
+		ms, err := decodeMeasurements(r.Measurements, q.Parameters, q.QC, false)
 		if err != nil {
 			return Observations{}, "", err
 		}

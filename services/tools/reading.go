@@ -51,6 +51,8 @@ type Measurement struct {
 	UnitOriginal  string  `json:"unit_original" jsonschema:"unit the source reported"`
 	ValueOriginal float64 `json:"value_original" jsonschema:"value as the source reported it"`
 	Meaning       string  `json:"meaning,omitempty"`
+	// QC is the value's quality as stored (the readings JSON's qc).
+	QC *canon.QC `json:"qc,omitempty" jsonschema:"QARTOD quality: flag 1 pass, 2 not evaluated, 3 suspect, 4 fail, 9 missing; failed names the tests or provider marks that set it"`
 }
 
 // Location is a station or reading position in decimal degrees (WGS 84).
@@ -128,7 +130,7 @@ func (ts *toolset) value(st contract.Station, v float64, unit string, t time.Tim
 // decodeMeasurements reads the stored measurements JSON, keeping only params when given;
 // withMeaning adds each parameter's meaning (left out of long series, where the units map
 // and describe_station say it once).
-func decodeMeasurements(raw json.RawMessage, params []string, withMeaning bool) ([]Measurement, error) {
+func decodeMeasurements(raw json.RawMessage, params []string, qc contract.QCFilter, withMeaning bool) ([]Measurement, error) {
 	var ms []canon.Measurement
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &ms); err != nil {
@@ -141,10 +143,10 @@ func decodeMeasurements(raw json.RawMessage, params []string, withMeaning bool) 
 	}
 	out := make([]Measurement, 0, len(ms))
 	for _, m := range ms {
-		if len(keep) > 0 && !keep[m.Parameter] {
+		if len(keep) > 0 && !keep[m.Parameter] || !qc.Keep(m.Quality().Flag) {
 			continue
 		}
-		mm := Measurement{Parameter: m.Parameter, Value: m.Value, Unit: m.Unit, UnitOriginal: m.UnitOriginal, ValueOriginal: m.ValueOriginal}
+		mm := Measurement{Parameter: m.Parameter, Value: m.Value, Unit: m.Unit, UnitOriginal: m.UnitOriginal, ValueOriginal: m.ValueOriginal, QC: m.QC}
 		if p, ok := canon.Lookup(m.Parameter); ok && withMeaning {
 			mm.Meaning = p.Meaning
 		}

@@ -87,6 +87,8 @@ func TestLatestObservation(t *testing.T) {
 		{name: "station without readings", args: map[string]any{"station_id": "NOREAD"}, wantErr: `station "NOREAD" (Never reported) of service "ocean" has no readings yet`},
 		{name: "invalid station id", args: map[string]any{"station_id": "../etc"}, wantErr: `station_id "../etc" is not a valid station id`},
 		{name: "unknown parameter", args: map[string]any{"station_id": "41002", "parameters": []string{"salinity"}}, wantErr: "salinity"},
+		{name: "qc filter keeps good values", args: map[string]any{"station_id": "41002", "qc": "good"}, wantParams: 5},
+		{name: "bad qc filter", args: map[string]any{"station_id": "41002", "qc": "7"}, wantErr: `"qc"`},
 		{name: "unknown argument", args: map[string]any{"station": "41002"}, wantErr: `unexpected additional properties ["station"]`},
 		{name: "wrong argument type", args: map[string]any{"station_id": 41002}, wantErr: "station_id"},
 	}
@@ -128,8 +130,8 @@ func TestLatestObservation(t *testing.T) {
 			}
 			units := map[string]string{"wind_speed_ms": "m/s", "wind_direction_deg": "degrees", "water_temperature_c": "celsius", "air_temperature_c": "celsius", "air_pressure_hpa": "hPa"}
 			for _, m := range out.Measurements {
-				if units[m.Parameter] != m.Unit || m.Meaning == "" {
-					t.Errorf("measurement %+v: want unit %q and a meaning", m, units[m.Parameter])
+				if units[m.Parameter] != m.Unit || m.Meaning == "" || m.QC == nil {
+					t.Errorf("measurement %+v: want unit %q, a meaning and a qc", m, units[m.Parameter])
 				}
 				if !strings.Contains(text(res), m.Parameter) {
 					t.Errorf("text rendering lacks %s:\n%s", m.Parameter, text(res))

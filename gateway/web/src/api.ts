@@ -108,6 +108,8 @@ export interface Measurement {
   unit_original?: string;
   value_original?: number;
   conversion?: Conversion;
+  /** QARTOD quality (docs/quality.md): 1 pass, 2 not evaluated, 3 suspect, 4 fail, 9 missing. */
+  qc?: { flag: number; failed: string[] };
 }
 
 export interface Reading {

@@ -8,6 +8,8 @@ export interface BucketStats {
   max?: number | null;
   count?: number | null;
   coverage?: number | null;
+  /** values the quality filter left out (qc=good: suspect and failed ones). */
+  excluded?: number | null;
 }
 
 export interface Bucket {
@@ -25,13 +27,22 @@ export const rangeQuery: Record<Range, { interval: string; days: number }> = {
 };
 
 /** series turns buckets into uPlot's aligned columns: time, mean, min, max; null where a
- * bucket is empty, so uPlot leaves a gap. */
-export function series(buckets: Bucket[], parameter: string): { data: [number[], ...(number | null)[][]]; gaps: number } {
+ * bucket is empty, so uPlot leaves a gap. The fifth column marks the buckets whose
+ * suspect or failed values the aggregate left out (docs/quality.md): at the bucket's mean,
+ * or at the last mean before it when every value of the bucket was left out. */
+export function series(
+  buckets: Bucket[],
+  parameter: string,
+): { data: [number[], ...(number | null)[][]]; gaps: number; flagged: number; excluded: number } {
   const xs: number[] = [];
   const mean: (number | null)[] = [];
   const min: (number | null)[] = [];
   const max: (number | null)[] = [];
+  const marks: (number | null)[] = [];
   let gaps = 0;
+  let flagged = 0;
+  let excluded = 0;
+  let last: number | null = null;
   for (const b of buckets) {
     const s = b.values?.[parameter];
     const empty = !s || s.count === 0 || s.coverage === 0 || s.mean === null || s.mean === undefined;
@@ -39,8 +50,14 @@ export function series(buckets: Bucket[], parameter: string): { data: [number[],
     mean.push(empty ? null : s.mean!);
     min.push(empty ? null : (s.min ?? s.mean!));
     max.push(empty ? null : (s.max ?? s.mean!));
+    if (!empty) last = s.mean!;
+    const x = s?.excluded ?? 0;
+    marks.push(x > 0 ? last : null);
+    if (x > 0) {
+      flagged++;
+      excluded += x;
+    }
     if (empty) gaps++;
   }
-  return { data: [xs, mean, min, max], gaps };
+  return { data: [xs, mean, min, max, marks], gaps, flagged, excluded };
 }
-

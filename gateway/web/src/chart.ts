@@ -1,6 +1,7 @@
 // History charts from GET /api/v1/sensors/{id}/readings/aggregate (docs/api-decisions.md,
 // "Aggregates"): the mean as a line, the min-max range as a band, and a gap (no line across)
-// wherever a bucket has no readings (count or coverage 0).
+// wherever a bucket has no readings (count or coverage 0). A bucket whose suspect or failed
+// values the aggregate left out (qc=good, docs/quality.md) gets a marker.
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { series, type Bucket } from "./buckets";
@@ -13,9 +14,11 @@ export class Chart {
   constructor(private box: HTMLElement) {}
 
   show(buckets: Bucket[], parameter: string, unit: string): void {
-    const { data, gaps } = series(buckets, parameter);
+    const { data, gaps, flagged, excluded } = series(buckets, parameter);
     this.box.dataset.buckets = String(data[0].length);
     this.box.dataset.gaps = String(gaps);
+    this.box.dataset.flagged = String(flagged);
+    this.box.dataset.excluded = String(excluded);
     this.box.dataset.parameter = parameter;
     const width = Math.max(240, this.box.clientWidth || 320);
     const opts: uPlot.Options = {
@@ -26,6 +29,13 @@ export class Chart {
         { label: `mean (${unit})`, stroke: "#0072B2", width: 2, spanGaps: false },
         { label: "min", stroke: "#56B4E9", width: 1, dash: [4, 3], spanGaps: false },
         { label: "max", stroke: "#56B4E9", width: 1, dash: [4, 3], spanGaps: false },
+        {
+          label: "suspect/failed left out",
+          stroke: "#D55E00",
+          width: 0,
+          paths: () => null,
+          points: { show: true, size: 9, stroke: "#D55E00", fill: "#D55E00" },
+        },
       ],
       bands: [{ series: [3, 2], fill: "rgba(86,180,233,0.25)" }],
       axes: [{}, { label: unit, size: 56 }],

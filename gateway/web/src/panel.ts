@@ -198,6 +198,11 @@ export class Panel {
       const value = el("td", { class: "value", title: lineage(m), "data-parameter": m.parameter, "data-value": String(m.value) });
       value.append(el("span", {}, `${num(m.value)} ${m.unit ?? ""}`));
       if (lineage(m)) value.append(el("span", { class: "sr-only" }, ` (${lineage(m)})`));
+      if (m.qc && (m.qc.flag === 3 || m.qc.flag === 4)) {
+        const word = m.qc.flag === 4 ? "failed" : "suspect";
+        value.dataset.qc = String(m.qc.flag);
+        value.append(el("span", { class: `qc qc-${m.qc.flag}`, title: m.qc.failed.join(", ") }, ` ${word}`));
+      }
       return el("tr", {}, el("th", { scope: "row" }, m.parameter), value);
     });
     box.replaceChildren(
@@ -283,7 +288,12 @@ export class Panel {
     this.chartBox.dataset.state = "shown";
     this.chart.show(buckets, parameter, unit);
     const gaps = Number(this.chartBox.dataset.gaps);
-    note.textContent = `${buckets.length} buckets of ${interval} over ${this.opts.range}` + (gaps ? `; ${gaps} without readings, left as gaps.` : ".");
+    const flagged = Number(this.chartBox.dataset.flagged);
+    note.textContent =
+      `${buckets.length} buckets of ${interval} over ${this.opts.range}` +
+      (gaps ? `; ${gaps} without readings, left as gaps` : "") +
+      (flagged ? `; ${flagged} left out ${this.chartBox.dataset.excluded} suspect or failed values (marked)` : "") +
+      ".";
   }
 
   /** downloadCSV fetches the chosen range as CSV with the key in the header and hands it
@@ -335,7 +345,7 @@ export class Panel {
   }
 
   private async csvFromPages(s: Sensor, span: { since: string; until: string }): Promise<string> {
-    const rows = ["sensor_id,external_id,timestamp,parameter,value,unit,value_original,unit_original"];
+    const rows = ["sensor_id,external_id,timestamp,parameter,value,unit,value_original,unit_original,qc_flag"];
     for (let page = 1; page <= 40; page++) {
       const body = await getJSON<{ readings?: Reading[]; pagination?: { total_pages?: number } }>(
         `/api/v1/sensors/${enc(s.id)}/readings` + qs({ ...span, limit: 500, page, sort: "asc" }),
@@ -343,7 +353,7 @@ export class Panel {
       for (const r of body.readings ?? []) {
         for (const m of measurementsOf(r.measurements)) {
           rows.push(
-            [s.id, s.external_id ?? "", r.timestamp, m.parameter, m.value, m.unit ?? "", m.value_original ?? m.conversion?.source_value ?? "", m.unit_original ?? ""]
+            [s.id, s.external_id ?? "", r.timestamp, m.parameter, m.value, m.unit ?? "", m.value_original ?? m.conversion?.source_value ?? "", m.unit_original ?? "", m.qc?.flag ?? 2]
               .map(csvField)
               .join(","),
           );

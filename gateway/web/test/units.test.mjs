@@ -100,3 +100,18 @@ test("ages read as a person would say them", () => {
   assert.equal(m.age(3 * 3600), "3 h");
   assert.equal(m.age(5 * 86400), "5 d");
 });
+
+test("buckets that left out suspect or failed values are marked", () => {
+  const b = (start, stats) => ({ start, values: { water_temperature_c: stats } });
+  const { data, flagged, excluded } = m.series(
+    [
+      b("2026-11-20T00:00:00.000Z", { mean: 20, min: 19, max: 21, count: 5, coverage: 1, excluded: 1 }),
+      b("2026-11-20T01:00:00.000Z", { mean: 21, min: 20, max: 22, count: 6, coverage: 1, excluded: 0 }),
+      b("2026-11-20T02:00:00.000Z", { mean: null, min: null, max: null, count: 0, coverage: 0, excluded: 6 }),
+    ],
+    "water_temperature_c",
+  );
+  assert.deepEqual(data[4], [20, null, 21], "at the mean, or the last mean when all were left out");
+  assert.equal(flagged, 2);
+  assert.equal(excluded, 7);
+});

@@ -66,7 +66,11 @@ type parser struct {
 }
 
 func newParser() *parser {
-	return &parser{b: batch.New(ProviderSlug), sites: map[string]site{}, groups: map[string]*group{}}
+	b := batch.New(ProviderSlug)
+	// AirNow publishes every value as preliminary: its agencies verify them later, in
+	// EPA's AQS, which sensorgate does not read.
+	b.MarkAll(canon.FlagNotEvaluated, canon.ProviderPreliminary)
+	return &parser{b: b, sites: map[string]site{}, groups: map[string]*group{}}
 }
 
 func (p *parser) group(id string, t time.Time, n int) *group {

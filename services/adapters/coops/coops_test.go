@@ -92,15 +92,19 @@ func TestParseUnitsAndFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	adaptertest.CheckBatch(t, b)
-	if len(b.Observations) != 1 {
-		t.Fatalf("observations = %d, want 1", len(b.Observations))
+	if len(b.Observations) != 2 {
+		t.Fatalf("observations = %d, want 2", len(b.Observations))
 	}
 	m := b.Observations[0].Measurements[0]
-	if m.Parameter != canon.AirTemperatureC || m.Value != 30 || m.UnitOriginal != "degF" {
-		t.Errorf("86 degF = %+v, want 30 celsius", m)
+	if m.Parameter != canon.AirTemperatureC || m.Value != 30 || m.UnitOriginal != "degF" || m.QC != nil {
+		t.Errorf("86 degF = %+v, want 30 celsius, no provider mark", m)
+	}
+	// CO-OPS' maximum flag is kept as the value's quality, not a rejection.
+	if q := b.Observations[1].Measurements[0].Quality(); q.Flag != canon.FlagSuspect || len(q.Failed) != 1 || q.Failed[0] != canon.ProviderRange {
+		t.Errorf("99.9 degF flagged 1,0,0 = %+v, want suspect provider_range", q)
 	}
 	r := adaptertest.Reasons(b)
-	for reason, n := range map[string]int{batch.ReasonQualityControl: 1, batch.ReasonBadNumber: 1, batch.ReasonBadTimestamp: 1, "out_of_range": 1, batch.ReasonMalformedRow: 1} {
+	for reason, n := range map[string]int{batch.ReasonQualityControl: 0, batch.ReasonBadNumber: 1, batch.ReasonBadTimestamp: 1, "out_of_range": 1, batch.ReasonMalformedRow: 1} {
 		if r[reason] != n {
 			t.Errorf("rejections[%s] = %d, want %d (all %v)", reason, r[reason], n, r)
 		}

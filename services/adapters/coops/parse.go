@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/services/adapters/internal/batch"
 	"github.com/sensorgate/sensorgate/services/observation"
@@ -41,13 +42,17 @@ type record struct {
 	T string `json:"t"`
 	V string `json:"v"`
 	F string `json:"f"`
+	// Q is the quality of water-level records: "p" preliminary, "v" verified.
+	Q string `json:"q"`
 }
 
 // ParseDatagetter reads a datagetter response of product (water_temperature,
 // air_temperature, air_pressure, humidity) requested with units (metric or english) and
 // time_zone=gmt. {"error": {"message": ...}} is ErrAPI with the message, not an empty
-// batch. A record whose value is "" is missing (counted as missing_sentinel); one whose
-// range-check flags (max, min, rate of change) are set is a quality_control rejection.
+// batch. A record whose value is "" is missing (counted as missing_sentinel). CO-OPS'
+// own quality is kept on the value (docs/quality.md): its range flags (X maximum, N
+// minimum exceeded) mark it provider_range, its rate flag (R) provider_rate_of_change,
+// both suspect; a preliminary record (q "p") is provider_preliminary.
 func ParseDatagetter(productName, units string, data []byte) (observation.Batch, error) {
 	pr, ok := products[productName]
 	if !ok {
@@ -117,10 +122,6 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 			b.Reject(id, n, "v", batch.ReasonMissingSentinel, "v is empty (no data for this time)")
 			continue
 		}
-		if flagged(rec.F) {
-			b.Reject(id, n, "v", batch.ReasonQualityControl, fmt.Sprintf("v = %s failed a range check (f = %q)", truncate(v, 20), rec.F))
-			continue
-		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			b.Reject(id, n, "v", batch.ReasonBadNumber, fmt.Sprintf("v %q is not a number", truncate(v, 20)))
@@ -133,6 +134,7 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 		}
 		ms := b.Start(id, n)
 		ms.Add("v", pr.param, x, unit)
+		markFlags(ms, rec)
 		if ms.Len() == 0 {
 			continue // rejected with its reason by Add
 		}
@@ -154,13 +156,23 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 }
 
 // flagged reports whether any of the comma-separated 0/1 range-check flags is set.
-func flagged(f string) bool {
-	for _, s := range strings.Split(f, ",") {
-		if strings.TrimSpace(s) == "1" {
-			return true
+// markFlags maps a meteorological record's flags "X,N,R" (maximum, minimum, rate of
+// change exceeded) and its quality q onto the value.
+func markFlags(ms *batch.Measurements, rec record) {
+	for i, f := range strings.Split(rec.F, ",") {
+		if strings.TrimSpace(f) != "1" {
+			continue
+		}
+		switch i {
+		case 0, 1:
+			ms.Mark(canon.FlagSuspect, canon.ProviderRange)
+		case 2:
+			ms.Mark(canon.FlagSuspect, canon.ProviderRateOfChange)
 		}
 	}
-	return false
+	if strings.TrimSpace(rec.Q) == "p" {
+		ms.Mark(canon.FlagNotEvaluated, canon.ProviderPreliminary)
+	}
 }
 
 func truncate(s string, n int) string {

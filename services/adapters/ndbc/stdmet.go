@@ -201,6 +201,10 @@ func ParseStdmet(stationID string, data []byte) (observation.Batch, error) {
 		// The monthly and annual historical files are NDBC's quality-controlled archive:
 		// their readings supersede the realtime2 file's for the same hour.
 		b.SetRank(observation.RankQualityControlled)
+	} else {
+		// Realtime values are NDBC's before its quality control, which the historical
+		// files carry: preliminary until one supersedes them.
+		b.MarkAll(canon.FlagNotEvaluated, canon.ProviderPreliminary)
 	}
 	times := map[string][]time.Time{}
 	rows := 0

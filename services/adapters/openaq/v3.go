@@ -177,8 +177,8 @@ func ParseV3Sensors(stationID string, data []byte) (observation.Batch, error) {
 
 // ParseV3Measurements reads /v3/sensors/{id}/measurements of a sensor of the location
 // stationID. Each record is one observation at the end of its averaging period
-// (period.datetimeTo), as v1 dated values; flagged records (flagInfo.hasFlags) are
-// quality_control rejections.
+// (period.datetimeTo), as v1 dated values; a record OpenAQ flagged (flagInfo.hasFlags)
+// is kept, marked provider_flagged (suspect).
 func ParseV3Measurements(stationID string, data []byte) (observation.Batch, error) {
 	id, err := v3Station(stationID)
 	if err != nil {
@@ -212,10 +212,6 @@ func ParseV3Measurements(stationID string, data []byte) (observation.Batch, erro
 			p.b.Reject(id, n, "value", batch.ReasonMissingSentinel, "value is null")
 			continue
 		}
-		if r.FlagInfo.HasFlags {
-			p.b.Reject(id, n, r.Parameter.Name, batch.ReasonQualityControl, fmt.Sprintf("%s = %v is flagged by OpenAQ", r.Parameter.Name, *r.Value))
-			continue
-		}
 		t, err := time.Parse(time.RFC3339, r.Period.DatetimeTo.UTC)
 		if err != nil {
 			p.b.Reject(id, n, "period.datetimeTo.utc", batch.ReasonBadTimestamp, fmt.Sprintf("period.datetimeTo.utc %q is not RFC 3339", truncate(r.Period.DatetimeTo.UTC, 40)))
@@ -229,6 +225,9 @@ func ParseV3Measurements(stationID string, data []byte) (observation.Batch, erro
 		lat, lon := p.position(id, n, r.Coordinates)
 		ms := p.b.Start(id, n)
 		p.add(ms, id, n, value{field: r.Parameter.Name, param: r.Parameter.Name, v: *r.Value, unit: r.Parameter.Units})
+		if r.FlagInfo.HasFlags {
+			ms.Mark(canon.FlagSuspect, canon.ProviderFlagged)
+		}
 		p.emit(ms, t.UTC(), lat, lon, cr, RawV3Measurements)
 	}
 	return p.finish(), nil

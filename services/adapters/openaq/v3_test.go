@@ -100,11 +100,15 @@ func TestParseV3Bad(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := adaptertest.Reasons(b)
-	if len(b.Observations) != 1 || r[batch.ReasonQualityControl] != 1 || r[batch.ReasonMissingSentinel] != 1 || r[batch.ReasonNegative] != 1 || r[batch.ReasonBadTimestamp] != 1 {
+	if len(b.Observations) != 2 || r[batch.ReasonQualityControl] != 0 || r[batch.ReasonMissingSentinel] != 1 || r[batch.ReasonNegative] != 1 || r[batch.ReasonBadTimestamp] != 1 {
 		t.Errorf("observations %d, rejections %v", len(b.Observations), r)
 	}
-	if !b.Observations[0].Time.Equal(time.Date(2023, 3, 7, 7, 30, 0, 0, time.UTC)) {
-		t.Errorf("time %s", b.Observations[0].Time)
+	// OpenAQ's flag is kept on the value.
+	if q := b.Observations[0].Measurements[0].Quality(); q.Flag != canon.FlagSuspect || len(q.Failed) != 1 || q.Failed[0] != canon.ProviderFlagged {
+		t.Errorf("flagged record = %+v, want suspect provider_flagged", q)
+	}
+	if !b.Observations[1].Time.Equal(time.Date(2023, 3, 7, 7, 30, 0, 0, time.UTC)) || b.Observations[1].Measurements[0].QC != nil {
+		t.Errorf("time %s, qc %+v", b.Observations[1].Time, b.Observations[1].Measurements[0].QC)
 	}
 }
 

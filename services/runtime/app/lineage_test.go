@@ -121,13 +121,14 @@ func TestExportAndAggregateLineage(t *testing.T) {
 	}
 	for i, rec := range recs[1:] {
 		w := nd[i]
-		sv, err := strconv.ParseFloat(rec[11], 64)
-		if err != nil || rec[3] != w.m.Parameter || rec[8] != w.c.Rule || rec[9] != w.c.Formula || rec[10] != w.c.SourceField || sv != w.c.SourceValue || rec[12] != w.c.SourceUnit {
+		// Column 8 is qc_flag; the conversion follows it.
+		sv, err := strconv.ParseFloat(rec[12], 64)
+		if err != nil || rec[3] != w.m.Parameter || rec[8] != formats.QCFlag(w.m) || rec[9] != w.c.Rule || rec[10] != w.c.Formula || rec[11] != w.c.SourceField || sv != w.c.SourceValue || rec[13] != w.c.SourceUnit {
 			t.Fatalf("csv row %d = %v, ndjson %+v", i+1, rec, w)
 		}
 		v, _ := strconv.ParseFloat(rec[4], 64)
 		check("csv", canon.Measurement{Parameter: rec[3], Value: v, UnitOriginal: rec[7], ValueOriginal: sv},
-			canon.Conversion{Rule: rec[8], Formula: rec[9], SourceField: rec[10], SourceValue: sv, SourceUnit: rec[12]})
+			canon.Conversion{Rule: rec[9], Formula: rec[10], SourceField: rec[11], SourceValue: sv, SourceUnit: rec[13]})
 	}
 	// Without lineage the columns are the plain long form.
 	q.Del("lineage")

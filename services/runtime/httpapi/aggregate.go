@@ -36,7 +36,7 @@ func (s *Server) aggregate() http.HandlerFunc {
 			s.fail(w, r, apierr.Invalid("source", "want %s or %s, got %q", store.SourceRollups, store.SourceRaw, src))
 			return
 		}
-		res, err := s.d.Store.Aggregate(r.Context(), id, store.AggregateQuery{Bounds: q.Bounds, Parameters: q.Parameters, Source: src})
+		res, err := s.d.Store.Aggregate(r.Context(), id, store.AggregateQuery{Bounds: q.Bounds, Parameters: q.Parameters, Source: src, QC: q.QC})
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -112,7 +112,11 @@ func aggregateResponse(serviceID string, q contract.AggregateQuery, res store.Ag
 		b := contract.AggregateBucket{Start: contract.Time{Time: start}, End: contract.Time{Time: end},
 			StartLocal: start.In(q.Zone).Format(contract.LocalLayout), Values: make(map[string]contract.AggregateStat, len(res.Parameters))}
 		for _, p := range res.Parameters {
-			b.Values[p] = finish(res.Cells[p][i], store.Circular(p), q.Stats, end.Sub(start).Seconds(), st.ReportingIntervalS)
+			v := finish(res.Cells[p][i], store.Circular(p), q.Stats, end.Sub(start).Seconds(), st.ReportingIntervalS)
+			if xs := res.Excluded[p]; xs != nil {
+				v.Excluded = xs[i]
+			}
+			b.Values[p] = v
 		}
 		out.Buckets[i] = b
 	}

@@ -66,7 +66,7 @@ func (s *Server) export() http.HandlerFunc {
 		} else {
 			rows = &ndjsonExport{w: formats.NewNDJSONSize(w, exportBuffer)}
 		}
-		rq := contract.ReadingsQuery{Parameters: q.Parameters, Format: contract.FormatCleaned, Lineage: q.Lineage}
+		rq := contract.ReadingsQuery{Parameters: q.Parameters, Format: contract.FormatCleaned, Lineage: q.Lineage, QC: q.QC}
 		n := 0
 		for _, id := range stations {
 			st, err := s.d.Store.Station(r.Context(), id)
@@ -225,8 +225,12 @@ func (e *csvExport) stored(sensorID string, st contract.Station, r store.Reading
 		if len(q.Parameters) > 0 && !slices.ContainsFunc(q.Parameters, func(p string) bool { return p == string(m.Parameter) }) {
 			continue
 		}
+		if !q.QC.Keep(m.Flag) {
+			continue
+		}
 		rec[0], rec[1], rec[2], rec[3] = sensorID, st.ExternalID, ts, e.name(m.Parameter)
 		rec[4], rec[5], rec[6], rec[7] = e.number(m.Value), e.name(m.Unit), e.number(m.ValueOriginal), e.name(m.UnitOriginal)
+		rec[8] = formats.FlagText(m.Flag)
 		if err := e.c.Row(rec); err != nil {
 			return true, err
 		}
@@ -264,12 +268,12 @@ func (e *csvExport) decoded(sensorID string, st contract.Station, r store.Readin
 		// Over the whole reading, so that a value computed from another names it.
 		conv = canon.Lineage(ms, r.RawFormat)
 	}
-	if len(q.Parameters) > 0 {
+	if len(q.Parameters) > 0 || !q.QC.All() {
 		// Each measurement once, as on readings pages and in NDJSON, however often
 		// parameter= names it.
 		keep, keepConv := ms[:0], conv[:0]
 		for i, m := range ms {
-			if slices.Contains(q.Parameters, m.Parameter) {
+			if (len(q.Parameters) == 0 || slices.Contains(q.Parameters, m.Parameter)) && q.QC.Keep(m.Quality().Flag) {
 				keep = append(keep, m)
 				if e.lineage {
 					keepConv = append(keepConv, conv[i])

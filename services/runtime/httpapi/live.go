@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/services/runtime/live"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
@@ -53,6 +55,11 @@ func (s *Server) latestBatch() http.HandlerFunc {
 				ids = append(ids, id) // an id that cannot exist is simply not found
 			}
 		}
+		qc, err := contract.ParseQC(url.Values{"qc": {req.QC}}, contract.QCAll)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		rows, err := s.d.Store.LatestReadings(r.Context(), ids)
 		if err != nil {
 			s.fail(w, r, err)
@@ -67,7 +74,10 @@ func (s *Server) latestBatch() http.HandlerFunc {
 				it.Timestamp = &contract.Time{Time: rd.Time}
 				it.FetchedAt = &contract.Time{Time: rd.FetchedAt}
 				if len(rd.Measurements) > 0 {
-					it.Measurements = rd.Measurements
+					if it.Measurements, err = keepQualityJSON(rd.Measurements, qc); err != nil {
+						s.fail(w, r, fmt.Errorf("latest of %s: %w", row.Station.ExternalID, err))
+						return
+					}
 				}
 			}
 			out.Items = append(out.Items, it)
@@ -136,4 +146,17 @@ func (s *Server) events() http.HandlerFunc {
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, live.EventsPage(page))
 	}
+}
+
+// keepQualityJSON reduces stored measurements JSON to those whose flag f keeps (the
+// bytes as they are when it keeps all).
+func keepQualityJSON(b json.RawMessage, f contract.QCFilter) (json.RawMessage, error) {
+	if f.All() {
+		return b, nil
+	}
+	var ms []canon.Measurement
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return nil, err
+	}
+	return json.Marshal(keepQuality(ms, f))
 }

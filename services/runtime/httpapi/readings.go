@@ -209,13 +209,14 @@ func appendReading(buf *bytes.Buffer, st contract.Station, r store.Reading, q co
 		return nil
 	}
 	buf.WriteString(`"measurements":`)
-	if len(q.Parameters) == 0 && !q.Lineage {
+	if len(q.Parameters) == 0 && !q.Lineage && q.QC.All() {
 		buf.Write(r.Measurements)
 	} else {
 		var ms []canon.Measurement
 		if err := json.Unmarshal(r.Measurements, &ms); err != nil {
 			return fmt.Errorf("reading %s of %s: stored measurements: %w", r.ID, st.ExternalID, err)
 		}
+		ms = keepQuality(ms, q.QC)
 		var b []byte
 		var err error
 		if q.Lineage {
@@ -295,6 +296,21 @@ func appendUUID(dst []byte, u uuid.UUID) []byte {
 		dst = append(dst, hexdig[b>>4], hexdig[b&0xf])
 	}
 	return dst
+}
+
+// keepQuality keeps the measurements whose flag qc= holds (the reading stays, with the
+// others: pagination counts readings, not measurements).
+func keepQuality(ms []canon.Measurement, f contract.QCFilter) []canon.Measurement {
+	if f.All() {
+		return ms
+	}
+	keep := ms[:0]
+	for _, m := range ms {
+		if f.Keep(m.Quality().Flag) {
+			keep = append(keep, m)
+		}
+	}
+	return keep
 }
 
 func keepParameters(ms []canon.Measurement, params []string) []canon.Measurement {

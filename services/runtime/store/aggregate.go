@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
@@ -30,6 +31,9 @@ type AggregateQuery struct {
 	// Parameters limits the answer (empty: every parameter found in the range).
 	Parameters []string
 	Source     string
+	// QC keeps the values whose flag it holds (zero: contract.QCGood, the aggregates'
+	// default, the only filter the rollups answer).
+	QC contract.QCFilter
 }
 
 // AggregateResult holds, per parameter, one Cell per bucket (N = 0 for an empty bucket).
@@ -38,6 +42,8 @@ type AggregateResult struct {
 	// Parameters are the parameters answered, sorted (the requested ones, or those found).
 	Parameters []string
 	Cells      map[string][]Cell
+	// Excluded counts, per parameter and bucket, the values the QC filter left out.
+	Excluded map[string][]int64
 	// Source is the way it was computed (SourceRollups or SourceRaw).
 	Source string
 }
@@ -51,7 +57,10 @@ func (s *sqlStore) Aggregate(ctx context.Context, externalID string, q Aggregate
 	if len(q.Bounds) < 2 {
 		return AggregateResult{}, fmt.Errorf("aggregate of %q: no buckets", externalID)
 	}
-	res := AggregateResult{Station: st.Station, Cells: map[string][]Cell{}}
+	if q.QC == 0 {
+		q.QC = contract.QCGood
+	}
+	res := AggregateResult{Station: st.Station, Cells: map[string][]Cell{}, Excluded: map[string][]int64{}}
 	for _, p := range q.Parameters {
 		res.Cells[p] = make([]Cell, len(q.Bounds)-1)
 	}
@@ -59,9 +68,12 @@ func (s *sqlStore) Aggregate(ctx context.Context, externalID string, q Aggregate
 	src := q.Source
 	if src == SourceAuto {
 		src = SourceRaw
-		if timebucket.WholeHours(q.Bounds) {
+		if timebucket.WholeHours(q.Bounds) && q.QC == contract.QCGood {
 			src = SourceRollups
 		}
+	}
+	if src == SourceRollups && q.QC != contract.QCGood {
+		return AggregateResult{}, fmt.Errorf("aggregate of %q: the rollups hold qc=good only, not qc=%s", externalID, q.QC)
 	}
 	res.Source = src
 	want := func(p string) bool { return len(q.Parameters) == 0 || slices.Contains(q.Parameters, p) }
@@ -73,9 +85,18 @@ func (s *sqlStore) Aggregate(ctx context.Context, externalID string, q Aggregate
 		}
 		return &cs[i]
 	}
+	excludedOf := func(p string, i int) *int64 {
+		cellOf(p, i) // the parameter is answered even when all its values were left out
+		xs, ok := res.Excluded[p]
+		if !ok {
+			xs = make([]int64, len(q.Bounds)-1)
+			res.Excluded[p] = xs
+		}
+		return &xs[i]
+	}
 	switch src {
 	case SourceRollups:
-		err = s.aggregateRollups(ctx, st, bounds, want, cellOf)
+		err = s.aggregateRollups(ctx, st, bounds, want, cellOf, excludedOf)
 	case SourceRaw:
 		dec := NewMeasDecoder()
 		var ms []canon.Measurement
@@ -89,7 +110,11 @@ func (s *sqlStore) Aggregate(ctx context.Context, externalID string, q Aggregate
 				return nil
 			}
 			for _, m := range ms {
-				if want(m.Parameter) {
+				switch {
+				case !want(m.Parameter):
+				case !q.QC.Keep(m.Quality().Flag):
+					*excludedOf(m.Parameter, i)++
+				default:
 					cellOf(m.Parameter, i).Add(m.Value, Circular(m.Parameter))
 				}
 			}
@@ -112,7 +137,7 @@ func (s *sqlStore) Aggregate(ctx context.Context, externalID string, q Aggregate
 // both backends: one row per station-hour comes back (8,760 for a year), each decoded
 // in place, and timebucket.IndexMs places its hour among the boundaries, so the bucket
 // rule is the one of package timebucket.
-func (s *sqlStore) aggregateRollups(ctx context.Context, st stationRec, bounds []int64, want func(string) bool, cellOf func(string, int) *Cell) error {
+func (s *sqlStore) aggregateRollups(ctx context.Context, st stationRec, bounds []int64, want func(string) bool, cellOf func(string, int) *Cell, excludedOf func(string, int) *int64) error {
 	rows, err := s.d.query(ctx, s.q(`SELECT hour, cells FROM rollups
 		WHERE station = ? AND hour >= ? AND hour < ? ORDER BY hour`), st.key, bounds[0], bounds[len(bounds)-1])
 	if err != nil {
@@ -140,7 +165,7 @@ func (s *sqlStore) aggregateRollups(ctx context.Context, st stationRec, bounds [
 		if n == "" {
 			bad = fmt.Errorf("rollups: unknown parameter id %d", id)
 		}
-		if !want(n) {
+		if !want(strings.TrimPrefix(n, excludedPrefix)) {
 			n = "-"
 		}
 		if int(id) >= len(names) {
@@ -158,7 +183,11 @@ func (s *sqlStore) aggregateRollups(ctx context.Context, st stationRec, bounds [
 			continue
 		}
 		err := eachCell(cells, func(id uint16, c Cell) {
-			if p := name(id); p != "-" && p != "" {
+			switch p := name(id); {
+			case p == "-" || p == "":
+			case strings.HasPrefix(p, excludedPrefix):
+				*excludedOf(p[len(excludedPrefix):], i) += c.N
+			default:
 				cellOf(p, i).Merge(c)
 			}
 		})

@@ -234,3 +234,50 @@ func ndbcBatches(n int) []store.Batch {
 	}
 	return batches
 }
+
+// BenchmarkIngestQuality measures ingest with the QARTOD tests off
+// (store.Options.SkipQualityTests) and on, side by side on PostgreSQL (COPY), for backfill
+// batches (100 stations x 100 readings: the tests read no stored context after the first
+// batch, their tracks cached) and live polls (1,000 stations x 1 reading), and the disk
+// bytes a reading takes either way (the flags are stored in the compressed measurements).
+//
+//	scripts/testenv.sh go test -run '^$' -bench IngestQuality -benchtime 20x ./services/runtime/store/
+func BenchmarkIngestQuality(b *testing.B) {
+	ctx := context.Background()
+	shapes := []struct {
+		name              string
+		stations, perStep int
+	}{{"backfill", 100, 100}, {"poll", 1000, 1}}
+	for _, sh := range shapes {
+		for _, tests := range []string{"off", "on"} {
+			b.Run(sh.name+"/tests-"+tests, func(b *testing.B) {
+				s, err := store.Open(ctx, store.Options{DatabaseURL: testenv.Postgres(b), ServiceID: "ocean", SkipQualityTests: tests == "off"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+				per := sh.stations * sh.perStep
+				batches := make([]store.Batch, b.N)
+				for i := range batches {
+					batches[i] = benchdata.Batch(0, sh.stations, sh.perStep, start.Add(time.Duration(i*sh.perStep)*10*time.Minute))
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					res, err := s.Ingest(ctx, batches[i])
+					if err != nil || res.Inserted != per {
+						b.Fatalf("ingest: %+v %v", res, err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(b.N*per)/b.Elapsed().Seconds(), "readings/s")
+				reportPhases(b, s, b.N*per)
+				fp, err := s.Footprint(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(fp.Bytes)/float64(fp.Readings), "disk-bytes/reading")
+			})
+		}
+	}
+}

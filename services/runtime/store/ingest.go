@@ -112,13 +112,22 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		return res, err
 	}
 	ph.done(phasePrepare)
-	var revised map[int32][]int64
+	var (
+		revised map[int32][]int64
+		tracks  map[int32]*stationTracks
+	)
 	err = s.d.inTx(ctx, func(tx txn) error {
-		changed, err := s.writeStations(ctx, tx, stations, rows, extKeys, len(b.Observations) == 0)
+		changed, last, err := s.writeStations(ctx, tx, stations, rows, extKeys, len(b.Observations) == 0)
 		if err != nil {
 			return err
 		}
 		ph.done(phaseStations)
+		if !s.qcOff {
+			if tracks, err = s.assess(ctx, tx, rows, last); err != nil {
+				return err
+			}
+			ph.done(phaseQuality)
+		}
 		fresh, added, err := s.writeReadings(ctx, tx, rows, &ph)
 		if err != nil {
 			return err
@@ -156,6 +165,7 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		return IngestResult{}, err
 	}
 	ph.done(phaseCommit)
+	s.keepTracks(tracks)
 	// A revised reading's hours are summed again from the stored readings (a minimum or
 	// maximum cannot be taken back).
 	for key, hours := range revised {
@@ -215,12 +225,14 @@ func (s *sqlStore) committedReadings(stations []contract.Station, rows []row, ex
 }
 
 // writeStations locks and upserts the batch's stations, gives every row its station
-// key, and returns how many stations changed.
-func (s *sqlStore) writeStations(ctx context.Context, tx txn, stations []contract.Station, rows []row, extKeys []string, authoritative bool) (int, error) {
+// key, and returns how many stations changed and the newest stored reading (epoch ms)
+// of those that had one.
+func (s *sqlStore) writeStations(ctx context.Context, tx txn, stations []contract.Station, rows []row, extKeys []string, authoritative bool) (int, map[int32]int64, error) {
 	stored, err := s.lockStations(ctx, tx, stations)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	last := map[int32]int64{}
 	keys := make(map[string]int32, len(stations))
 	changed := 0
 	for _, st := range stations {
@@ -228,9 +240,12 @@ func (s *sqlStore) writeStations(ctx context.Context, tx txn, stations []contrac
 		cur, exists := stored[extKey]
 		key, ch, err := s.upsertStation(ctx, tx, st, cur, exists, authoritative)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		keys[extKey] = key
+		if exists && cur.LastReadingAt != nil {
+			last[key] = cur.LastReadingAt.UnixMilli()
+		}
 		if ch {
 			changed++
 		}
@@ -238,11 +253,11 @@ func (s *sqlStore) writeStations(ctx context.Context, tx txn, stations []contrac
 	for i := range rows {
 		k, ok := keys[extKeys[i]]
 		if !ok {
-			return 0, fmt.Errorf("ingest: observation of unknown station %q", extKeys[i])
+			return 0, nil, fmt.Errorf("ingest: observation of unknown station %q", extKeys[i])
 		}
 		rows[i].station = k
 	}
-	return changed, nil
+	return changed, last, nil
 }
 
 // writeReadings writes the rows not stored yet (returned) and their blocks, and returns
@@ -439,6 +454,14 @@ func (s *sqlStore) setDicts(ctx context.Context, rows []row, extKeys []string) e
 	me := newMeasEncoder()
 	for f, samples := range mSamples {
 		for _, ms := range samples {
+			// The samples are taken before the QARTOD tests run: they get the quality
+			// most values will have, so that the dictionary holds its bytes too.
+			ms = slices.Clone(ms)
+			for i := range ms {
+				if ms[i].QC == nil {
+					ms[i].QC = &canon.QC{Flag: canon.FlagPass, Failed: []string{}}
+				}
+			}
 			j, err := me.encode(nil, ms)
 			if err != nil {
 				return fmt.Errorf("ingest: measurements of format %s: %w", f, err)

@@ -167,7 +167,7 @@ func (s *sqlStore) fillLatestBlocks(ctx context.Context, out []StationLatest, re
 		if !ok || idx >= len(b.measurements) {
 			return fmt.Errorf("latest reading of %q: block %d (index %d) is missing", out[i].Station.ExternalID, id, idx)
 		}
-		out[i].Reading.Measurements = b.measurements[idx]
+		out[i].Reading.Measurements = withQC(b.measurements[idx])
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -67,9 +68,67 @@ func (e *measEncoder) encode(dst []byte, ms []canon.Measurement) ([]byte, error)
 		dst = e.str(dst, m.UnitOriginal)
 		dst = append(dst, `,"value_original":`...)
 		dst = appendFloat(dst, m.ValueOriginal)
+		if m.QC != nil {
+			dst = append(dst, `,"qc":{"flag":`...)
+			dst = strconv.AppendInt(dst, int64(m.QC.Flag), 10)
+			dst = append(dst, `,"failed":[`...)
+			for j, f := range m.QC.Failed {
+				if j > 0 {
+					dst = append(dst, ',')
+				}
+				dst = e.str(dst, f)
+			}
+			dst = append(dst, "]}"...)
+		}
 		dst = append(dst, '}')
 	}
 	return append(dst, ']'), nil
+}
+
+// qcKey is how a stored measurement's quality starts (measEncoder's shape).
+var qcKey = []byte(`"qc":`)
+
+// notEvaluated is the quality of a value stored before flags were.
+const notEvaluated = `,"qc":{"flag":2,"failed":[]}`
+
+// withQC gives every measurement of the stored JSON b a quality: readings stored before
+// the QARTOD tests ran have none, and every answer carries one (flag 2, not evaluated).
+// The check is one byte search; only such old readings are rewritten, at read time,
+// rather than rewriting every stored row in a migration.
+func withQC(b []byte) []byte {
+	if len(b) <= 2 || bytes.Contains(b, qcKey) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+8*len(notEvaluated))
+	depth, inStr := 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inStr:
+			if c == '\\' {
+				out = append(out, c)
+				i++
+				if i < len(b) {
+					out = append(out, b[i])
+				}
+				continue
+			}
+			if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if c == '}' && depth == 2 {
+				out = append(out, notEvaluated...)
+			}
+			depth--
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // MeasDecoder reads the measurements JSON the store wrote (measEncoder's exact shape)
@@ -80,10 +139,60 @@ func (e *measEncoder) encode(dst []byte, ms []canon.Measurement) ([]byte, error)
 // holds a few dozen. Not safe for concurrent use; one per request or scan.
 type MeasDecoder struct {
 	strs map[string]string
+	// qcs interns qualities by their stored bytes: a store holds a few dozen distinct
+	// ones, so decoding a measurement's quality allocates nothing. Decoded QC values are
+	// shared between measurements: read-only.
+	qcs map[string]*canon.QC
 }
 
 // NewMeasDecoder returns a decoder with an empty string table.
-func NewMeasDecoder() *MeasDecoder { return &MeasDecoder{strs: map[string]string{}} }
+func NewMeasDecoder() *MeasDecoder {
+	return &MeasDecoder{strs: map[string]string{}, qcs: map[string]*canon.QC{}}
+}
+
+// qc reads an optional `,"qc":{...}` (absent in readings stored before flags were: nil).
+func (p *measParser) qc(out **canon.QC) bool {
+	if !p.lit(`,"qc":`) {
+		return true
+	}
+	start := p.i
+	end := bytes.IndexByte(p.b[p.i:], '}')
+	if end < 0 {
+		return false
+	}
+	raw := p.b[start : start+end+1]
+	if q, ok := p.d.qcs[string(raw)]; ok {
+		*out = q
+		p.i = start + end + 1
+		return true
+	}
+	q := new(canon.QC)
+	if !p.lit(`{"flag":`) {
+		return false
+	}
+	var f float64
+	if !p.num(&f) || !p.lit(`,"failed":[`) {
+		return false
+	}
+	q.Flag = int(f)
+	q.Failed = []string{}
+	for !p.lit("]") {
+		if len(q.Failed) > 0 && !p.lit(",") {
+			return false
+		}
+		var name string
+		if !p.str(&name) {
+			return false
+		}
+		q.Failed = append(q.Failed, name)
+	}
+	if !p.lit("}") || p.i != start+end+1 {
+		return false
+	}
+	p.d.qcs[string(raw)] = q
+	*out = q
+	return true
+}
 
 // Decode appends the measurements of b to dst[:0].
 func (d *MeasDecoder) Decode(dst []canon.Measurement, b []byte) ([]canon.Measurement, error) {
@@ -112,7 +221,7 @@ func (d *MeasDecoder) fast(dst []canon.Measurement, b []byte) ([]canon.Measureme
 			p.lit(`,"value":`) && p.num(&m.Value) &&
 			p.lit(`,"unit":`) && p.str(&m.Unit) &&
 			p.lit(`,"unit_original":`) && p.str(&m.UnitOriginal) &&
-			p.lit(`,"value_original":`) && p.num(&m.ValueOriginal) && p.lit("}")
+			p.lit(`,"value_original":`) && p.num(&m.ValueOriginal) && p.qc(&m.QC) && p.lit("}")
 		if !ok {
 			return nil, false
 		}
@@ -207,6 +316,10 @@ func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), l
 type RawMeasurement struct {
 	Parameter, Unit, UnitOriginal []byte
 	Value, ValueOriginal          []byte
+	// Flag is the QARTOD flag (2 for a value stored before flags were); Failed the
+	// stored JSON array of the names that set it (nil when absent).
+	Flag   int
+	Failed []byte
 }
 
 // DecodeRawMeasurements appends the measurements of b to dst[:0] as their bytes, for the
@@ -229,7 +342,7 @@ func DecodeRawMeasurements(dst []RawMeasurement, b []byte) ([]RawMeasurement, bo
 			p.lit(`,"value":`) && p.num(&m.Value) &&
 			p.lit(`,"unit":`) && p.str(&m.Unit) &&
 			p.lit(`,"unit_original":`) && p.str(&m.UnitOriginal) &&
-			p.lit(`,"value_original":`) && p.num(&m.ValueOriginal) && p.lit("}")
+			p.lit(`,"value_original":`) && p.num(&m.ValueOriginal) && p.qc(&m) && p.lit("}")
 		if !ok {
 			return nil, false
 		}
@@ -279,6 +392,26 @@ func (p *rawParser) str(out *[]byte) bool {
 		}
 	}
 	return false
+}
+
+// qc reads an optional quality into m's Flag and Failed (absent: flag 2).
+func (p *rawParser) qc(m *RawMeasurement) bool {
+	m.Flag = canon.FlagNotEvaluated
+	if !p.lit(`,"qc":{"flag":`) {
+		return true
+	}
+	var f []byte
+	if !p.num(&f) || len(f) != 1 || f[0] < '0' || f[0] > '9' || !p.lit(`,"failed":`) {
+		return false
+	}
+	m.Flag = int(f[0] - '0')
+	end := bytes.IndexByte(p.b[p.i:], ']')
+	if end < 0 {
+		return false
+	}
+	m.Failed = p.b[p.i : p.i+end+1]
+	p.i += end + 1
+	return p.lit("}")
 }
 
 // num takes the bytes measParser.num would parse (the caller parses or copies them).

@@ -115,3 +115,49 @@ func BenchmarkMeasDecode(b *testing.B) {
 		}
 	})
 }
+
+// Qualities round-trip through the encoder and both decoders exactly as encoding/json
+// writes and reads them; readings stored before flags read back as not evaluated.
+func TestQualityEncoding(t *testing.T) {
+	t.Parallel()
+	qcs := []*canon.QC{nil, {Flag: 1, Failed: []string{}}, {Flag: 4, Failed: []string{canon.TestSpike, canon.TestRateOfChange}},
+		{Flag: 2, Failed: []string{canon.ProviderPreliminary}}}
+	e, d := newMeasEncoder(), NewMeasDecoder()
+	var ms []canon.Measurement
+	for i, q := range qcs {
+		ms = append(ms, canon.Measurement{Parameter: canon.WaterTemperatureC, Value: float64(i), Unit: canon.Celsius, UnitOriginal: "degC", ValueOriginal: float64(i), QC: q})
+	}
+	want, _ := json.Marshal(ms)
+	got, err := e.encode(nil, ms)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("encode:\n got %s (%v)\nwant %s", got, err, want)
+	}
+	for round := 0; round < 2; round++ { // the second round reads interned qualities
+		back, err := d.Decode(nil, got)
+		if err != nil || len(back) != len(ms) {
+			t.Fatalf("decode: %v %v", back, err)
+		}
+		again, _ := json.Marshal(back)
+		if string(again) != string(want) {
+			t.Fatalf("decode round trip:\n got %s\nwant %s", again, want)
+		}
+	}
+	raw, ok := DecodeRawMeasurements(nil, got)
+	if !ok || len(raw) != 4 || raw[0].Flag != 2 || raw[0].Failed != nil || raw[2].Flag != 4 || string(raw[2].Failed) != `["spike","rate_of_change"]` {
+		t.Fatalf("raw decode: %v %+v", ok, raw)
+	}
+	// withQC: an old reading gains flag 2 in every measurement, escapes and braces in
+	// strings included; a reading with qualities is returned as it is.
+	old := []byte(`[{"parameter":"a","value":1,"unit":"x\"}{","unit_original":"y","value_original":1},{"parameter":"b","value":2,"unit":"","unit_original":"","value_original":2}]`)
+	up := withQC(old)
+	var dec []canon.Measurement
+	if err := json.Unmarshal(up, &dec); err != nil || len(dec) != 2 || dec[0].Unit != `x"}{` || dec[0].QC == nil || dec[0].QC.Flag != 2 || dec[1].QC == nil || dec[1].QC.Failed == nil {
+		t.Fatalf("withQC(old) = %s (%v)", up, err)
+	}
+	if b := withQC(got); &b[0] != &got[0] {
+		t.Fatal("withQC copied a reading that has qualities")
+	}
+	if b := withQC([]byte(`[]`)); string(b) != `[]` {
+		t.Fatalf("withQC([]) = %s", b)
+	}
+}

@@ -48,6 +48,10 @@ type Options struct {
 	// never twice for one reading: a replay stores nothing new). The live streams publish
 	// them (docs/live.md); it runs on the ingest goroutine, so it must not block long.
 	Committed func(ctx context.Context, readings []Committed)
+	// SkipQualityTests stores readings without running the QARTOD tests (their values
+	// are served as not evaluated, flag 2, beside any provider mark): the ingest
+	// benchmark's baseline.
+	SkipQualityTests bool
 }
 
 // Open connects to the configured database, applies pending migrations and returns the
@@ -66,7 +70,8 @@ func Open(ctx context.Context, o Options) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sqlStore{serviceID: o.ServiceID, log: o.Logger, codec: c, now: o.Now, dicts: map[string]uint32{}, committed: o.Committed}
+	s := &sqlStore{serviceID: o.ServiceID, log: o.Logger, codec: c, now: o.Now, dicts: map[string]uint32{}, committed: o.Committed,
+		qcOff: o.SkipQualityTests, tracks: trackCache{}}
 	switch {
 	case o.DatabaseURL == "":
 		if o.SQLitePath == "" {

@@ -10,6 +10,7 @@ import (
 const (
 	phasePrepare  = iota // stations merged, measurements JSON, dictionaries, partitions
 	phaseStations        // transaction begun, stations upserted and locked
+	phaseQuality         // QARTOD tests run (with their stored context when not cached)
 	phaseLookup          // stored keys looked up
 	phaseCompress        // new readings cut into blocks, block ids taken, inline readings compressed
 	phaseReadings        // readings written (blocks compressed meanwhile)
@@ -19,7 +20,7 @@ const (
 	phaseCount
 )
 
-var phaseNames = [phaseCount]string{"prepare", "stations", "lookup", "compress", "readings", "blocks", "counters", "commit"}
+var phaseNames = [phaseCount]string{"prepare", "stations", "quality", "lookup", "compress", "readings", "blocks", "counters", "commit"}
 
 // phaseTimes accumulates the time spent in each phase over every batch.
 type phaseTimes struct{ ns [phaseCount]atomic.Int64 }

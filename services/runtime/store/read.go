@@ -152,6 +152,7 @@ func (s *sqlStore) fillInline(ctx context.Context, r *Reading, m []byte, rawForm
 	if r.Measurements, err = s.decode(ctx, m); err != nil {
 		return fmt.Errorf("measurements: %w", err)
 	}
+	r.Measurements = withQC(r.Measurements)
 	if rawFormat != nil {
 		if r.RawFormat, err = s.dictFormat(ctx, uint32(*rawFormat)); err != nil {
 			return err
@@ -206,7 +207,7 @@ func (s *sqlStore) fillFromBlocks(ctx context.Context, st stationRec, out []Read
 		if !ok || idx >= len(b.measurements) {
 			return fmt.Errorf("reading %s of %q: block %d (index %d) is missing", out[i].Time.Format(time.RFC3339), st.ExternalID, id, idx)
 		}
-		out[i].Measurements = b.measurements[idx]
+		out[i].Measurements = withQC(b.measurements[idx])
 		out[i].RawFormat = b.rawFormat
 		if withRaw && idx < len(b.raw) && b.raw[idx] != nil {
 			out[i].Raw = b.raw[idx]

@@ -187,15 +187,28 @@ func (r rollupSums) add(station int32, ts int64, ms []canon.Measurement, ids fun
 		r[k] = h
 	}
 	for _, m := range ms {
-		id := ids(m.Parameter)
+		good := m.QC == nil || canon.Good(m.QC.Flag)
+		name := m.Parameter
+		if !good {
+			name = excludedName(m.Parameter)
+		}
+		id := ids(name)
 		c := h[id]
 		if c == nil {
 			c = &Cell{}
 			h[id] = c
 		}
-		c.Add(m.Value, Circular(m.Parameter))
+		c.Add(m.Value, good && Circular(m.Parameter))
 	}
 }
+
+// The rollups sum the values the aggregates use by default (qc=good: flags 1 and 2).
+// The others of a parameter are summed under the pseudo-parameter excludedName(p), whose
+// count is the bucket's `excluded`: no new column, and 30 bytes only in the hours that
+// hold such values. Other qc filters are answered from the readings.
+const excludedPrefix = "qc_excluded:"
+
+func excludedName(param string) string { return excludedPrefix + param }
 
 // sorted returns the hours ordered by key (so that concurrent writers lock rows in one
 // order), each with its cells ordered by parameter id.
@@ -274,7 +287,7 @@ func (s *sqlStore) ensureRollupParams(ctx context.Context, rows []row) error {
 	for i := range rows {
 		for _, m := range rows[i].meas {
 			if !slices.Contains(names, m.Parameter) {
-				names = append(names, m.Parameter)
+				names = append(names, m.Parameter, excludedName(m.Parameter))
 			}
 		}
 	}
@@ -435,6 +448,9 @@ func (s *sqlStore) sumReadings(ctx context.Context, st stationRec, lo, hi int64,
 		for _, m := range ms {
 			if s.rollupParamID(m.Parameter) == 0 && !slices.Contains(*missing, m.Parameter) {
 				*missing = append(*missing, m.Parameter)
+			}
+			if x := excludedName(m.Parameter); s.rollupParamID(x) == 0 && !slices.Contains(*missing, x) {
+				*missing = append(*missing, x)
 			}
 		}
 		if len(*missing) == 0 {

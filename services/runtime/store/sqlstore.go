@@ -127,6 +127,10 @@ type sqlStore struct {
 	horizon atomic.Int64
 	// committed is Options.Committed.
 	committed func(ctx context.Context, readings []Committed)
+	// qcOff is Options.SkipQualityTests; tracks are the QARTOD tests' memory between
+	// batches (guarded by writeMu).
+	qcOff  bool
+	tracks trackCache
 }
 
 func (s *sqlStore) q(query string) string { return s.d.rebind(query) }

@@ -48,6 +48,7 @@ type Builder struct {
 	order    []string
 	emitted  map[obsKey]bool
 	rank     int
+	qc       *canon.QC // MarkAll's marks, nil when none
 }
 
 type obsKey struct {
@@ -84,6 +85,39 @@ type Measurements struct {
 	station string
 	line    int
 	list    []canon.Measurement
+	qc      *canon.QC // this record's provider marks (Mark), nil when none
+}
+
+// Mark records the provider's own quality of this record (a CO-OPS range flag, an
+// OpenAQ flag): every measurement of the observation carries it, and the ingest's
+// QARTOD tests add theirs (the value's flag is the worst).
+func (m *Measurements) Mark(flag int, name string) {
+	if m.qc == nil {
+		m.qc = m.b.markedQC()
+	}
+	markQC(m.qc, flag, name)
+}
+
+// MarkAll records a provider's quality of every value of the payload (provider_preliminary
+// of a realtime file that a quality-controlled one supersedes later).
+func (b *Builder) MarkAll(flag int, name string) {
+	if b.qc == nil {
+		b.qc = &canon.QC{Flag: canon.FlagPass, Failed: []string{}}
+	}
+	markQC(b.qc, flag, name)
+}
+
+// markedQC is a record's starting quality: the payload's marks, copied.
+func (b *Builder) markedQC() *canon.QC {
+	if b.qc == nil {
+		return &canon.QC{Flag: canon.FlagPass, Failed: []string{}}
+	}
+	return &canon.QC{Flag: b.qc.Flag, Failed: append([]string{}, b.qc.Failed...)}
+}
+
+func markQC(q *canon.QC, flag int, name string) {
+	m := canon.Measurement{QC: q}
+	m.Mark(flag, name)
 }
 
 // Start begins the measurements of station's row or record at line (1-based; 0 unknown).
@@ -138,6 +172,16 @@ func (m *Measurements) Emit(t time.Time, lat, lon *float64, raw json.RawMessage,
 		return
 	}
 	b.emitted[k] = true
+	// Provider marks: one QC value per record (or per payload), shared by its
+	// measurements; the store copies it before adding the tests' flags.
+	if q := m.qc; q != nil || b.qc != nil {
+		if q == nil {
+			q = b.qc
+		}
+		for i := range m.list {
+			m.list[i].QC = q
+		}
+	}
 	b.batch.Observations = append(b.batch.Observations, observation.Observation{
 		StationID: m.station, Time: t.UTC(), Measurements: m.list, Lat: lat, Lon: lon,
 		Raw: raw, RawFormat: rawFormat, Source: observation.Source{Kind: rawFormat, Rank: b.rank},
