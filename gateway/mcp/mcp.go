@@ -65,6 +65,9 @@ type Handler struct {
 	now      func() time.Time
 	version  string
 	area     AreaLatest
+	// cacheTTL is CacheTTL (0 when disabled): list results tell clients to cache as long
+	// as the gateway trusts its own lookups.
+	cacheTTL time.Duration
 
 	// Catalog lookups, trusted for CacheTTL (nil: not cached).
 	sensors  *ttlcache.Cache[uuid.UUID, catalog.Sensor]
@@ -103,6 +106,7 @@ func New(cfg Config) (*Handler, error) {
 		now:      cfg.Now,
 		version:  cfg.Version,
 		area:     cfg.AreaLatest,
+		cacheTTL: max(cfg.CacheTTL, 0),
 		sensors:  newCache[uuid.UUID](cfg.CacheTTL, 10000, 512, sensorStrings),
 		services: newCache[string](cfg.CacheTTL, 256, 1024, serviceStrings),
 		projects: newCache[string](cfg.CacheTTL, 1024, 512, projectStrings),

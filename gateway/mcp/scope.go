@@ -247,7 +247,7 @@ func (sc *scope) capabilities() json.RawMessage {
 
 func (sc *scope) methods() string {
 	if sc.hasResources() {
-		return "initialize, ping, tools/list, tools/call, resources/list, resources/templates/list and resources/read"
+		return "server/discover, initialize, ping, tools/list, tools/call, resources/list, resources/templates/list and resources/read"
 	}
-	return "initialize, ping, tools/list and tools/call"
+	return "server/discover, initialize, ping, tools/list and tools/call"
 }

@@ -47,13 +47,14 @@ func sdkCases(s0 target) []sdkCase {
 }
 
 // testGoSDK drives every gateway MCP endpoint with the official Go SDK client over its
-// streamable HTTP transport: initialize (the SDK first tries the stateless server/discover
-// of 2026-07-28 and falls back), tools/list, tools/call, with only an x-api-key header
-// added.
+// streamable HTTP transport, with only an x-api-key header added: at 2026-07-28 (the SDK's
+// default) server/discover and stateless calls with the version in each request's _meta
+// and the Mcp-Method/Mcp-Name headers; at the older versions initialize; then tools/list
+// and tools/call.
 func testGoSDK(t *testing.T, g *gateway) {
 	s0 := target{ID: g.Sensors[0].ID.String(), ExternalID: g.Sensors[0].ExternalID, FeedSlug: g.Sensors[0].FeedSlug}
 	for _, c := range sdkCases(s0) {
-		for _, version := range []string{"", "2025-06-18", "2024-11-05"} {
+		for _, version := range []string{"", mcp.StatelessProtocolVersion, mcp.LatestProtocolVersion, "2025-06-18", "2024-11-05"} {
 			t.Run(c.scope+"/"+orLatest(version), func(t *testing.T) {
 				t.Parallel()
 				sdkRoundTrip(t, g.URL, c, version, devKey)
@@ -131,7 +132,7 @@ func sdkRoundTrip(t *testing.T, base string, c sdkCase, version, key string) {
 	defer cs.Close()
 	want := version
 	if want == "" {
-		want = mcp.LatestProtocolVersion
+		want = mcp.StatelessProtocolVersion // the SDK's newest, which every scope speaks
 	}
 	if got := cs.InitializeResult().ProtocolVersion; got != want {
 		t.Errorf("negotiated %q, want %q", got, want)
@@ -156,6 +157,13 @@ func sdkRoundTrip(t *testing.T, base string, c sdkCase, version, key string) {
 	}
 	if res.IsError || res.StructuredContent == nil || len(res.Content) == 0 {
 		t.Fatalf("tools/call %s: isError %v, structured %v, content %v", c.tool, res.IsError, res.StructuredContent, res.Content)
+	}
+	if want == mcp.StatelessProtocolVersion {
+		// 2026-07-28 has no ping; its list results carry cache hints.
+		if tools.TTLMs <= 0 || tools.CacheScope == "" {
+			t.Errorf("tools/list cache hints: ttlMs %d, cacheScope %q", tools.TTLMs, tools.CacheScope)
+		}
+		return
 	}
 	if err := cs.Ping(ctx, nil); err != nil {
 		t.Errorf("ping: %v", err)
