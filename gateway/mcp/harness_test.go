@@ -220,11 +220,35 @@ func do(tb testing.TB, req *http.Request) rpcResult {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	checkToolAnswer(tb, req, b)
 	r := rpcResult{Status: resp.StatusCode, Header: resp.Header, Body: b}
 	if len(b) > 0 && resp.Header.Get("Content-Type") != "" {
 		_ = json.Unmarshal(b, &r.Msg)
 	}
 	return r
+}
+
+// checkToolAnswer fails tb when req was a tools/call and its answer is over
+// mcp.MaxToolResultBytes: every tool call the suite makes, through post, call or the go-sdk
+// client (headerTransport), is held to the size an agent's context can take.
+func checkToolAnswer(tb testing.TB, req *http.Request, answer []byte) {
+	if tb == nil || len(answer) <= mcp.MaxToolResultBytes || req.GetBody == nil {
+		return
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return
+	}
+	defer body.Close()
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.NewDecoder(body).Decode(&msg) == nil && msg.Method == "tools/call" {
+		tb.Errorf("tools/call %s at %s answered %d bytes, over the %d a tool answer may take", msg.Params.Name, req.URL.Path, len(answer), mcp.MaxToolResultBytes)
+	}
 }
 
 // call sends a tools/call and decodes the tool result.

@@ -41,6 +41,8 @@ type requestInfo struct {
 	// stateless is set when the request follows 2026-07-28 (its _meta names the version);
 	// protocolVersion is then the version the gateway speaks on its own hops (stateless.go).
 	stateless bool
+	// base is the gateway's origin as the client reached it, for links to REST URLs.
+	base string
 }
 
 // ServiceMCP serves POST /api/v1/services/:id/mcp: the service's own tools, forwarded.
@@ -292,6 +294,11 @@ func requestInfoOf(c *gin.Context) (requestInfo, error) {
 		info.protocolVersion = v
 	}
 	info.method, info.name = c.GetHeader(HeaderMethod), c.GetHeader(HeaderName)
+	scheme := "http"
+	if c.Request.TLS != nil || strings.EqualFold(c.GetHeader("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	info.base = scheme + "://" + c.Request.Host
 	// obs.Middleware assigns the id (or keeps the client's); a bare engine has only the header.
 	info.requestID = obs.RequestID(c.Request.Context())
 	if info.requestID == "" {

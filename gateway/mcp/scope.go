@@ -122,7 +122,7 @@ func (h *Handler) callTool(ctx context.Context, sc *scope, info requestInfo, req
 			if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" && a[0] != '{' {
 				return invalidParams(req.ID, "tools/call: params.arguments must be an object")
 			}
-			return h.serveLocal(ctx, sc, info, req)
+			return fitAnswer(h.serveLocal(ctx, sc, info, req), name, linkFor(info.base, sc, name, p.Arguments))
 		}
 	}
 	if sc.service == nil {
@@ -147,7 +147,7 @@ func (h *Handler) callTool(ctx context.Context, sc *scope, info requestInfo, req
 		h.logUpstream(ctx, sc, err)
 		return toolErrorResult(req.ID, e)
 	}
-	return up
+	return fitAnswer(up, name, linkFor(info.base, sc, name, p.Arguments))
 }
 
 // forwardParams rewrites tools/call params for the service: the canonical (dotted) tool

@@ -1,7 +1,9 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,9 +16,10 @@ import (
 )
 
 // headerTransport adds fixed headers to every request, as an MCP host configured with an
-// API key does.
+// API key does, and holds every tools/call answer to the size rule (checkToolAnswer).
 type headerTransport struct {
 	header http.Header
+	tb     testing.TB
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -24,7 +27,18 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, v := range t.header {
 		r.Header[k] = v
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || t.tb == nil || r.Method != http.MethodPost || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return resp, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	checkToolAnswer(t.tb, r, b)
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
 }
 
 // sdkCase is one endpoint and a tool call that must succeed there.
@@ -101,7 +115,7 @@ func connectSDK(ctx context.Context, t testing.TB, endpoint, version string, hea
 	client := sdk.NewClient(&sdk.Implementation{Name: "sensorgate-test", Version: "1"}, nil)
 	transport := &sdk.StreamableClientTransport{
 		Endpoint:   endpoint,
-		HTTPClient: &http.Client{Transport: headerTransport{header: header}, Timeout: 30 * time.Second},
+		HTTPClient: &http.Client{Transport: headerTransport{header: header, tb: t}, Timeout: 30 * time.Second},
 		MaxRetries: -1,
 	}
 	var opts *sdk.ClientSessionOptions
