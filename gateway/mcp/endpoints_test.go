@@ -204,6 +204,79 @@ func TestGateway(t *testing.T) {
 		}
 	})
 
+	t.Run("2026-07-28 from a bare client", func(t *testing.T) {
+		t.Parallel()
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"curl","version":"1"}}`
+		for scope, path := range endpoints {
+			r := g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta+`}}`,
+				mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "server/discover")
+			var res struct {
+				SupportedVersions []string `json:"supportedVersions"`
+				Capabilities      struct {
+					Tools *json.RawMessage `json:"tools"`
+				} `json:"capabilities"`
+				TTLMs      *int64         `json:"ttlMs"`
+				CacheScope string         `json:"cacheScope"`
+				Meta       map[string]any `json:"_meta"`
+			}
+			if r.Status != 200 || r.Msg.Error != nil || json.Unmarshal(r.Msg.Result, &res) != nil {
+				t.Fatalf("%s server/discover: %d %s", scope, r.Status, r.Body)
+			}
+			if !slices.Equal(res.SupportedVersions, mcp.AllProtocolVersions()) || res.Capabilities.Tools == nil || res.TTLMs == nil || res.CacheScope == "" || res.Meta["io.modelcontextprotocol/serverInfo"] == nil {
+				t.Errorf("%s server/discover = %s", scope, r.Msg.Result)
+			}
+			// Without the version in _meta, server/discover is unknown: old clients fall back.
+			r = g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`)
+			if r.Msg.Error == nil || r.Msg.Error.Code != jsonrpc.CodeMethodNotFound {
+				t.Errorf("%s legacy server/discover: %s", scope, r.Body)
+			}
+			// initialize and ping are not part of 2026-07-28.
+			r = g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{`+meta+`}}`,
+				mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "ping")
+			if r.Msg.Error == nil || r.Msg.Error.Code != jsonrpc.CodeMethodNotFound {
+				t.Errorf("%s 2026 ping: %s", scope, r.Body)
+			}
+			// Headers that disagree with the body are refused, naming the header.
+			r = g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`,
+				mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "tools/call")
+			if r.Msg.Error == nil || r.Msg.Error.Code != -32020 || !strings.Contains(r.Msg.Error.Message, mcp.HeaderMethod) {
+				t.Errorf("%s Mcp-Method mismatch: %s", scope, r.Body)
+			}
+			r = g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`,
+				mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "tools/list")
+			var list struct {
+				Tools      []json.RawMessage `json:"tools"`
+				TTLMs      *int64            `json:"ttlMs"`
+				CacheScope string            `json:"cacheScope"`
+			}
+			if r.Msg.Error != nil || json.Unmarshal(r.Msg.Result, &list) != nil || len(list.Tools) == 0 || list.TTLMs == nil || *list.TTLMs != 5000 || list.CacheScope != "public" {
+				t.Errorf("%s 2026 tools/list: %.300s", scope, r.Body)
+			}
+		}
+	})
+
+	t.Run("tool-call metrics", func(t *testing.T) {
+		t.Parallel()
+		path := endpoints["catalog"]
+		before := map[string]float64{}
+		cases := []struct{ tool, outcome string }{{"describe_catalog", "ok"}, {"get_readings", "tool_error"}, {"unknown", "rpc_error"}}
+		for _, c := range cases {
+			before[c.tool] = mcpCalls(t, g, "catalog", c.tool, c.outcome)
+		}
+		g.call(t, path, "describe_catalog", map[string]any{})
+		if tr := g.call(t, path, "get_readings", map[string]any{"sensor_id": s0.ID.String(), "limit": "many"}); !tr.IsError {
+			t.Fatalf("get_readings with a bad limit did not fail: %s", tr.text())
+		}
+		if r := g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"no_such_tool_`+uuid.NewString()+`","arguments":{}}}`); r.Msg.Error == nil {
+			t.Fatalf("unknown tool: %s", r.Body)
+		}
+		for _, c := range cases {
+			if got := mcpCalls(t, g, "catalog", c.tool, c.outcome); got <= before[c.tool] {
+				t.Errorf("sensorgate_mcp_calls_total{scope=catalog,tool=%s,outcome=%s} = %v, was %v", c.tool, c.outcome, got, before[c.tool])
+			}
+		}
+	})
+
 	t.Run("tools-list per scope", func(t *testing.T) {
 		t.Parallel()
 		want := map[string][]string{
@@ -383,4 +456,28 @@ func listNames(tb testing.TB, g *gateway, path string, header ...string) []strin
 		names = append(names, t.Name)
 	}
 	return names
+}
+
+// mcpCalls reads sensorgate_mcp_calls_total for one scope, tool and outcome.
+func mcpCalls(tb testing.TB, g *gateway, scope, tool, outcome string) float64 {
+	tb.Helper()
+	mfs, err := g.Metrics.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sensorgate_mcp_calls_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["scope"] == scope && labels["tool"] == tool && labels["outcome"] == outcome {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

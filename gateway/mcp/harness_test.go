@@ -76,7 +76,8 @@ type gateway struct {
 	Handler    *mcp.Handler
 	Sensors    []catalog.Sensor // the ocean sensors, by name
 	OwnerID    uuid.UUID
-	// Metrics gathers the readings cache's lookups (sensorgate_proxy_cache_lookups_total).
+	// Metrics gathers the readings cache's lookups (sensorgate_proxy_cache_lookups_total)
+	// and the tool calls (sensorgate_mcp_calls_total).
 	Metrics *prometheus.Registry
 }
 
@@ -107,7 +108,7 @@ func newGateway(tb testing.TB, stations int) *gateway {
 	}
 	area := latest.New(latest.Options{Store: st, Services: map[string]latest.BatchClient{"ocean": clients["ocean"]}})
 	h, err := mcp.New(mcp.Config{
-		Store: st, Clients: clients, Readings: answers, Logger: slog.New(slog.DiscardHandler), AreaLatest: area,
+		Store: st, Clients: clients, Readings: answers, Logger: slog.New(slog.DiscardHandler), AreaLatest: area, Registerer: reg,
 		Viewer: func(c *gin.Context) (uuid.UUID, bool) {
 			id, ok := auth.FromGin(c)
 			return id.OwnerID, ok

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -106,9 +107,24 @@ func (h *Handler) listTools(ctx context.Context, sc *scope, info requestInfo, re
 	return marshalResponse(mustResult(req.ID, out))
 }
 
-// callTool answers tools/call: a local tool runs here, any other name goes to the service
-// with the scope's context merged into params._meta.
+// callTool answers tools/call and records it in the call metrics.
 func (h *Handler) callTool(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
+	start := time.Now()
+	var p callParams
+	_ = decodeObject(req.Params, &p)
+	out := h.runTool(ctx, sc, info, req)
+	if p.Name != nil {
+		_, known := sc.local.lookup(*p.Name)
+		h.metrics.observe(sc.kind, *p.Name, known, out, time.Since(start))
+	} else {
+		h.metrics.observe(sc.kind, "", false, out, time.Since(start))
+	}
+	return out
+}
+
+// runTool answers tools/call: a local tool runs here, any other name goes to the service
+// with the scope's context merged into params._meta.
+func (h *Handler) runTool(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
 	var p callParams
 	if err := decodeObject(req.Params, &p); err != nil {
 		return invalidParams(req.ID, "tools/call: %v", err)
