@@ -39,6 +39,11 @@ func TestGateway(t *testing.T) {
 		testGoSDK(t, g)
 	})
 
+	t.Run("client configurations", func(t *testing.T) {
+		t.Parallel()
+		testClientConfigs(t, g)
+	})
+
 	t.Run("http errors", func(t *testing.T) {
 		t.Parallel()
 		big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", mcp.MaxBodyBytes) + `"}}`
