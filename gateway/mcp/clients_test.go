@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,17 +176,7 @@ func headerConfig(g *gateway, url string, headers map[string]string) clientConfi
 // useCatalog lists the catalog tools and reads two readings of a sensor.
 func useCatalog(ctx context.Context, t *testing.T, cs *sdk.ClientSession, externalID string) {
 	t.Helper()
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	var names []string
-	for _, tool := range tools.Tools {
-		names = append(names, tool.Name)
-	}
-	if !slices.Contains(names, "get_readings") {
-		t.Fatalf("tools %v lack get_readings", names)
-	}
+	listHas(ctx, t, cs, "get_readings")
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "get_readings", Arguments: map[string]any{"sensor_id": externalID, "limit": 2}})
 	if err != nil || res.IsError {
 		t.Fatalf("get_readings: %v %+v", err, res)

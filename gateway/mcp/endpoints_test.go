@@ -466,23 +466,5 @@ func listNames(tb testing.TB, g *gateway, path string, header ...string) []strin
 // mcpCalls reads sensorgate_mcp_calls_total for one scope, tool and outcome.
 func mcpCalls(tb testing.TB, g *gateway, scope, tool, outcome string) float64 {
 	tb.Helper()
-	mfs, err := g.Metrics.Gather()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "sensorgate_mcp_calls_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["scope"] == scope && labels["tool"] == tool && labels["outcome"] == outcome {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return counterValue(tb, g.Metrics, "sensorgate_mcp_calls_total", map[string]string{"scope": scope, "tool": tool, "outcome": outcome})
 }

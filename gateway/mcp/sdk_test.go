@@ -154,17 +154,7 @@ func sdkRoundTrip(t *testing.T, base string, c sdkCase, version, key string) {
 	if cs.InitializeResult().Capabilities.Tools == nil {
 		t.Errorf("no tools capability")
 	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	var names []string
-	for _, tool := range tools.Tools {
-		names = append(names, tool.Name)
-	}
-	if !slices.Contains(names, c.tool) {
-		t.Fatalf("tools/list %v lacks %s", names, c.tool)
-	}
+	tools := listHas(ctx, t, cs, c.tool)
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
 	if err != nil {
 		t.Fatalf("tools/call %s: %v", c.tool, err)
@@ -182,4 +172,21 @@ func sdkRoundTrip(t *testing.T, base string, c sdkCase, version, key string) {
 	if err := cs.Ping(ctx, nil); err != nil {
 		t.Errorf("ping: %v", err)
 	}
+}
+
+// listHas runs tools/list through the SDK client and fails unless it names tool.
+func listHas(ctx context.Context, t *testing.T, cs *sdk.ClientSession, tool string) *sdk.ListToolsResult {
+	t.Helper()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, tool) {
+		t.Fatalf("tools/list %v lacks %s", names, tool)
+	}
+	return tools
 }
