@@ -260,6 +260,36 @@ func TestGateway(t *testing.T) {
 		}
 	})
 
+	t.Run("a large result is cut with a working link", func(t *testing.T) {
+		t.Parallel()
+		r := g.post(t, endpoints["catalog"], fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_readings","arguments":{"sensor_id":%q,"limit":1000}}}`, s0.ID.String()))
+		var res struct {
+			Content []struct {
+				Type, Text, URI, MimeType string
+			} `json:"content"`
+			StructuredContent struct {
+				Readings []json.RawMessage `json:"readings"`
+			} `json:"structuredContent"`
+			IsError bool `json:"isError"`
+		}
+		if r.Status != 200 || json.Unmarshal(r.Msg.Result, &res) != nil || res.IsError {
+			t.Fatalf("get_readings: %d %.300s", r.Status, r.Body)
+		}
+		if len(res.Content) != 2 || res.Content[1].Type != "resource_link" {
+			t.Fatalf("%d bytes, %d readings, content %+v: want a cut answer with a resource_link (the fixture gives more than 25 KB)", len(r.Body), len(res.StructuredContent.Readings), res.Content)
+		}
+		link := res.Content[1]
+		if !strings.Contains(res.Content[0].Text, "first") || link.MimeType != "text/csv" || !strings.HasPrefix(link.URI, g.URL+"/api/v1/sensors/"+s0.ID.String()+"/readings?") {
+			t.Errorf("cut answer: %+v", res.Content)
+		}
+		req, _ := http.NewRequest(http.MethodGet, link.URI, nil)
+		req.Header.Set("x-api-key", devKey)
+		got := do(t, req)
+		if got.Status != 200 || !strings.HasPrefix(got.Header.Get("Content-Type"), "text/csv") || strings.Count(string(got.Body), "\n") <= len(res.StructuredContent.Readings) {
+			t.Errorf("GET %s: %d %s, %d lines for %d readings kept", link.URI, got.Status, got.Header.Get("Content-Type"), strings.Count(string(got.Body), "\n"), len(res.StructuredContent.Readings))
+		}
+	})
+
 	t.Run("tool-call metrics", func(t *testing.T) {
 		t.Parallel()
 		path := endpoints["catalog"]

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
@@ -180,6 +181,9 @@ func linkFor(base string, sc *scope, tool string, args json.RawMessage) restLink
 		}
 		q.Set("format", "csv")
 		copyArgs("from", "to", "sort")
+		if n, ok := a["limit"].(float64); ok && n >= 1 {
+			q.Set("limit", strconv.Itoa(int(n)))
+		}
 		if p, ok := a["parameters"].([]any); ok {
 			var ps []string
 			for _, x := range p {
