@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/auth"
@@ -17,13 +18,14 @@ import (
 // newMCP builds the MCP endpoints: service tools are forwarded through the services'
 // clients, the readings tools answer through the REST readings path (answers), private
 // projects are visible to their owner's keys, and latest_in_area answers through area
-// (the handler of GET /api/v1/readings/latest).
-func newMCP(st catalog.Store, clients map[string]*contract.Client, answers mcp.Readings, area mcp.AreaLatest, log *slog.Logger) (api.MCPHandlers, error) {
+// (the handler of GET /api/v1/readings/latest); tool calls are counted and timed on reg.
+func newMCP(st catalog.Store, clients map[string]*contract.Client, answers mcp.Readings, area mcp.AreaLatest, reg prometheus.Registerer, log *slog.Logger) (api.MCPHandlers, error) {
 	h, err := mcp.New(mcp.Config{
 		Store:      st,
 		Clients:    clients,
 		Readings:   answers,
 		AreaLatest: area,
+		Registerer: reg,
 		Logger:     log,
 		Viewer: func(c *gin.Context) (uuid.UUID, bool) {
 			id, ok := auth.FromGin(c)

@@ -134,7 +134,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer lv.close()
-	mcpHandlers, err := newMCP(st, clients, px.answers, lv.latest, log)
+	mcpHandlers, err := newMCP(st, clients, px.answers, lv.latest, reg, log)
 	if err != nil {
 		return err
 	}

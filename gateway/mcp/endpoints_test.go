@@ -39,6 +39,11 @@ func TestGateway(t *testing.T) {
 		testGoSDK(t, g)
 	})
 
+	t.Run("client configurations", func(t *testing.T) {
+		t.Parallel()
+		testClientConfigs(t, g)
+	})
+
 	t.Run("http errors", func(t *testing.T) {
 		t.Parallel()
 		big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", mcp.MaxBodyBytes) + `"}}`
@@ -200,6 +205,109 @@ func TestGateway(t *testing.T) {
 			r = g.post(t, path, `{"jsonrpc":"2.0","id":"p","method":"ping"}`)
 			if r.Status != 200 || string(r.Msg.Result) != "{}" || string(r.Msg.ID) != `"p"` {
 				t.Errorf("%s ping: %s", scope, r.Body)
+			}
+		}
+	})
+
+	t.Run("2026-07-28 from a bare client", func(t *testing.T) {
+		t.Parallel()
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"curl","version":"1"}}`
+		for scope, path := range endpoints {
+			r := g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta+`}}`,
+				mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "server/discover")
+			var res struct {
+				SupportedVersions []string `json:"supportedVersions"`
+				Capabilities      struct {
+					Tools *json.RawMessage `json:"tools"`
+				} `json:"capabilities"`
+				TTLMs      *int64         `json:"ttlMs"`
+				CacheScope string         `json:"cacheScope"`
+				Meta       map[string]any `json:"_meta"`
+			}
+			if r.Status != 200 || r.Msg.Error != nil || json.Unmarshal(r.Msg.Result, &res) != nil {
+				t.Fatalf("%s server/discover: %d %s", scope, r.Status, r.Body)
+			}
+			if !slices.Equal(res.SupportedVersions, mcp.AllProtocolVersions()) || res.Capabilities.Tools == nil || res.TTLMs == nil || res.CacheScope == "" || res.Meta["io.modelcontextprotocol/serverInfo"] == nil {
+				t.Errorf("%s server/discover = %s", scope, r.Msg.Result)
+			}
+			// Without the version in _meta, server/discover is unknown: old clients fall back.
+			r = g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`)
+			if r.Msg.Error == nil || r.Msg.Error.Code != jsonrpc.CodeMethodNotFound {
+				t.Errorf("%s legacy server/discover: %s", scope, r.Body)
+			}
+			// initialize and ping are not part of 2026-07-28.
+			r = g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{`+meta+`}}`,
+				mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "ping")
+			if r.Msg.Error == nil || r.Msg.Error.Code != jsonrpc.CodeMethodNotFound {
+				t.Errorf("%s 2026 ping: %s", scope, r.Body)
+			}
+			// Headers that disagree with the body are refused, naming the header.
+			r = g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`,
+				mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "tools/call")
+			if r.Msg.Error == nil || r.Msg.Error.Code != -32020 || !strings.Contains(r.Msg.Error.Message, mcp.HeaderMethod) {
+				t.Errorf("%s Mcp-Method mismatch: %s", scope, r.Body)
+			}
+			r = g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`,
+				mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "tools/list")
+			var list struct {
+				Tools      []json.RawMessage `json:"tools"`
+				TTLMs      *int64            `json:"ttlMs"`
+				CacheScope string            `json:"cacheScope"`
+			}
+			if r.Msg.Error != nil || json.Unmarshal(r.Msg.Result, &list) != nil || len(list.Tools) == 0 || list.TTLMs == nil || *list.TTLMs != 5000 || list.CacheScope != "public" {
+				t.Errorf("%s 2026 tools/list: %.300s", scope, r.Body)
+			}
+		}
+	})
+
+	t.Run("a large result is cut with a working link", func(t *testing.T) {
+		t.Parallel()
+		r := g.post(t, endpoints["catalog"], fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_readings","arguments":{"sensor_id":%q,"limit":1000}}}`, s0.ID.String()))
+		var res struct {
+			Content []struct {
+				Type, Text, URI, MimeType string
+			} `json:"content"`
+			StructuredContent struct {
+				Readings []json.RawMessage `json:"readings"`
+			} `json:"structuredContent"`
+			IsError bool `json:"isError"`
+		}
+		if r.Status != 200 || json.Unmarshal(r.Msg.Result, &res) != nil || res.IsError {
+			t.Fatalf("get_readings: %d %.300s", r.Status, r.Body)
+		}
+		if len(res.Content) != 2 || res.Content[1].Type != "resource_link" {
+			t.Fatalf("%d bytes, %d readings, content %+v: want a cut answer with a resource_link (the fixture gives more than 25 KB)", len(r.Body), len(res.StructuredContent.Readings), res.Content)
+		}
+		link := res.Content[1]
+		if !strings.Contains(res.Content[0].Text, "first") || link.MimeType != "text/csv" || !strings.HasPrefix(link.URI, g.URL+"/api/v1/sensors/"+s0.ID.String()+"/readings?") {
+			t.Errorf("cut answer: %+v", res.Content)
+		}
+		req, _ := http.NewRequest(http.MethodGet, link.URI, nil)
+		req.Header.Set("x-api-key", devKey)
+		got := do(t, req)
+		if got.Status != 200 || !strings.HasPrefix(got.Header.Get("Content-Type"), "text/csv") || strings.Count(string(got.Body), "\n") <= len(res.StructuredContent.Readings) {
+			t.Errorf("GET %s: %d %s, %d lines for %d readings kept", link.URI, got.Status, got.Header.Get("Content-Type"), strings.Count(string(got.Body), "\n"), len(res.StructuredContent.Readings))
+		}
+	})
+
+	t.Run("tool-call metrics", func(t *testing.T) {
+		t.Parallel()
+		path := endpoints["catalog"]
+		before := map[string]float64{}
+		cases := []struct{ tool, outcome string }{{"describe_catalog", "ok"}, {"get_readings", "tool_error"}, {"unknown", "rpc_error"}}
+		for _, c := range cases {
+			before[c.tool] = mcpCalls(t, g, "catalog", c.tool, c.outcome)
+		}
+		g.call(t, path, "describe_catalog", map[string]any{})
+		if tr := g.call(t, path, "get_readings", map[string]any{"sensor_id": s0.ID.String(), "limit": "many"}); !tr.IsError {
+			t.Fatalf("get_readings with a bad limit did not fail: %s", tr.text())
+		}
+		if r := g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"no_such_tool_`+uuid.NewString()+`","arguments":{}}}`); r.Msg.Error == nil {
+			t.Fatalf("unknown tool: %s", r.Body)
+		}
+		for _, c := range cases {
+			if got := mcpCalls(t, g, "catalog", c.tool, c.outcome); got <= before[c.tool] {
+				t.Errorf("sensorgate_mcp_calls_total{scope=catalog,tool=%s,outcome=%s} = %v, was %v", c.tool, c.outcome, got, before[c.tool])
 			}
 		}
 	})
@@ -383,4 +491,10 @@ func listNames(tb testing.TB, g *gateway, path string, header ...string) []strin
 		names = append(names, t.Name)
 	}
 	return names
+}
+
+// mcpCalls reads sensorgate_mcp_calls_total for one scope, tool and outcome.
+func mcpCalls(tb testing.TB, g *gateway, scope, tool, outcome string) float64 {
+	tb.Helper()
+	return counterValue(tb, g.Metrics, "sensorgate_mcp_calls_total", map[string]string{"scope": scope, "tool": tool, "outcome": outcome})
 }

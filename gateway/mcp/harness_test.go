@@ -76,7 +76,8 @@ type gateway struct {
 	Handler    *mcp.Handler
 	Sensors    []catalog.Sensor // the ocean sensors, by name
 	OwnerID    uuid.UUID
-	// Metrics gathers the readings cache's lookups (sensorgate_proxy_cache_lookups_total).
+	// Metrics gathers the readings cache's lookups (sensorgate_proxy_cache_lookups_total)
+	// and the tool calls (sensorgate_mcp_calls_total).
 	Metrics *prometheus.Registry
 }
 
@@ -107,7 +108,7 @@ func newGateway(tb testing.TB, stations int) *gateway {
 	}
 	area := latest.New(latest.Options{Store: st, Services: map[string]latest.BatchClient{"ocean": clients["ocean"]}})
 	h, err := mcp.New(mcp.Config{
-		Store: st, Clients: clients, Readings: answers, Logger: slog.New(slog.DiscardHandler), AreaLatest: area,
+		Store: st, Clients: clients, Readings: answers, Logger: slog.New(slog.DiscardHandler), AreaLatest: area, Registerer: reg,
 		Viewer: func(c *gin.Context) (uuid.UUID, bool) {
 			id, ok := auth.FromGin(c)
 			return id.OwnerID, ok
@@ -220,11 +221,35 @@ func do(tb testing.TB, req *http.Request) rpcResult {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	checkToolAnswer(tb, req, b)
 	r := rpcResult{Status: resp.StatusCode, Header: resp.Header, Body: b}
 	if len(b) > 0 && resp.Header.Get("Content-Type") != "" {
 		_ = json.Unmarshal(b, &r.Msg)
 	}
 	return r
+}
+
+// checkToolAnswer fails tb when req was a tools/call and its answer is over
+// mcp.MaxToolResultBytes: every tool call the suite makes, through post, call or the go-sdk
+// client (headerTransport), is held to the size an agent's context can take.
+func checkToolAnswer(tb testing.TB, req *http.Request, answer []byte) {
+	if tb == nil || len(answer) <= mcp.MaxToolResultBytes || req.GetBody == nil {
+		return
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return
+	}
+	defer body.Close()
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.NewDecoder(body).Decode(&msg) == nil && msg.Method == "tools/call" {
+		tb.Errorf("tools/call %s at %s answered %d bytes, over the %d a tool answer may take", msg.Params.Name, req.URL.Path, len(answer), mcp.MaxToolResultBytes)
+	}
 }
 
 // call sends a tools/call and decodes the tool result.

@@ -36,6 +36,13 @@ type requestInfo struct {
 	style           string
 	protocolVersion string // Mcp-Protocol-Version header, validated; "" when absent
 	requestID       string
+	// method and name are the Mcp-Method and Mcp-Name headers (2026-07-28).
+	method, name string
+	// stateless is set when the request follows 2026-07-28 (its _meta names the version);
+	// protocolVersion is then the version the gateway speaks on its own hops (stateless.go).
+	stateless bool
+	// base is the gateway's origin as the client reached it, for links to REST URLs.
+	base string
 }
 
 // ServiceMCP serves POST /api/v1/services/:id/mcp: the service's own tools, forwarded.
@@ -201,6 +208,15 @@ func (h *Handler) serve(kind string, resolve func(context.Context, *gin.Context)
 			h.reply(c, jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "invalid request: MCP requires a string or number id, not null")))
 			return
 		}
+		if info, err = statelessRequest(info, req); err != nil {
+			var je *jsonrpc.Error
+			if errors.As(err, &je) {
+				h.reply(c, jsonrpc.NewError(req.ID, je))
+				return
+			}
+			h.fail(c, err)
+			return
+		}
 		out := h.dispatch(ctx, sc, info, req)
 		c.Data(http.StatusOK, "application/json", out)
 	}
@@ -208,18 +224,27 @@ func (h *Handler) serve(kind string, resolve func(context.Context, *gin.Context)
 
 // dispatch answers one call with the marshalled response.
 func (h *Handler) dispatch(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
+	if info.stateless && (req.Method == methodInitialize || req.Method == methodPing) {
+		return marshalResponse(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound,
+			"method %q is not part of protocol %s: it has no session; server/discover describes the endpoint", req.Method, StatelessProtocolVersion)))
+	}
 	switch req.Method {
 	case methodInitialize:
 		return h.initialize(sc, req)
+	case methodDiscover:
+		return h.discover(sc, info, req)
 	case methodPing:
 		return marshalResponse(&jsonrpc.Response{ID: req.ID, Result: json.RawMessage("{}")})
 	case methodToolsList:
-		return h.listTools(ctx, sc, info, req)
+		return withCacheHints(h.listTools(ctx, sc, info, req), h.cacheHints(sc))
 	case methodToolsCall:
 		return h.callTool(ctx, sc, info, req)
 	case methodResourcesList, methodResourceTemplatesList, methodResourcesRead:
 		if sc.hasResources() {
-			return h.serveLocal(ctx, sc, info, req)
+			if req.Method == methodResourcesRead {
+				return h.serveLocal(ctx, sc, info, req)
+			}
+			return withCacheHints(h.serveLocal(ctx, sc, info, req), h.cacheHints(sc))
 		}
 		fallthrough
 	default:
@@ -239,7 +264,7 @@ func (h *Handler) initialize(sc *scope, req *jsonrpc.Request) []byte {
 	res := initializeResult{
 		ProtocolVersion: negotiate(*p.ProtocolVersion),
 		Capabilities:    sc.capabilities(),
-		ServerInfo:      implementation{Name: "sensorgate-" + sc.kind, Title: "sensorgate " + sc.kind + " MCP", Version: h.version},
+		ServerInfo:      h.serverInfo(sc),
 		Instructions:    sc.instructions(),
 	}
 	resp, err := jsonrpc.NewResult(req.ID, res)
@@ -263,11 +288,17 @@ func requestInfoOf(c *gin.Context) (requestInfo, error) {
 		}
 	}
 	if v := c.GetHeader(HeaderProtocolVersion); v != "" {
-		if !slices.Contains(SupportedProtocolVersions(), v) {
-			return info, apierr.New(apierr.InvalidParameter, "invalid header %s: unsupported protocol version %q (supported: %s)", HeaderProtocolVersion, clip(v, 32), strings.Join(SupportedProtocolVersions(), ", "))
+		if !slices.Contains(AllProtocolVersions(), v) {
+			return info, apierr.New(apierr.InvalidParameter, "invalid header %s: unsupported protocol version %q (supported: %s)", HeaderProtocolVersion, clip(v, 32), strings.Join(AllProtocolVersions(), ", "))
 		}
 		info.protocolVersion = v
 	}
+	info.method, info.name = c.GetHeader(HeaderMethod), c.GetHeader(HeaderName)
+	scheme := "http"
+	if c.Request.TLS != nil || strings.EqualFold(c.GetHeader("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	info.base = scheme + "://" + c.Request.Host
 	// obs.Middleware assigns the id (or keeps the client's); a bare engine has only the header.
 	info.requestID = obs.RequestID(c.Request.Context())
 	if info.requestID == "" {

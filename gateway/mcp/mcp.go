@@ -18,6 +18,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -43,6 +44,9 @@ type Config struct {
 	// AreaLatest answers the catalog tool latest_in_area through the code path of
 	// GET /api/v1/readings/latest; nil leaves the tool out.
 	AreaLatest AreaLatest
+	// Registerer receives the tool-call metrics (sensorgate_mcp_calls_total and
+	// sensorgate_mcp_call_duration_seconds); nil keeps them unregistered.
+	Registerer prometheus.Registerer
 	// Logger receives request failures (default slog.Default()).
 	Logger *slog.Logger
 	// Now is the clock for reading ages (default time.Now).
@@ -65,6 +69,10 @@ type Handler struct {
 	now      func() time.Time
 	version  string
 	area     AreaLatest
+	// cacheTTL is CacheTTL (0 when disabled): list results tell clients to cache as long
+	// as the gateway trusts its own lookups.
+	cacheTTL time.Duration
+	metrics  *callMetrics
 
 	// Catalog lookups, trusted for CacheTTL (nil: not cached).
 	sensors  *ttlcache.Cache[uuid.UUID, catalog.Sensor]
@@ -103,11 +111,15 @@ func New(cfg Config) (*Handler, error) {
 		now:      cfg.Now,
 		version:  cfg.Version,
 		area:     cfg.AreaLatest,
+		cacheTTL: max(cfg.CacheTTL, 0),
 		sensors:  newCache[uuid.UUID](cfg.CacheTTL, 10000, 512, sensorStrings),
 		services: newCache[string](cfg.CacheTTL, 256, 1024, serviceStrings),
 		projects: newCache[string](cfg.CacheTTL, 1024, 512, projectStrings),
 	}
 	var err error
+	if h.metrics, err = newCallMetrics(cfg.Registerer); err != nil {
+		return nil, err
+	}
 	if h.registryTools, err = h.newRegistryTools(); err != nil {
 		return nil, fmt.Errorf("mcp: registry tools: %w", err)
 	}

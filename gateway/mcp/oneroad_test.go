@@ -46,19 +46,29 @@ func TestReadingsToolsShareTheRESTPath(t *testing.T) {
 // lookups reads sensorgate_proxy_cache_lookups_total{result}.
 func lookups(t *testing.T, reg *prometheus.Registry, result string) float64 {
 	t.Helper()
+	return counterValue(t, reg, "sensorgate_proxy_cache_lookups_total", map[string]string{"result": result})
+}
+
+// counterValue reads the counter name of reg whose labels include want (0 when none).
+func counterValue(tb testing.TB, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	tb.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "sensorgate_proxy_cache_lookups_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			n := 0
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == result {
-					return m.GetCounter().GetValue()
+				if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+					n++
 				}
+			}
+			if n == len(want) {
+				return m.GetCounter().GetValue()
 			}
 		}
 	}

@@ -5,16 +5,26 @@ import (
 	"slices"
 )
 
-// LatestProtocolVersion is the version the gateway answers with when the client asks for one
-// it does not support.
+// LatestProtocolVersion is the newest version initialize negotiates, and the one it answers
+// with when the client asks for one it does not know.
 const LatestProtocolVersion = "2025-11-25"
 
+// StatelessProtocolVersion is the stateless protocol (SEP-2575): no initialize and no
+// session; server/discover, and the protocol version, client info and capabilities in the
+// _meta of every request (stateless.go).
+const StatelessProtocolVersion = "2026-07-28"
+
 // SupportedProtocolVersions returns the MCP protocol versions initialize accepts, newest
-// first. 2026-07-28 (SEP-2575, stateless server/discover) is not offered: initialize is
-// deprecated there, and SDK clients that try server/discover first fall back to initialize
-// with 2025-11-25 when the gateway answers "method not found".
+// first. 2026-07-28 is not among them: it has no initialize (a client asking initialize for
+// it gets 2025-11-25); it is negotiated by server/discover (AllProtocolVersions).
 func SupportedProtocolVersions() []string {
 	return []string{LatestProtocolVersion, "2025-06-18", "2025-03-26", "2024-11-05"}
+}
+
+// AllProtocolVersions returns every version an endpoint speaks, newest first: the stateless
+// one and those of initialize. server/discover lists them.
+func AllProtocolVersions() []string {
+	return append([]string{StatelessProtocolVersion}, SupportedProtocolVersions()...)
 }
 
 // negotiate follows the MCP lifecycle rule: echo a supported version, otherwise answer with
@@ -29,6 +39,7 @@ func negotiate(requested string) string {
 // Method names of the MCP subset the gateway serves.
 const (
 	methodInitialize = "initialize"
+	methodDiscover   = "server/discover"
 	methodPing       = "ping"
 	methodToolsList  = "tools/list"
 	methodToolsCall  = "tools/call"

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -106,9 +107,24 @@ func (h *Handler) listTools(ctx context.Context, sc *scope, info requestInfo, re
 	return marshalResponse(mustResult(req.ID, out))
 }
 
-// callTool answers tools/call: a local tool runs here, any other name goes to the service
-// with the scope's context merged into params._meta.
+// callTool answers tools/call and records it in the call metrics.
 func (h *Handler) callTool(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
+	start := time.Now()
+	var p callParams
+	_ = decodeObject(req.Params, &p)
+	out := h.runTool(ctx, sc, info, req)
+	if p.Name != nil {
+		_, known := sc.local.lookup(*p.Name)
+		h.metrics.observe(sc.kind, *p.Name, known, out, time.Since(start))
+	} else {
+		h.metrics.observe(sc.kind, "", false, out, time.Since(start))
+	}
+	return out
+}
+
+// runTool answers tools/call: a local tool runs here, any other name goes to the service
+// with the scope's context merged into params._meta.
+func (h *Handler) runTool(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
 	var p callParams
 	if err := decodeObject(req.Params, &p); err != nil {
 		return invalidParams(req.ID, "tools/call: %v", err)
@@ -122,7 +138,7 @@ func (h *Handler) callTool(ctx context.Context, sc *scope, info requestInfo, req
 			if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" && a[0] != '{' {
 				return invalidParams(req.ID, "tools/call: params.arguments must be an object")
 			}
-			return h.serveLocal(ctx, sc, info, req)
+			return fitAnswer(h.serveLocal(ctx, sc, info, req), name, linkFor(info.base, sc, name, p.Arguments))
 		}
 	}
 	if sc.service == nil {
@@ -147,7 +163,7 @@ func (h *Handler) callTool(ctx context.Context, sc *scope, info requestInfo, req
 		h.logUpstream(ctx, sc, err)
 		return toolErrorResult(req.ID, e)
 	}
-	return up
+	return fitAnswer(up, name, linkFor(info.base, sc, name, p.Arguments))
 }
 
 // forwardParams rewrites tools/call params for the service: the canonical (dotted) tool
@@ -247,7 +263,7 @@ func (sc *scope) capabilities() json.RawMessage {
 
 func (sc *scope) methods() string {
 	if sc.hasResources() {
-		return "initialize, ping, tools/list, tools/call, resources/list, resources/templates/list and resources/read"
+		return "server/discover, initialize, ping, tools/list, tools/call, resources/list, resources/templates/list and resources/read"
 	}
-	return "initialize, ping, tools/list and tools/call"
+	return "server/discover, initialize, ping, tools/list and tools/call"
 }

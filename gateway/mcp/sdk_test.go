@@ -1,7 +1,9 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,9 +16,10 @@ import (
 )
 
 // headerTransport adds fixed headers to every request, as an MCP host configured with an
-// API key does.
+// API key does, and holds every tools/call answer to the size rule (checkToolAnswer).
 type headerTransport struct {
 	header http.Header
+	tb     testing.TB
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -24,7 +27,18 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, v := range t.header {
 		r.Header[k] = v
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || t.tb == nil || r.Method != http.MethodPost || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return resp, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	checkToolAnswer(t.tb, r, b)
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
 }
 
 // sdkCase is one endpoint and a tool call that must succeed there.
@@ -47,13 +61,14 @@ func sdkCases(s0 target) []sdkCase {
 }
 
 // testGoSDK drives every gateway MCP endpoint with the official Go SDK client over its
-// streamable HTTP transport: initialize (the SDK first tries the stateless server/discover
-// of 2026-07-28 and falls back), tools/list, tools/call, with only an x-api-key header
-// added.
+// streamable HTTP transport, with only an x-api-key header added: at 2026-07-28 (the SDK's
+// default) server/discover and stateless calls with the version in each request's _meta
+// and the Mcp-Method/Mcp-Name headers; at the older versions initialize; then tools/list
+// and tools/call.
 func testGoSDK(t *testing.T, g *gateway) {
 	s0 := target{ID: g.Sensors[0].ID.String(), ExternalID: g.Sensors[0].ExternalID, FeedSlug: g.Sensors[0].FeedSlug}
 	for _, c := range sdkCases(s0) {
-		for _, version := range []string{"", "2025-06-18", "2024-11-05"} {
+		for _, version := range []string{"", mcp.StatelessProtocolVersion, mcp.LatestProtocolVersion, "2025-06-18", "2024-11-05"} {
 			t.Run(c.scope+"/"+orLatest(version), func(t *testing.T) {
 				t.Parallel()
 				sdkRoundTrip(t, g.URL, c, version, devKey)
@@ -100,7 +115,7 @@ func connectSDK(ctx context.Context, t testing.TB, endpoint, version string, hea
 	client := sdk.NewClient(&sdk.Implementation{Name: "sensorgate-test", Version: "1"}, nil)
 	transport := &sdk.StreamableClientTransport{
 		Endpoint:   endpoint,
-		HTTPClient: &http.Client{Transport: headerTransport{header: header}, Timeout: 30 * time.Second},
+		HTTPClient: &http.Client{Transport: headerTransport{header: header, tb: t}, Timeout: 30 * time.Second},
 		MaxRetries: -1,
 	}
 	var opts *sdk.ClientSessionOptions
@@ -131,7 +146,7 @@ func sdkRoundTrip(t *testing.T, base string, c sdkCase, version, key string) {
 	defer cs.Close()
 	want := version
 	if want == "" {
-		want = mcp.LatestProtocolVersion
+		want = mcp.StatelessProtocolVersion // the SDK's newest, which every scope speaks
 	}
 	if got := cs.InitializeResult().ProtocolVersion; got != want {
 		t.Errorf("negotiated %q, want %q", got, want)
@@ -139,17 +154,7 @@ func sdkRoundTrip(t *testing.T, base string, c sdkCase, version, key string) {
 	if cs.InitializeResult().Capabilities.Tools == nil {
 		t.Errorf("no tools capability")
 	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	var names []string
-	for _, tool := range tools.Tools {
-		names = append(names, tool.Name)
-	}
-	if !slices.Contains(names, c.tool) {
-		t.Fatalf("tools/list %v lacks %s", names, c.tool)
-	}
+	tools := listHas(ctx, t, cs, c.tool)
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
 	if err != nil {
 		t.Fatalf("tools/call %s: %v", c.tool, err)
@@ -157,7 +162,31 @@ func sdkRoundTrip(t *testing.T, base string, c sdkCase, version, key string) {
 	if res.IsError || res.StructuredContent == nil || len(res.Content) == 0 {
 		t.Fatalf("tools/call %s: isError %v, structured %v, content %v", c.tool, res.IsError, res.StructuredContent, res.Content)
 	}
+	if want == mcp.StatelessProtocolVersion {
+		// 2026-07-28 has no ping; its list results carry cache hints.
+		if tools.TTLMs <= 0 || tools.CacheScope == "" {
+			t.Errorf("tools/list cache hints: ttlMs %d, cacheScope %q", tools.TTLMs, tools.CacheScope)
+		}
+		return
+	}
 	if err := cs.Ping(ctx, nil); err != nil {
 		t.Errorf("ping: %v", err)
 	}
+}
+
+// listHas runs tools/list through the SDK client and fails unless it names tool.
+func listHas(ctx context.Context, t *testing.T, cs *sdk.ClientSession, tool string) *sdk.ListToolsResult {
+	t.Helper()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, tool) {
+		t.Fatalf("tools/list %v lacks %s", names, tool)
+	}
+	return tools
 }

@@ -85,6 +85,15 @@ func (ts *toolSet) done() (*toolSet, error) {
 	return ts, nil
 }
 
+// lookup finds a tool of the set; a nil set has none.
+func (ts *toolSet) lookup(name string) (*sdk.Tool, bool) {
+	if ts == nil {
+		return nil, false
+	}
+	t, ok := ts.byName[name]
+	return t, ok
+}
+
 // Tools returns the tool definitions of the set, as tools/list shows them.
 func (ts *toolSet) Tools() []*sdk.Tool { return ts.tools }
 

@@ -235,10 +235,14 @@ func (s *sqlStore) writeStations(ctx context.Context, tx txn, stations []contrac
 	last := map[int32]int64{}
 	keys := make(map[string]int32, len(stations))
 	changed := 0
-	for _, st := range stations {
+	for i, st := range stations {
 		extKey := stationKey(st.ExternalID)
 		cur, exists := stored[extKey]
-		key, ch, err := s.upsertStation(ctx, tx, st, cur, exists, authoritative)
+		key, merged, ch, err := s.upsertStation(ctx, tx, st, cur, exists, authoritative)
+		// The station as stored from now on (the batch's merged with the stored one, say
+		// an observation-only batch without coordinates): the committed readings, and so
+		// the live log's events, carry the same location as a readings page.
+		stations[i] = merged
 		if err != nil {
 			return 0, nil, err
 		}

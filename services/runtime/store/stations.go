@@ -163,7 +163,7 @@ func (s *sqlStore) lockStations(ctx context.Context, tx txn, stations []contract
 // data types that st lacks (a station never forgets a parameter it reported). It returns
 // the station key and whether anything changed (which moves updated_at, the cursor of the
 // gateway's incremental sync).
-func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Station, cur stationRec, exists, authoritative bool) (int32, bool, error) {
+func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Station, cur stationRec, exists, authoritative bool) (int32, contract.Station, bool, error) {
 	extKey := stationKey(st.ExternalID)
 	if exists && !authoritative {
 		in := st
@@ -231,7 +231,7 @@ func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Statio
 		st.DataTypes = []string{}
 	}
 	if exists && sameStation(cur.Station, st) {
-		return cur.key, false, nil
+		return cur.key, st, false, nil
 	}
 	dt, _ := json.Marshal(st.DataTypes)
 	var lat, lon any
@@ -255,9 +255,9 @@ func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Statio
 		reporting_interval_s = excluded.reporting_interval_s, updated_ms = excluded.updated_ms
 		RETURNING skey`), args...).Scan(&key)
 	if err != nil {
-		return 0, false, fmt.Errorf("ingest: upsert station %q: %w", st.ExternalID, err)
+		return 0, st, false, fmt.Errorf("ingest: upsert station %q: %w", st.ExternalID, err)
 	}
-	return key, true, nil
+	return key, st, true, nil
 }
 
 func sameStation(a, b contract.Station) bool {

@@ -1,0 +1,60 @@
+package mcp
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
+)
+
+// TestStatelessRequest checks a bare client's 2026-07-28 request: every disagreement
+// between the headers and the body is an error naming the culprit, and a good request
+// reaches the gateway's hops at the legacy version without the per-request keys.
+func TestStatelessRequest(t *testing.T) {
+	t.Parallel()
+	const good = `{"name":"get_readings","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"progressToken":7}}`
+	hdr := requestInfo{protocolVersion: StatelessProtocolVersion, method: methodToolsCall, name: "get_readings"}
+	tests := []struct {
+		name   string
+		info   requestInfo
+		params string
+		code   int
+		want   string
+	}{
+		{"good", hdr, good, 0, ""},
+		{"legacy passes", requestInfo{}, `{"name":"x"}`, 0, ""},
+		{"header without meta", hdr, `{"name":"get_readings"}`, jsonrpc.CodeInvalidParams, "_meta"},
+		{"unknown version", requestInfo{protocolVersion: "2031-01-01", method: methodToolsCall, name: "get_readings"},
+			strings.Replace(good, "2026-07-28", "2031-01-01", 1), codeUnsupportedProtocolVersion, "2031-01-01"},
+		{"version header missing", requestInfo{method: methodToolsCall, name: "get_readings"}, good, codeHeaderMismatch, HeaderProtocolVersion},
+		{"method header wrong", requestInfo{protocolVersion: StatelessProtocolVersion, method: "tools/list", name: "get_readings"}, good, codeHeaderMismatch, HeaderMethod},
+		{"name header wrong", requestInfo{protocolVersion: StatelessProtocolVersion, method: methodToolsCall, name: "other"}, good, codeHeaderMismatch, HeaderName},
+		{"no capabilities", hdr, strings.Replace(good, `"io.modelcontextprotocol/clientCapabilities":{},`, "", 1), jsonrpc.CodeInvalidParams, "clientCapabilities"},
+	}
+	for _, tt := range tests {
+		req := &jsonrpc.Request{ID: jsonrpc.IntID(1), Method: methodToolsCall, Params: json.RawMessage(tt.params)}
+		info, err := statelessRequest(tt.info, req)
+		if tt.code == 0 {
+			if err != nil {
+				t.Errorf("%s: %v", tt.name, err)
+			}
+			continue
+		}
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != tt.code || !strings.Contains(je.Message, tt.want) {
+			t.Errorf("%s: got %v, want code %d naming %q", tt.name, err, tt.code, tt.want)
+		}
+		_ = info
+	}
+
+	req := &jsonrpc.Request{ID: jsonrpc.IntID(1), Method: methodToolsCall, Params: json.RawMessage(good)}
+	info, err := statelessRequest(hdr, req)
+	if err != nil || !info.stateless || info.protocolVersion != LatestProtocolVersion {
+		t.Fatalf("info %+v, err %v", info, err)
+	}
+	if got := string(req.Params); strings.Contains(got, "io.modelcontextprotocol/") || !strings.Contains(got, `"progressToken":7`) {
+		t.Errorf("forwarded params %s: want the per-request keys gone, the rest kept", got)
+	}
+}
