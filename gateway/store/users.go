@@ -56,7 +56,7 @@ const keyColumns = "id, name, prefix, hash, owner_id, environment, plan, created
 
 func scanKey(r rowScanner) (catalog.APIKey, error) {
 	var (
-		k       catalog.APIKey
+		k                      catalog.APIKey
 		revoked, expires, used sql.NullTime
 	)
 	if err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.OwnerID, &k.Environment, &k.Plan, &k.CreatedAt, &revoked, &expires, &used); err != nil {
