@@ -324,4 +324,3 @@ func (h *Handler) adminAudit(w http.ResponseWriter, r *http.Request, _ store.Acc
 }
 
 func timeString(t time.Time) string { return *timePtr(&t) }
-
