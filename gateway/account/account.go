@@ -257,9 +257,19 @@ func (h *Handler) audit(r *http.Request, actor, action, target string) {
 	}
 }
 
-// clientAddr is the caller's IP as the server saw it (the gateway's trusted-proxy handling
-// happens before, in Gin; RemoteAddr is what reaches here).
+type clientAddrKey struct{}
+
+// WithClientAddr records the caller's address as the router derived it (behind trusted
+// proxies, the forwarded one).
+func WithClientAddr(ctx context.Context, addr string) context.Context {
+	return context.WithValue(ctx, clientAddrKey{}, addr)
+}
+
+// clientAddr is the caller's IP: the router's (WithClientAddr), else the peer's.
 func clientAddr(r *http.Request) string {
+	if a, ok := r.Context().Value(clientAddrKey{}).(string); ok && a != "" {
+		return a
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr

@@ -27,6 +27,9 @@ type rateLimiting struct {
 	// the request itself: what a bulk export pays per started block of rows.
 	charge func(c *gin.Context) error
 	close  func() error
+	// rdb is the limiter's Redis client (nil without REDIS_URL), shared with the usage
+	// counters and the sign-in throttle of the account dashboard.
+	rdb redis.UniversalClient
 }
 
 // chargeWith counts one more request of the caller of c against l, under the same rule
@@ -95,6 +98,7 @@ func newRateLimiting(cfg config.Config, reg prometheus.Registerer, log *slog.Log
 			return st, nil
 		}},
 		close: rdb.Close,
+		rdb:   rdb,
 	}, nil
 }
 
