@@ -90,6 +90,9 @@ func New(st *store.Store, cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("account: ACCOUNT_ORIGIN %q: want a scheme and host only, like https://gateway.example.org", cfg.Origin)
 	}
 	cfg.Origin = u.Scheme + "://" + u.Host
+	if cfg.Projects == nil {
+		return nil, errors.New("account: Config.Projects is required")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

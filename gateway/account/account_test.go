@@ -20,8 +20,10 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/google/uuid"
 
 	"github.com/sensorgate/sensorgate/gateway/account"
+	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/openapi"
@@ -146,6 +148,7 @@ func newEnv(t *testing.T, postgres, openSignUp bool) *env {
 	e.h, err = account.New(st, account.Config{
 		Origin: e.origin, Environment: catalog.EnvDevelopment, OpenSignUp: openSignUp,
 		Plans: ratelimit.Plans{"pro": ratelimit.PerHour(5000)}, SignInFloor: 100 * time.Millisecond,
+		Projects: api.OwnProjects(st),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -357,6 +360,50 @@ func TestPasskeyEnrolSignInAndKeys(t *testing.T) {
 	if st, _, _ := do(t, c3, "DELETE", e.srv.URL+"/account/api/keys/"+created.ID, nil); st != 404 {
 		t.Fatalf("other account's key: %d", st)
 	}
+	// Admin management: plans, a key's plan, any key's revocation, role and disabling.
+	if st, b, _ := do(t, c2, "GET", e.srv.URL+"/account/api/admin/plans", nil); st != 200 || !strings.Contains(string(b), `"name":"pro","limit_per_hour":5000`) {
+		t.Fatalf("plans: %d %s", st, b)
+	}
+	st, b, _ = do(t, c3, "POST", e.srv.URL+"/account/api/keys", map[string]string{"name": "bea", "environment": "production"})
+	var beaKey struct{ ID string }
+	if st != 201 || json.Unmarshal(b, &beaKey) != nil {
+		t.Fatalf("bea's key: %d %s", st, b)
+	}
+	if st, b, _ := do(t, c2, "PUT", e.srv.URL+"/account/api/admin/keys/"+beaKey.ID+"/plan", map[string]string{"plan": "gold"}); st != 400 || !strings.Contains(string(b), `\"plan\"`) {
+		t.Fatalf("unknown plan: %d %s", st, b)
+	}
+	if st, b, _ := do(t, c2, "PUT", e.srv.URL+"/account/api/admin/keys/"+beaKey.ID+"/plan", map[string]string{"plan": "pro"}); st != 200 || !strings.Contains(string(b), `"limit_per_hour":5000`) {
+		t.Fatalf("set plan: %d %s", st, b)
+	}
+	if st, b, _ := do(t, c3, "GET", e.srv.URL+"/account/api/keys/"+beaKey.ID+"/usage", nil); st != 200 || !strings.Contains(string(b), `"hours":[]`) {
+		t.Fatalf("usage: %d %s", st, b)
+	}
+	if st, b, _ := do(t, c3, "GET", e.srv.URL+"/account/api/projects", nil); st != 200 || !strings.Contains(string(b), `"projects":[]`) {
+		t.Fatalf("projects: %d %s", st, b)
+	}
+	st, b, _ = do(t, c2, "GET", e.srv.URL+"/account/api/admin/accounts", nil)
+	var accts struct {
+		Accounts []struct{ ID, Name string }
+	}
+	if st != 200 || json.Unmarshal(b, &accts) != nil || len(accts.Accounts) != 2 {
+		t.Fatalf("accounts: %d %s", st, b)
+	}
+	bea := accts.Accounts[1].ID
+	if st, _, _ := do(t, c2, "PATCH", e.srv.URL+"/account/api/admin/accounts/"+admin.ID.String(), map[string]any{"role": "user"}); st != 409 {
+		t.Fatalf("self-demotion: %d", st)
+	}
+	if st, b, _ := do(t, c2, "PATCH", e.srv.URL+"/account/api/admin/accounts/"+bea, map[string]any{"disabled": true}); st != 200 {
+		t.Fatalf("disable: %d %s", st, b)
+	}
+	if st, _, _ := do(t, c3, "GET", e.srv.URL+"/account/api/me", nil); st != 401 {
+		t.Fatalf("a disabled account's session still works: %d", st)
+	}
+	if kk, _ := e.st.KeysOf(context.Background(), uuid.MustParse(bea)); len(kk) != 1 || kk[0].RevokedAt == nil {
+		t.Fatalf("a disabled account's keys are revoked: %+v", kk)
+	}
+	if st, _, _ := do(t, c2, "DELETE", e.srv.URL+"/account/api/admin/keys/"+beaKey.ID, nil); st != 204 {
+		t.Fatalf("admin revoke: %d", st)
+	}
 	if st, _, _ := do(t, c2, "POST", e.srv.URL+"/account/auth/signout", nil); st != 204 {
 		t.Fatal("sign out")
 	}
@@ -396,7 +443,7 @@ func TestCookieFlags(t *testing.T) {
 	}
 	defer st.Close()
 	for _, origin := range []string{"https://gateway.example.org", "http://localhost:8080"} {
-		h, err := account.New(st, account.Config{Origin: origin, Environment: catalog.EnvProduction})
+		h, err := account.New(st, account.Config{Origin: origin, Environment: catalog.EnvProduction, Projects: api.OwnProjects(st)})
 		if err != nil {
 			t.Fatal(err)
 		}

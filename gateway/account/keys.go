@@ -271,12 +271,6 @@ func (h *Handler) keyUsage(w http.ResponseWriter, r *http.Request, a store.Accou
 }
 
 func (h *Handler) projects(w http.ResponseWriter, r *http.Request, a store.Account) {
-	if h.cfg.Projects == nil {
-		writeJSON(w, http.StatusOK, struct {
-			Projects []any `json:"projects"`
-		}{Projects: []any{}})
-		return
-	}
 	v, err := h.cfg.Projects(r.Context(), a.ID)
 	if err != nil {
 		apierr.Write(w, storeErr("projects", err))
