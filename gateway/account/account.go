@@ -129,6 +129,14 @@ func New(st *store.Store, cfg Config) (*Handler, error) {
 	return h, nil
 }
 
+// Off answers every /account request of a gateway without ACCOUNT_ORIGIN: 404 not_found
+// saying how to turn the dashboard on (the routes exist, the feature is off).
+func Off() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		apierr.Write(w, apierr.New(apierr.NotFound, "the account dashboard is off on this gateway: its operator sets ACCOUNT_ORIGIN to turn it on"))
+	})
+}
+
 // Close stops the session cleanup.
 func (h *Handler) Close() { h.stop() }
 

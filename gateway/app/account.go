@@ -25,7 +25,7 @@ const usageCopyInterval = time.Minute
 
 // accounts is the account dashboard and the usage counting behind it.
 type accounts struct {
-	handler http.Handler // nil when ACCOUNT_ORIGIN is empty
+	handler http.Handler // account.Off() when ACCOUNT_ORIGIN is empty
 	usage   gin.HandlerFunc
 	// start runs the usage flusher (and copier) until the returned stop is called, which
 	// waits for the last flush: call it before the Redis client and the store close.
@@ -79,6 +79,7 @@ func newAccounts(cfg config.Config, raw *store.Store, st catalog.Store, rl rateL
 	}
 	if cfg.Account.Origin == "" {
 		log.Info("account dashboard off: set ACCOUNT_ORIGIN to serve /account")
+		a.handler = account.Off()
 		return a, nil
 	}
 	h, err := account.New(raw, account.Config{
