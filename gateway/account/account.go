@@ -63,6 +63,9 @@ type Config struct {
 	ThisHour func(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]int64, error)
 	// Projects gives what /api/v1/projects/my gives for an owner (the api package's view).
 	Projects func(ctx context.Context, owner uuid.UUID) (any, error)
+	// Page serves the dashboard's page at GET /account (package web: the explorer's
+	// toolchain and CSP); nil answers 404 there.
+	Page http.Handler
 	// Forget drops this replica's cached key lookups after a revocation here.
 	Forget func()
 	Logger *slog.Logger
@@ -148,6 +151,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.h.ServeH
 // cross-origin POST, PUT, PATCH or DELETE with 403).
 func (h *Handler) routes() http.Handler {
 	mux := http.NewServeMux()
+	if h.cfg.Page != nil {
+		mux.Handle("GET /account", h.cfg.Page)
+	}
 	// Signed in.
 	mux.Handle("GET /account/api/me", h.signedIn(h.me))
 	mux.Handle("GET /account/api/keys", h.signedIn(h.listKeys))

@@ -18,6 +18,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/config"
 	"github.com/sensorgate/sensorgate/gateway/store"
 	keyusage "github.com/sensorgate/sensorgate/gateway/usage"
+	"github.com/sensorgate/sensorgate/gateway/web"
 )
 
 // usageCopyInterval is how often the shared hourly counters are copied to the catalog.
@@ -82,7 +83,12 @@ func newAccounts(cfg config.Config, raw *store.Store, st catalog.Store, rl rateL
 		a.handler = account.Off()
 		return a, nil
 	}
+	page, err := web.New()
+	if err != nil {
+		return a, fmt.Errorf("account dashboard page: %w", err)
+	}
 	h, err := account.New(raw, account.Config{
+		Page:   page,
 		Origin: cfg.Account.Origin, Environment: cfg.Env, OpenSignUp: cfg.Account.OpenSignUp,
 		Plans: cfg.RateLimit.Plans, Throttle: throttle, ThisHour: thisHour,
 		Projects: api.OwnProjects(st), Forget: authn.Forget, Logger: log,
