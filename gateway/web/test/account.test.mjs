@@ -9,11 +9,11 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
 import { createWriteStream, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer as netServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { freePort, waitFor } from "./stack.mjs";
 
 const repo = fileURLToPath(new URL("../../..", import.meta.url));
 const chromiumPath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
@@ -26,15 +26,6 @@ let a = ""; // replica A, as the browser sees it (localhost: passkeys need a hos
 let b = ""; // replica B
 let failed = false;
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = netServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-    s.on("error", reject);
-  });
-}
 
 function start(name, extra) {
   const log = createWriteStream(join(tmp, name + ".log"));
@@ -44,19 +35,6 @@ function start(name, extra) {
   procs.push({ name, p });
 }
 
-async function waitFor(what, fn, ms = 60000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch {
-      /* not yet */
-    }
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms / 1000} s`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 const status = async (url, key) => (await fetch(url, { headers: { "x-api-key": key } })).status;
 
