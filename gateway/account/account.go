@@ -63,6 +63,8 @@ type Config struct {
 	ThisHour func(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]int64, error)
 	// Projects gives what /api/v1/projects/my gives for an owner (the api package's view).
 	Projects func(ctx context.Context, owner uuid.UUID) (any, error)
+	// OIDC, when its Issuer is set, adds sign-in with that OpenID Connect provider.
+	OIDC OIDC
 	// Page serves the dashboard's page at GET /account (package web: the explorer's
 	// toolchain and CSP); nil answers 404 there.
 	Page http.Handler
@@ -84,6 +86,7 @@ type Handler struct {
 	wa       *webauthn.WebAuthn
 	h        http.Handler
 	stop     func()
+	oidc     *oidcClient // nil without OIDC.Issuer
 }
 
 // New builds the dashboard over the catalog store.
@@ -124,6 +127,15 @@ func New(st *store.Store, cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{cfg: cfg, st: st, sessions: sessions, wa: wa, stop: stop}
+	if cfg.OIDC.Issuer != "" {
+		if cfg.OIDC.ClientID == "" {
+			return nil, errors.New("account: OIDC_CLIENT_ID is required with OIDC_ISSUER")
+		}
+		if cfg.OIDC.HTTPClient == nil {
+			cfg.OIDC.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		}
+		h.oidc = &oidcClient{cfg: cfg.OIDC, origin: cfg.Origin}
+	}
 	sessions.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {
 		cfg.Logger.ErrorContext(r.Context(), "account: session store", "err", err)
 		apierr.Write(w, catalog.UnavailableError("account: session", err))
@@ -177,6 +189,10 @@ func (h *Handler) routes() http.Handler {
 	mux.HandleFunc("POST /account/auth/passkey/login/finish", h.loginFinish)
 	mux.HandleFunc("GET /account/auth/link", h.signInLink)
 	mux.HandleFunc("POST /account/auth/signout", h.signOut)
+	if h.oidc != nil {
+		mux.HandleFunc("GET /account/auth/oidc/start", h.oidcStart)
+		mux.HandleFunc("GET "+PathOIDCCallback, h.oidcCallback)
+	}
 	mux.HandleFunc("/account/", func(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.New(apierr.NotFound, "no route %s %s", r.Method, r.URL.Path))
 	})

@@ -15,6 +15,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -471,11 +472,20 @@ func TestSignInSameAnswer(t *testing.T) {
 	wrongSig := *k
 	wrongSig.priv, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 
+	// The median of three tries each, so that one slow moment of a shared machine does not
+	// decide; both must be at least the floor and within 80 ms of each other.
 	answer := func(key *softKey) (int, string, time.Duration) {
-		c := e.client(t)
-		start := time.Now()
-		st, b := e.login(t, c, key)
-		return st, string(b), time.Since(start)
+		var ds []time.Duration
+		var st int
+		var b []byte
+		for range 3 {
+			c := e.client(t)
+			start := time.Now()
+			st, b = e.login(t, c, key)
+			ds = append(ds, time.Since(start))
+		}
+		slices.Sort(ds)
+		return st, string(b), ds[1]
 	}
 	s1, b1, d1 := answer(unknown)
 	s2, b2, d2 := answer(&wrongSig)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"strconv"
@@ -287,18 +288,22 @@ func (h *Handler) signInLink(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, err)
 		return
 	}
-	// A page that moves on to the dashboard by itself (a meta refresh: no script, so the
-	// dashboard's CSP holds), rather than a redirect: the answer is the signed-in page.
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'")
-	w.Header().Set("Referrer-Policy", "no-referrer") // the used token stays out of Referer
-	w.WriteHeader(http.StatusOK)
-	_, _ = io.WriteString(w, signedInPage)
+	writeMovePage(w, PathPage, "Signed in. Continue to your account")
 }
 
-const signedInPage = `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
-	`<meta http-equiv="refresh" content="0;url=` + PathPage + `"><title>Signed in</title></head>` +
-	`<body><p>Signed in. <a href="` + PathPage + `">Continue to your account</a>.</p></body></html>`
+// writeMovePage answers with a page that moves on to target by itself (a meta refresh: no
+// script, so the dashboard's CSP holds) and links it, rather than a redirect: after a
+// sign-in the answer is the signed-in page, and every route has a 200 to document.
+func writeMovePage(w http.ResponseWriter, target, text string) {
+	t := html.EscapeString(target)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'")
+	w.Header().Set("Referrer-Policy", "no-referrer") // tokens in this address stay out of Referer
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, `<!doctype html><html lang="en"><head><meta charset="utf-8">`+
+		`<meta http-equiv="refresh" content="0;url=`+t+`"><title>sensorgate</title></head>`+
+		`<body><p><a href="`+t+`">`+html.EscapeString(text)+`</a>.</p></body></html>`)
+}
 
 // blocked answers 429 when the caller's address (or, with acct, that account) has used up
 // its failed sign-ins.

@@ -92,6 +92,7 @@ func newAccounts(cfg config.Config, raw *store.Store, st catalog.Store, rl rateL
 		Origin: cfg.Account.Origin, Environment: cfg.Env, OpenSignUp: cfg.Account.OpenSignUp,
 		Plans: cfg.RateLimit.Plans, Throttle: throttle, ThisHour: thisHour,
 		Projects: api.OwnProjects(st), Forget: authn.Forget, Logger: log,
+		OIDC: account.OIDC{Issuer: cfg.Account.OIDCIssuer, ClientID: cfg.Account.OIDCClientID, ClientSecret: cfg.Account.OIDCClientSecret},
 	})
 	if err != nil {
 		return a, fmt.Errorf("account dashboard: %w", err)

@@ -94,6 +94,9 @@ type Account struct {
 	Origin string
 	// OpenSignUp lets anyone create an account with a passkey (ACCOUNT_SIGNUP=open).
 	OpenSignUp bool
+	// OIDCIssuer, OIDCClientID and OIDCClientSecret add sign-in with an OpenID Connect
+	// provider (OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET).
+	OIDCIssuer, OIDCClientID, OIDCClientSecret string
 }
 
 // Stream is the configuration of the live streams (package stream).
@@ -378,6 +381,31 @@ func Settings() []setting {
 			default:
 				return fmt.Errorf("want open or closed, got %q", v)
 			}
+			return nil
+		}},
+		{Env: "OIDC_ISSUER", Flag: "oidc-issuer", Default: "", Usage: "issuer URL of an OpenID Connect provider for dashboard sign-in (empty: passkeys only); register ACCOUNT_ORIGIN/account/auth/oidc/callback as its redirect URI", Set: func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return errors.New("want the provider's issuer URL, like https://accounts.example.org")
+			}
+			if u.Scheme == "http" && c.Env == EnvProduction {
+				return errors.New("production needs an https issuer")
+			}
+			c.Account.OIDCIssuer = v
+			return nil
+		}},
+		{Env: "OIDC_CLIENT_ID", Flag: "oidc-client-id", Default: "", Usage: "client id of the gateway at the OpenID Connect provider (required with OIDC_ISSUER)", Set: func(c *Config, v string) error {
+			if v == "" && c.Account.OIDCIssuer != "" {
+				return errors.New("required when OIDC_ISSUER is set")
+			}
+			c.Account.OIDCClientID = v
+			return nil
+		}},
+		{Env: "OIDC_CLIENT_SECRET", Flag: "oidc-client-secret", Default: "", Usage: "client secret of the gateway at the OpenID Connect provider", Secret: true, Set: func(c *Config, v string) error {
+			c.Account.OIDCClientSecret = v
 			return nil
 		}},
 	}, append(settings.Externals[Config](obs.TracingEnv...), settings.Externals[Config](gctune.Env...)...)...)
