@@ -144,6 +144,15 @@ func New(st *store.Store, cfg Config) (*Handler, error) {
 	return h, nil
 }
 
+// methods tells the page which ways in this gateway offers.
+func (h *Handler) methods(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Passkey    bool `json:"passkey"`
+		OIDC       bool `json:"oidc"`
+		OpenSignUp bool `json:"open_signup"`
+	}{true, h.oidc != nil, h.cfg.OpenSignUp})
+}
+
 // Off answers every /account request of a gateway without ACCOUNT_ORIGIN: 404 not_found
 // saying how to turn the dashboard on (the routes exist, the feature is off).
 func Off() http.Handler {
@@ -189,20 +198,48 @@ func (h *Handler) routes() http.Handler {
 	mux.HandleFunc("POST /account/auth/passkey/login/finish", h.loginFinish)
 	mux.HandleFunc("GET /account/auth/link", h.signInLink)
 	mux.HandleFunc("POST /account/auth/signout", h.signOut)
+	mux.HandleFunc("GET /account/auth/methods", h.methods)
 	if h.oidc != nil {
 		mux.HandleFunc("GET /account/auth/oidc/start", h.oidcStart)
 		mux.HandleFunc("GET "+PathOIDCCallback, h.oidcCallback)
 	}
-	mux.HandleFunc("/account/", func(w http.ResponseWriter, r *http.Request) {
-		apierr.Write(w, apierr.New(apierr.NotFound, "no route %s %s", r.Method, r.URL.Path))
-	})
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.New(apierr.Forbidden, "cross-origin %s refused: the dashboard only accepts changes from its own pages", r.Method))
 	}))
-	return noStore(cop.Handler(h.sessions.LoadAndSave(http.MaxBytesHandler(mux, maxBody))))
+	return noStore(cop.Handler(h.sessions.LoadAndSave(http.MaxBytesHandler(envelopeErrors(mux), maxBody))))
 }
+
+// envelopeErrors answers what the mux itself refuses (no route: 404; a route without
+// this method: 405 with Allow) in the one JSON error shape instead of its plain text.
+func envelopeErrors(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r) // (the mux sets the path values; Handler's h alone would not)
+			return
+		}
+		rec := &statusOnly{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		if allow := rec.header.Get("Allow"); rec.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", allow)
+			apierr.Write(w, apierr.New(apierr.MethodNotAllowed, "method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
+			return
+		}
+		apierr.Write(w, apierr.New(apierr.NotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// statusOnly keeps the status and headers of the mux's own error answer, not its body.
+type statusOnly struct {
+	header http.Header
+	status int
+}
+
+func (s *statusOnly) Header() http.Header         { return s.header }
+func (s *statusOnly) Write(b []byte) (int, error) { return len(b), nil }
+func (s *statusOnly) WriteHeader(code int)        { s.status = code }
 
 // noStore keeps every dashboard answer out of shared caches.
 func noStore(next http.Handler) http.Handler {

@@ -428,6 +428,12 @@ func TestCrossOriginRefused(t *testing.T) {
 			t.Fatalf("sign-out from %s: %d", h, st)
 		}
 	}
+	if st, b, hdr := do(t, &http.Client{Jar: c.Jar}, "PUT", e.srv.URL+"/account/auth/methods", nil); st != 405 || hdr.Get("Allow") == "" || !strings.Contains(string(b), `"method_not_allowed"`) {
+		t.Fatalf("wrong method: %d %v %s", st, hdr, b)
+	}
+	if st, b, _ := do(t, &http.Client{Jar: c.Jar}, "GET", e.srv.URL+"/account/api/nothing", nil); st != 404 || !strings.Contains(string(b), `"not_found"`) {
+		t.Fatalf("no route: %d %s", st, b)
+	}
 	if st, _, _ := do(t, c, "GET", e.srv.URL+"/account/api/keys", nil, "Sec-Fetch-Site", "cross-site"); st != 200 {
 		t.Fatalf("a cross-site GET reads nothing it may not (cookies are SameSite=Lax) but is not refused: %d", st)
 	}
@@ -529,6 +535,9 @@ func TestSignInThrottled(t *testing.T) {
 // Open sign-up: off refuses, on creates a user account signed in with its passkey.
 func TestOpenSignUp(t *testing.T) {
 	closed := newEnv(t, false, false)
+	if st, b, _ := do(t, closed.client(t), "GET", closed.srv.URL+"/account/auth/methods", nil); st != 200 || string(b) != `{"passkey":true,"oidc":false,"open_signup":false}`+"\n" {
+		t.Fatalf("methods: %d %s", st, b)
+	}
 	if st, b, _ := do(t, closed.client(t), "POST", closed.srv.URL+"/account/auth/passkey/register/begin", map[string]string{"name": "Cy"}); st != 403 {
 		t.Fatalf("closed sign-up: %d %s", st, b)
 	}

@@ -220,9 +220,11 @@ async function start() {
     if (!(e instanceof APIError && e.status === 401)) throw e;
   }
   if (me && !token) return showDashboard(me);
+  const ways = await call<{ oidc: boolean; open_signup: boolean }>("GET", "/account/auth/methods");
   $("signin").hidden = false;
   $("enrol").hidden = !token;
-  $("signup").hidden = !!token;
+  $("signup").hidden = !!token || !ways.open_signup;
+  $("oidc-signin").hidden = !ways.oidc;
 }
 
 async function afterSignIn() {
