@@ -115,6 +115,8 @@ cat <<MSG
   API reference: $url/docs      Ctrl-C stops everything.
 
 MSG
+# Account dashboard: a one-time sign-in link (15 minutes) for the development account.
+echo "  Account dashboard, signed in as the development account: $(bin/gateway accounts signin-link --email dev@sensorgate.local 2>/dev/null | head -n1 || echo "unavailable (see bin/gateway accounts -h)")"
 
 # Stop everything as soon as any one process ends (a port in use, a crash).
 wait -n "${pids[@]}" || true

@@ -39,6 +39,14 @@ var optional = map[string]string{
 	"GOGC":         "the binaries' GC default applies when unset",
 	"GOMEMLIMIT":   "derived from MEMORY_LIMIT, else 256MiB, when unset",
 	"MEMORY_LIMIT": "set by the prod overlay from the memory limit; 256MiB soft limit without it",
+	// The account dashboard (docs/accounts.md) needs the public origin only its operator
+	// knows; without it a production gateway serves no /account (404 saying so).
+	"ACCOUNT_ORIGIN": "the dashboard's public origin; /account is off without it in production",
+	"ACCOUNT_SIGNUP": "default follows SENSORGATE_ENV: open in development, closed in production",
+	// Sign-in with an organisation's OpenID provider is opt-in.
+	"OIDC_ISSUER":        "OpenID Connect sign-in is opt-in",
+	"OIDC_CLIENT_ID":     "OpenID Connect sign-in is opt-in",
+	"OIDC_CLIENT_SECRET": "OpenID Connect sign-in is opt-in",
 }
 
 // optionalProvider reports whether name is a per-provider live-mode variable

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/sensorgate/sensorgate/gateway/account"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/gateway/openapi"
@@ -82,11 +83,26 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		}
 	}
 
+	// --- Account dashboard (package account): its own session cookie, not x-api-key, and
+	// cross-origin protection on every state-changing method. The client address is the
+	// one Gin derived (trusted proxies), for the sign-in throttle and the audit log. ---
+	if d.Account != nil {
+		serveAccount := func(c *gin.Context) {
+			d.Account.ServeHTTP(c.Writer, c.Request.WithContext(account.WithClientAddr(c.Request.Context(), c.ClientIP())))
+		}
+		r.Any(account.PathPage, serveAccount)
+		r.Any(account.PathPage+"/*rest", serveAccount)
+	}
+
 	// --- Authenticated: every /api/v1 route needs x-api-key (docs/spec.md 5), then counts
 	// against the key's rate limit. ---
 	v1 := r.Group("/api/v1", auth.Middleware(d.Auth))
 	if d.RateLimit != nil {
 		v1.Use(d.RateLimit)
+	}
+	// Counted per key per hour for the account dashboard (an atomic add; package usage).
+	if d.Usage != nil {
+		v1.Use(d.Usage)
 	}
 	// Then every query and path parameter is checked (input.go): a NUL, invalid UTF-8, a
 	// raw ';' or a repeated parameter is a 400 before any store or upstream call.

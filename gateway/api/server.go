@@ -68,6 +68,11 @@ type Deps struct {
 
 	// Live, when set, answers area latest and the streams (packages latest and stream).
 	Live LiveHandlers
+
+	// Account, when set, serves the account dashboard under /account (package account);
+	// Usage, when set, counts every authenticated /api/v1 request per key (package usage).
+	Account http.Handler
+	Usage   gin.HandlerFunc
 }
 
 // NewServer returns the gateway's HTTP handler.

@@ -26,6 +26,13 @@ commands:
                             create an API key and print it (once)
   keys list                 list keys: id, prefix, owner, env, plan, created, revoked
   keys revoke ID|PREFIX     revoke a key (every replica refuses it within KEY_CACHE_TTL)
+  accounts create-admin --name NAME [--email ADDR]
+                            create an admin account and print its one-time enrolment link
+  accounts invite --name NAME [--email ADDR] [--role user|admin]
+                            create an account and print its enrolment (invitation) link
+  accounts signin-link --email ADDR
+                            print a one-time sign-in link of an account (development)
+  accounts list             list accounts: id, name, email, role, disabled
   catalog import FILE       load a JSON catalog file into the catalog
   version                   print the module version and commit the binary was built from
 
@@ -63,6 +70,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return keysRevoke(ctx, rest[1:], getenv, stdout)
 		}
 		return fmt.Errorf("keys: unknown subcommand %q; want create, list or revoke", rest[0])
+	case "accounts":
+		return accountsCmd(ctx, rest, getenv, stdout)
 	case "catalog":
 		if len(rest) == 0 || rest[0] != "import" {
 			return fmt.Errorf("catalog: want the subcommand import FILE\n\n%s", usage)

@@ -128,6 +128,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 
+	// The account dashboard and the per-key usage counters (account.go).
+	acc, err := newAccounts(cfg, raw, st, rdb, authn, log)
+	if err != nil {
+		return err
+	}
+	defer acc.close()
+	defer acc.start(context.WithoutCancel(ctx))()
+
 	// Area latest and the streams; the hub follows every service's log until shutdown.
 	lv, err := newLive(cfg, st, clients, rdb, met, log)
 	if err != nil {
@@ -163,6 +171,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MCP:            mcpHandlers,
 		Live:           lv.handlers,
 		Checks:         []api.Check{rl.check},
+		Account:        acc.handler,
+		Usage:          acc.usage,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

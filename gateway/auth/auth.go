@@ -216,7 +216,10 @@ func (a *Authenticator) authenticate(ctx context.Context, secret string, addr fu
 		}
 	}
 	k := e.key
-	if !e.found || subtle.ConstantTimeCompare(k.Hash, h[:]) != 1 || k.RevokedAt != nil || k.Environment != a.env {
+	// An expiry (a rotated key's grace) is checked against the clock on every request, so a
+	// cached key stops at its expires_at exactly; keys without one pay no clock read.
+	if !e.found || subtle.ConstantTimeCompare(k.Hash, h[:]) != 1 || k.RevokedAt != nil || k.Environment != a.env ||
+		(k.ExpiresAt != nil && !a.now().Before(*k.ExpiresAt)) {
 		a.miss(ctx, addr())
 		return nil, invalidKey()
 	}

@@ -320,3 +320,34 @@ func BenchmarkAuthenticateCached(b *testing.B) {
 		}
 	})
 }
+
+// A rotated key keeps working through its grace and stops at its expiry exactly, even while
+// its lookup is cached (the expiry is checked against the clock, not the cache's age).
+func TestRotatedKeyStopsAtExpiry(t *testing.T) {
+	t.Parallel()
+	st := stores(t)["sqlite"](t)
+	ctx := context.Background()
+	clk := &clock{t: time.Now().UTC()}
+	a, err := New(st, Options{Environment: catalog.EnvDevelopment, CacheTTL: time.Minute, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, row := newKey(t, st, catalog.EnvDevelopment, "dora")
+	nk, _ := Generate(catalog.EnvDevelopment)
+	if _, _, err := st.RotateKey(ctx, row.ID, catalog.APIKey{Prefix: nk.Prefix, Hash: nk.Hash}, clk.now().Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(ctx, key); err != nil {
+		t.Fatalf("within the grace the old key works: %v", err)
+	}
+	if _, err := a.Authenticate(ctx, nk.Secret); err != nil {
+		t.Fatalf("the new key works: %v", err)
+	}
+	clk.add(10 * time.Second)
+	if got := code(func() error { _, err := a.Authenticate(ctx, key); return err }()); got != apierr.InvalidAPIKey {
+		t.Errorf("after the grace the old key: %q, want invalid_api_key", got)
+	}
+	if _, err := a.Authenticate(ctx, nk.Secret); err != nil {
+		t.Errorf("the new key still works: %v", err)
+	}
+}

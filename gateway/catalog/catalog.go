@@ -136,6 +136,17 @@ type APIKey struct {
 	Plan        string // selects the rate limit of a production key
 	CreatedAt   time.Time
 	RevokedAt   *time.Time
+	// ExpiresAt, when set, is when the key stops working on its own: the end of the grace
+	// period of a rotated key.
+	ExpiresAt *time.Time
+	// LastUsedAt is when a request last presented the key, as of the usage counter's last
+	// flush (not read on the request path).
+	LastUsedAt *time.Time
+}
+
+// Usable reports whether the key admits requests at now: not revoked, not expired.
+func (k APIKey) Usable(now time.Time) bool {
+	return k.RevokedAt == nil && (k.ExpiresAt == nil || now.Before(*k.ExpiresAt))
 }
 
 // BBox is a bounding box; MinLon > MaxLon means it crosses the antimeridian.

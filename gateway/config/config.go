@@ -82,6 +82,21 @@ type Config struct {
 
 	// Stream holds the Server-Sent Event stream settings (STREAM_*, docs/live.md).
 	Stream Stream
+
+	// Account holds the account dashboard's settings (ACCOUNT_*, docs/accounts.md).
+	Account Account
+}
+
+// Account is the configuration of the account dashboard (package account).
+type Account struct {
+	// Origin is the dashboard's public origin, the passkeys' relying party
+	// (ACCOUNT_ORIGIN); empty turns the dashboard off.
+	Origin string
+	// OpenSignUp lets anyone create an account with a passkey (ACCOUNT_SIGNUP=open).
+	OpenSignUp bool
+	// OIDCIssuer, OIDCClientID and OIDCClientSecret add sign-in with an OpenID Connect
+	// provider (OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET).
+	OIDCIssuer, OIDCClientID, OIDCClientSecret string
 }
 
 // Stream is the configuration of the live streams (package stream).
@@ -340,6 +355,64 @@ func Settings() []setting {
 				return fmt.Errorf("want a positive duration, got %s", v)
 			}
 			c.ShutdownTimeout = d
+			return nil
+		}},
+		// Account dashboard (docs/accounts.md). Both come after SENSORGATE_ENV and
+		// GATEWAY_ADDR, which their defaults follow.
+		{Env: "ACCOUNT_ORIGIN", Flag: "account-origin", Default: "", Usage: "public origin of the account dashboard and its passkeys, like https://gateway.example.org (development default: http://localhost:PORT of GATEWAY_ADDR; production: empty turns /account off)", Set: func(c *Config, v string) error {
+			if v == "" {
+				if c.Env == EnvDevelopment {
+					_, port, _ := net.SplitHostPort(c.Addr)
+					c.Account.Origin = "http://localhost:" + port
+				}
+				return nil
+			}
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+				return errors.New("want an origin: scheme and host only, like https://gateway.example.org")
+			}
+			if u.Scheme == "http" && c.Env == EnvProduction {
+				return errors.New("production needs https: session cookies are Secure")
+			}
+			c.Account.Origin = u.Scheme + "://" + u.Host
+			return nil
+		}},
+		{Env: "ACCOUNT_SIGNUP", Flag: "account-signup", Default: "", Usage: "open: anyone may create an account with a passkey; closed: by invitation only (default: open in development, closed in production)", Set: func(c *Config, v string) error {
+			switch v {
+			case "":
+				c.Account.OpenSignUp = c.Env == EnvDevelopment
+			case "open":
+				c.Account.OpenSignUp = true
+			case "closed":
+				c.Account.OpenSignUp = false
+			default:
+				return fmt.Errorf("want open or closed, got %q", v)
+			}
+			return nil
+		}},
+		{Env: "OIDC_ISSUER", Flag: "oidc-issuer", Default: "", Usage: "issuer URL of an OpenID Connect provider for dashboard sign-in (empty: passkeys only); register ACCOUNT_ORIGIN/account/auth/oidc/callback as its redirect URI", Set: func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return errors.New("want the provider's issuer URL, like https://accounts.example.org")
+			}
+			if u.Scheme == "http" && c.Env == EnvProduction {
+				return errors.New("production needs an https issuer")
+			}
+			c.Account.OIDCIssuer = v
+			return nil
+		}},
+		{Env: "OIDC_CLIENT_ID", Flag: "oidc-client-id", Default: "", Usage: "client id of the gateway at the OpenID Connect provider (required with OIDC_ISSUER)", Set: func(c *Config, v string) error {
+			if v == "" && c.Account.OIDCIssuer != "" {
+				return errors.New("required when OIDC_ISSUER is set")
+			}
+			c.Account.OIDCClientID = v
+			return nil
+		}},
+		{Env: "OIDC_CLIENT_SECRET", Flag: "oidc-client-secret", Default: "", Usage: "client secret of the gateway at the OpenID Connect provider", Secret: true, Set: func(c *Config, v string) error {
+			c.Account.OIDCClientSecret = v
 			return nil
 		}},
 	}, append(settings.Externals[Config](obs.TracingEnv...), settings.Externals[Config](gctune.Env...)...)...)

@@ -139,10 +139,12 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Fatalf("node build/client.js: %v\n%s\n%s", err, out, stderr)
 	}
 	// The two event streams never end, so the validator (which checks a whole answer)
-	// cannot check them; gateway/stream's own tests cover them.
+	// cannot check them; gateway/stream's own tests cover them. The account dashboard's
+	// routes need a passkey-signed session, not a key: gateway/account's and gateway/app's
+	// tests call each of them through the same validator.
 	var missed []string
 	for _, op := range v.Unexercised() {
-		if !strings.HasSuffix(op, "/stream") {
+		if !strings.HasSuffix(op, "/stream") && !strings.Contains(op, " /account/") {
 			missed = append(missed, op)
 		}
 	}

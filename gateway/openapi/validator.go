@@ -218,6 +218,17 @@ func answeredInProtocol(route *routers.Route, err error) bool {
 // says where they go.
 func checkSecurity(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	s := in.SecurityScheme
+	if s != nil && s.Type == "apiKey" && s.In == "cookie" {
+		// The account dashboard's session: __Host-sg_session, or sg_session on a plain-http
+		// development gateway (docs/accounts.md).
+		req := in.RequestValidationInput.Request
+		for _, name := range []string{s.Name, strings.TrimPrefix(s.Name, "__Host-")} {
+			if _, err := req.Cookie(name); err == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("cookie %s is missing", s.Name)
+	}
 	if s == nil || s.Type != "apiKey" || s.In != "header" {
 		return fmt.Errorf("unsupported security scheme")
 	}

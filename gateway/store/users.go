@@ -52,18 +52,20 @@ func (s *Store) User(ctx context.Context, id uuid.UUID) (catalog.User, error) {
 	return u, nil
 }
 
-const keyColumns = "id, name, prefix, hash, owner_id, environment, plan, created_at, revoked_at"
+const keyColumns = "id, name, prefix, hash, owner_id, environment, plan, created_at, revoked_at, expires_at, last_used_at"
 
 func scanKey(r rowScanner) (catalog.APIKey, error) {
 	var (
-		k       catalog.APIKey
-		revoked sql.NullTime
+		k                      catalog.APIKey
+		revoked, expires, used sql.NullTime
 	)
-	if err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.OwnerID, &k.Environment, &k.Plan, &k.CreatedAt, &revoked); err != nil {
+	if err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.OwnerID, &k.Environment, &k.Plan, &k.CreatedAt, &revoked, &expires, &used); err != nil {
 		return k, fmt.Errorf("store: scan api key: %w", err)
 	}
 	k.CreatedAt = k.CreatedAt.UTC()
 	k.RevokedAt = nullTime(revoked)
+	k.ExpiresAt = nullTime(expires)
+	k.LastUsedAt = nullTime(used)
 	return k, nil
 }
 
@@ -88,8 +90,8 @@ func (s *Store) CreateKey(ctx context.Context, k catalog.APIKey) (catalog.APIKey
 	if _, err := s.User(ctx, k.OwnerID); err != nil {
 		return k, fmt.Errorf("store: create key %q: owner: %w", k.Prefix, err)
 	}
-	err := s.db.WithContext(ctx).Exec("INSERT INTO api_keys ("+keyColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		k.ID, k.Name, k.Prefix, k.Hash, k.OwnerID, k.Environment, k.Plan, k.CreatedAt.UTC(), utcPtr(k.RevokedAt)).Error
+	err := s.db.WithContext(ctx).Exec("INSERT INTO api_keys ("+keyColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		k.ID, k.Name, k.Prefix, k.Hash, k.OwnerID, k.Environment, k.Plan, k.CreatedAt.UTC(), utcPtr(k.RevokedAt), utcPtr(k.ExpiresAt), utcPtr(k.LastUsedAt)).Error
 	if err != nil {
 		if isUniqueViolation(err) {
 			return k, fmt.Errorf("api key %q: %w", k.Prefix, catalog.ErrConflict)

@@ -1,4 +1,4 @@
-// Builds the explorer into dist/ (committed, embedded by the gateway with go:embed):
+// Builds the explorer and the account dashboard into dist/ (committed, embedded by the gateway with go:embed):
 // app.js and app.css bundled and minified by esbuild, index.html and the world map
 // (world-atlas countries-110m TopoJSON) copied, and SOURCES.sha256 listing the hash of every
 // source file, so the gateway's Go test (sources_test.go) fails when dist/ is older than
@@ -14,7 +14,7 @@ const dist = join(root, "dist");
 
 // sourceFiles must match sourceFiles in sources_test.go: everything the bundle is made of.
 export function sourceFiles() {
-  const out = ["build.mjs", "index.html", "package.json", "package-lock.json", "tsconfig.json"];
+  const out = ["account.html", "build.mjs", "index.html", "package.json", "package-lock.json", "tsconfig.json"];
   const walk = (dir) => {
     for (const name of readdirSync(join(root, dir))) {
       const rel = dir + "/" + name;
@@ -29,7 +29,7 @@ export function sourceFiles() {
 rmSync(dist, { recursive: true, force: true });
 mkdirSync(dist, { recursive: true });
 await build({
-  entryPoints: { app: join(root, "src/main.ts") },
+  entryPoints: { app: join(root, "src/main.ts"), account: join(root, "src/account/main.ts") },
   bundle: true,
   minify: true,
   format: "esm",
@@ -40,6 +40,7 @@ await build({
   charset: "utf8",
 });
 copyFileSync(join(root, "index.html"), join(dist, "index.html"));
+copyFileSync(join(root, "account.html"), join(dist, "account.html"));
 copyFileSync(join(root, "src/favicon.svg"), join(dist, "favicon.svg"));
 copyFileSync(join(root, "node_modules/world-atlas/countries-110m.json"), join(dist, "countries-110m.json"));
 

@@ -16,7 +16,7 @@ import (
 // sourceFiles lists what the bundle is made of, as sourceFiles in build.mjs does.
 func sourceFiles(t *testing.T) []string {
 	t.Helper()
-	out := []string{"build.mjs", "index.html", "package.json", "package-lock.json", "tsconfig.json"}
+	out := []string{"account.html", "build.mjs", "index.html", "package.json", "package-lock.json", "tsconfig.json"}
 	err := filepath.WalkDir("src", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -87,7 +87,7 @@ func TestSourceListAgrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("%q", []string{"build.mjs", "index.html", "package.json", "package-lock.json", "tsconfig.json"})
+	want := fmt.Sprintf("%q", []string{"account.html", "build.mjs", "index.html", "package.json", "package-lock.json", "tsconfig.json"})
 	want = strings.NewReplacer("[", "[", " ", ", ").Replace(want)
 	if !strings.Contains(string(b), want) || !strings.Contains(string(b), `walk("src")`) {
 		t.Fatalf("build.mjs's sourceFiles no longer lists %s plus src/: keep it and sourceFiles in this test the same", want)

@@ -33,6 +33,8 @@ const (
 	PathRoot     = "/"
 	PathExplorer = "/explorer"
 	PathAssets   = "/explorer/assets/"
+	// PathAccount is the account dashboard's page (its API is package account's).
+	PathAccount = "/account"
 )
 
 // CSP of the explorer: everything from this origin, nothing inline (no 'unsafe-inline', no
@@ -151,10 +153,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serve(w, r, h.root)
 	case p == PathExplorer:
 		h.serve(w, r, h.files["index.html"])
+	case p == PathAccount && h.files["account.html"] != nil:
+		h.serve(w, r, h.files["account.html"])
 	case strings.HasPrefix(p, PathAssets):
 		name := strings.TrimPrefix(p, PathAssets)
 		f := h.files[name]
-		if name == "index.html" || strings.Contains(name, "/") || f == nil {
+		if name == "index.html" || name == "account.html" || strings.Contains(name, "/") || f == nil {
 			writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no explorer asset %q", name))
 			return
 		}

@@ -36,6 +36,13 @@ const (
 	// UpstreamBadResponse: a backing service answered with a status or media type the
 	// gateway does not pass on (HTML, a redirect, an unexpected 204 or 404 body).
 	UpstreamBadResponse = "upstream_bad_response"
+	// NotSignedIn: an /account/api route without a valid session (docs/accounts.md).
+	NotSignedIn = "not_signed_in"
+	// SignInFailed: a passkey, link or OpenID Connect sign-in did not succeed; the same
+	// answer whatever the reason, so that it tells nothing about which accounts exist.
+	SignInFailed = "sign_in_failed"
+	// Conflict: the request contradicts the current state (rotating a revoked key).
+	Conflict = "conflict"
 )
 
 // StoreRetryAfter is the Retry-After, in seconds, of a store_unavailable answer: long
@@ -61,6 +68,9 @@ var statusByCode = map[string]int{
 	RateLimitUnavailable: http.StatusServiceUnavailable,
 	StoreUnavailable:     http.StatusServiceUnavailable,
 	UpstreamBadResponse:  http.StatusBadGateway,
+	NotSignedIn:          http.StatusUnauthorized,
+	SignInFailed:         http.StatusUnauthorized,
+	Conflict:             http.StatusConflict,
 }
 
 // Known reports whether code is one of the codes above.

@@ -14,11 +14,11 @@ import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from "node:fs";
 import { createServer } from "node:http";
-import { createServer as netServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { freePort, waitFor } from "./stack.mjs";
 
 const repo = fileURLToPath(new URL("../../..", import.meta.url));
 const chromiumPath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
@@ -35,15 +35,6 @@ let failed = false;
 
 // --- The stack ---
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = netServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-    s.on("error", reject);
-  });
-}
 
 function start(name, bin, env) {
   const log = createWriteStream(join(tmp, name + ".log"));
@@ -54,19 +45,6 @@ function start(name, bin, env) {
   return p;
 }
 
-async function waitFor(what, fn, ms = 90000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch {
-      /* not yet */
-    }
-    if (Date.now() > end) throw new Error(`${what}: not ready after ${ms / 1000} s`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 const api = (path, init = {}) => fetch(base + path, { ...init, headers: { "x-api-key": key, ...(init.headers ?? {}) } });
 const apiJSON = async (path) => {
