@@ -132,7 +132,7 @@ func New(st *store.Store, cfg Config) (*Handler, error) {
 			return nil, errors.New("account: OIDC_CLIENT_ID is required with OIDC_ISSUER")
 		}
 		if cfg.OIDC.HTTPClient == nil {
-			cfg.OIDC.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+			cfg.OIDC.HTTPClient = defaultOIDCClient()
 		}
 		h.oidc = &oidcClient{cfg: cfg.OIDC, origin: cfg.Origin}
 	}

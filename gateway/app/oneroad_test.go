@@ -27,6 +27,8 @@ func TestOneRoadToTheServices(t *testing.T) {
 	allowed := map[string]bool{
 		// Checks a test client's exchanges against the OpenAPI document.
 		filepath.Join("..", "openapi", "validator.go"): true,
+		// Sign-in with an organisation's OpenID provider: an outside party, not a service.
+		filepath.Join("..", "account", "oidc.go"): true,
 	}
 	root := filepath.Join("..")
 	fset := token.NewFileSet()
