@@ -2,10 +2,7 @@ package mcp
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"hash/fnv"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,6 +12,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	sgfreshness "github.com/sensorgate/sensorgate/pkg/freshness"
+	"github.com/sensorgate/sensorgate/pkg/pagecursor"
 )
 
 // freshness says how old a station's newest reading is and whether that is late for it,
@@ -264,47 +262,27 @@ func (h *Handler) serviceOf(ctx context.Context, s catalog.Sensor) (catalog.Serv
 	return svc, notFound(err, apierr.NoFeed, "sensor %s is connected to service %q, which the gateway does not know", s.ID, s.ServiceID)
 }
 
-// pageCursor is the opaque cursor of the gateway's paginated tools: the next page, its size,
-// and a hash of the query it belongs to, so a cursor used with other filters is refused
-// instead of silently paging through something else.
-type pageCursor struct {
-	Page  int    `json:"p"`
-	Limit int    `json:"l"`
-	Query uint64 `json:"q"`
-	Since string `json:"s,omitempty"`
-	Until string `json:"u,omitempty"`
-}
+// pageCursor is the opaque cursor of the gateway's paginated tools (pkg/pagecursor, which
+// the services' tools use too).
+type pageCursor = pagecursor.Cursor
 
-func encodeCursor(c pageCursor) string {
-	b, _ := json.Marshal(c) // plain struct: always marshals
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func encodeCursor(c pageCursor) string { return pagecursor.Encode(c) }
 
+// decodeCursor reads a cursor of tool's arguments hashed as query, refusing it in the
+// tool's words.
 func decodeCursor(tool, s string, query uint64) (pageCursor, error) {
-	var c pageCursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &c)
-	}
-	if err != nil || c.Page < 2 || c.Limit < 1 {
-		return c, badArg(tool, "cursor", "is not a cursor this tool returned; pass nextCursor from the previous result unchanged")
-	}
-	if c.Query != query {
+	c, err := pagecursor.Decode(s, query)
+	switch {
+	case errors.Is(err, pagecursor.ErrOtherQuery):
 		return c, badArg(tool, "cursor", "belongs to a query with other arguments; repeat the same arguments with the cursor, or drop the cursor to start over")
+	case err != nil:
+		return c, badArg(tool, "cursor", "is not a cursor this tool returned; pass nextCursor from the previous result unchanged")
 	}
 	return c, nil
 }
 
 // queryHash identifies the arguments a cursor was issued for (without cursor and limit).
-func queryHash(v any) uint64 {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return 0
-	}
-	f := fnv.New64a()
-	_, _ = f.Write(b)
-	return f.Sum64()
-}
+func queryHash(v any) uint64 { return pagecursor.QueryHash(v) }
 
 func nonNil(s []string) []string {
 	if s == nil {
