@@ -550,6 +550,7 @@ type getReadingsArgs struct {
 	Sort       string   `json:"sort,omitempty" jsonschema:"desc (newest first, default) or asc, as REST's sort"`
 	Order      string   `json:"order,omitempty" jsonschema:"Deprecated name of sort"`
 	DataFormat string   `json:"data_format,omitempty" jsonschema:"cleaned (default): canonical measurements; raw: the source payload of each reading"`
+	QC         string   `json:"qc,omitempty" jsonschema:"Quality flags to keep: good (1 and 2), all or QARTOD codes such as 1,2,3 (1 pass, 2 not evaluated, 3 suspect, 4 fail, 9 missing); default all, as REST"`
 	Limit      *int     `json:"limit,omitempty" jsonschema:"Readings per page (default 100, at most 500; larger is clamped)"`
 	Cursor     string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
 }
@@ -600,6 +601,9 @@ func runGetReadings(ctx context.Context, cc *callCtx, a getReadingsArgs) (string
 	if a.DataFormat != "" {
 		q.Set("data_format", a.DataFormat)
 	}
+	if a.QC != "" {
+		q.Set("qc", a.QC)
+	}
 	parsed, err := contract.ParseReadingsQuery(q, cc.now)
 	if err != nil {
 		return "", none, apierr.New(apierr.InvalidParameter, "%s: %s", tool, apierr.From(err).Message)
@@ -640,6 +644,9 @@ func runGetReadings(ctx context.Context, cc *callCtx, a getReadingsArgs) (string
 	}
 	if len(a.Parameters) > 0 {
 		up.Set("parameter", strings.Join(a.Parameters, ","))
+	}
+	if a.QC != "" {
+		up.Set("qc", a.QC)
 	}
 
 	// The newest reading decides freshness; when this page cannot hold it (a later page,

@@ -31,6 +31,7 @@ type latestInAreaArgs struct {
 	Near       *nearArg `json:"near,omitempty" jsonschema:"Radius around a point"`
 	Parameters []string `json:"parameters,omitempty" jsonschema:"Keep only these canonical parameter ids"`
 	MaxAge     string   `json:"max_age,omitempty" jsonschema:"Stale beyond this age: seconds (900) or ISO 8601 (PT15M)"`
+	QC         string   `json:"qc,omitempty" jsonschema:"Quality flags to keep: good (1 and 2), all or QARTOD codes such as 1,2,3 (1 pass, 2 not evaluated, 3 suspect, 4 fail, 9 missing); default all, as REST"`
 	Limit      *int     `json:"limit,omitempty" jsonschema:"Sensors per page (default 1000, at most 5000, as REST)"`
 	Cursor     string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
 }
@@ -85,6 +86,7 @@ func runLatestInArea(ctx context.Context, cc *callCtx, a latestInAreaArgs) (stri
 	set("sensor_ids", strings.Join(a.SensorIDs, ","))
 	set("parameter", strings.Join(a.Parameters, ","))
 	set("max_age", a.MaxAge)
+	set("qc", a.QC)
 	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 	if b := a.BBox; b != nil {
 		if b.MinLat == nil || b.MinLon == nil || b.MaxLat == nil || b.MaxLon == nil {
@@ -161,6 +163,7 @@ type aggregateArgs struct {
 	Until      string   `json:"until,omitempty" jsonschema:"Exclusive, RFC 3339 or YYYY-MM-DD"`
 	Days       *float64 `json:"days,omitempty" jsonschema:"Last N days; not with since or until"`
 	TZ         string   `json:"tz,omitempty" jsonschema:"IANA zone whose clock the buckets follow (default UTC)"`
+	QC         string   `json:"qc,omitempty" jsonschema:"Quality flags to keep: good (1 and 2), all or QARTOD codes such as 1,2,3 (1 pass, 2 not evaluated, 3 suspect, 4 fail, 9 missing); default good, as REST; each bucket says how many values it left out"`
 }
 
 func runAggregate(ctx context.Context, cc *callCtx, a aggregateArgs) (string, contract.AggregateResponse, error) {
@@ -186,6 +189,7 @@ func runAggregate(ctx context.Context, cc *callCtx, a aggregateArgs) (string, co
 	set("since", a.Since)
 	set("until", a.Until)
 	set("tz", a.TZ)
+	set("qc", a.QC)
 	if a.Days != nil {
 		v.Set("days", strconv.FormatFloat(*a.Days, 'f', -1, 64))
 	}
