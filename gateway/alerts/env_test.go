@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -152,3 +154,7 @@ func eachDialect(t *testing.T, fn func(t *testing.T, postgres bool)) {
 		})
 	}
 }
+
+func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }
+
+func itoa(n int) string { return strconv.Itoa(n) }

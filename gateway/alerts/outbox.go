@@ -34,7 +34,7 @@ type attemptResult struct {
 // lease. On PostgreSQL FOR UPDATE SKIP LOCKED lets every replica claim at once without
 // waiting for or taking each other's rows; SQLite has one connection, so the statement is
 // already alone.
-func (s *Store) claim(ctx context.Context, n int, now time.Time) ([]job, error) {
+func (s *Store) claim(ctx context.Context, n int, now time.Time, lease time.Duration) ([]job, error) {
 	q := `UPDATE alert_outbox SET next_ms = ? WHERE id IN (
   SELECT id FROM alert_outbox WHERE next_ms <= ? ORDER BY next_ms LIMIT ?` + map[bool]string{true: " FOR UPDATE SKIP LOCKED", false: ""}[s.postgres] + `)
 RETURNING id, event_seq, rule_id, attempts, first_ms`

@@ -35,9 +35,6 @@ const (
 	// hit by every sender at once.
 	firstBackoff = 5 * time.Second
 	maxBackoff   = time.Hour
-	// lease is how long a claimed outbox row is hidden from other senders: longer than an
-	// attempt, so a row is retried by another replica only when its sender died.
-	lease = AttemptTimeout + 15*time.Second
 )
 
 // Sign returns the webhook-signature header for id, timestamp and body under secret
@@ -138,17 +135,17 @@ func (g Guard) CheckURL(ctx context.Context, raw string) error {
 // it dials only through the guard, follows no redirects (a redirect could point past the
 // guard's intent to an allowed host's internal peer; the receiver must answer itself) and
 // bounds each attempt.
-func newClient(g Guard) *http.Client {
-	d := &net.Dialer{Timeout: 10 * time.Second, Control: g.control}
+func newClient(g Guard, timeout time.Duration) *http.Client {
+	d := &net.Dialer{Timeout: min(10*time.Second, timeout), Control: g.control}
 	return &http.Client{
-		Timeout: AttemptTimeout,
+		Timeout: timeout,
 		Transport: &http.Transport{
 			DialContext:           d.DialContext,
 			Proxy:                 nil,
 			MaxIdleConnsPerHost:   4,
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: AttemptTimeout,
+			ResponseHeaderTimeout: timeout,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -161,9 +158,12 @@ type SenderOptions struct {
 	// Workers is how many deliveries run at once per replica (default 16).
 	Workers int
 	// Poll is how often the outbox is checked when idle (default 500 ms).
-	Poll   time.Duration
-	Logger *slog.Logger
-	Now    func() time.Time
+	Poll time.Duration
+	// Timeout bounds one attempt (default AttemptTimeout) and Backoff is the first wait
+	// before a retry (default 5 s); tests shorten both.
+	Timeout, Backoff time.Duration
+	Logger           *slog.Logger
+	Now              func() time.Time
 }
 
 // Sender delivers the outbox: every replica runs one; rows are claimed with FOR UPDATE
@@ -189,7 +189,13 @@ func NewSender(o SenderOptions) *Sender {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Sender{o: o, client: newClient(o.Guard)}
+	if o.Timeout <= 0 {
+		o.Timeout = AttemptTimeout
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = firstBackoff
+	}
+	return &Sender{o: o, client: newClient(o.Guard, o.Timeout)}
 }
 
 // Run delivers until ctx ends. Up to Workers attempts run at once; a receiver that hangs
@@ -204,7 +210,9 @@ func (s *Sender) Run(ctx context.Context) {
 			sleep(ctx, s.o.Poll/5)
 			continue
 		}
-		jobs, err := s.o.Store.claim(ctx, free, s.o.Now())
+		// A claimed row is hidden from other senders for twice an attempt's timeout: it is
+		// retried by another replica only when its sender died.
+		jobs, err := s.o.Store.claim(ctx, free, s.o.Now(), 2*s.o.Timeout)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.o.Logger.Warn("alerts: outbox unavailable; retrying", "err", err)
@@ -246,7 +254,7 @@ func (s *Sender) deliver(ctx context.Context, j job) {
 		d.outcome = "gave_up"
 	default:
 		d.outcome = "retry"
-		d.next = start.Add(backoff(j.attempts + 1))
+		d.next = start.Add(backoff(s.o.Backoff, j.attempts+1))
 	}
 	if err := s.o.Store.record(context.WithoutCancel(ctx), d); err != nil {
 		s.o.Logger.Warn("alerts: recording a delivery failed; it will be attempted again", "event_id", j.eventID, "err", err)
@@ -259,7 +267,7 @@ func (s *Sender) attempt(ctx context.Context, j job, now time.Time) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+	actx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, j.url, bytes.NewReader(j.body))
 	if err != nil {
@@ -273,7 +281,7 @@ func (s *Sender) attempt(ctx context.Context, j job, now time.Time) (int, error)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return 0, fmt.Errorf("no answer within %s", AttemptTimeout)
+			return 0, fmt.Errorf("no answer within %s", s.o.Timeout)
 		}
 		return 0, err
 	}
@@ -286,9 +294,9 @@ func (s *Sender) attempt(ctx context.Context, j job, now time.Time) (int, error)
 }
 
 // backoff is the wait before attempt n (n >= 1 failed attempts so far): exponential from
-// firstBackoff, at most maxBackoff, drawn between half and all of it.
-func backoff(n int) time.Duration {
-	d := firstBackoff
+// first, at most maxBackoff, drawn between half and all of it.
+func backoff(first time.Duration, n int) time.Duration {
+	d := first
 	for i := 1; i < n && d < maxBackoff; i++ {
 		d *= 2
 	}
