@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -244,29 +243,8 @@ func parseLimit(s string) (int, error) {
 	return n, nil
 }
 
-// Quotas maps plans to the most rules a key of the plan may hold.
+// Quotas maps plans to the most rules a key of the plan may hold (ALERT_RULE_QUOTAS).
 type Quotas map[string]int
-
-// DefaultQuotas: a plan not listed gets "default".
-const DefaultQuotas = "default=100"
-
-// ParseQuotas reads "free=10,pro=1000,default=100".
-func ParseQuotas(s string) (Quotas, error) {
-	out := Quotas{}
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		name, num, ok := strings.Cut(item, "=")
-		n, err := strconv.Atoi(strings.TrimSpace(num))
-		if !ok || strings.TrimSpace(name) == "" || err != nil || n < 0 {
-			return nil, fmt.Errorf("alert rule quota %q: want plan=count, e.g. pro=1000", item)
-		}
-		out[strings.TrimSpace(name)] = n
-	}
-	return out, nil
-}
 
 // For is the quota of a key's plan: the plan's own, else "default", else 100.
 func (q Quotas) For(id auth.Identity) int {

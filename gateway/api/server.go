@@ -17,6 +17,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/sensorgate/sensorgate/gateway/alerts"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/ginerr"
@@ -67,6 +68,9 @@ type Deps struct {
 
 	// Live, when set, answers area latest and the streams (packages latest and stream).
 	Live LiveHandlers
+
+	// Alerts, when set, answers the /alerts routes (package alerts).
+	Alerts *alerts.Handlers
 }
 
 // NewServer returns the gateway's HTTP handler.

@@ -143,6 +143,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer bg.Done()
 		lv.hub.Run(bgCtx)
 	}()
+	al, err := newAlerts(ctx, cfg, raw, st, lv.hub, log)
+	if err != nil {
+		return err
+	}
+	bg.Add(2)
+	go func() { defer bg.Done(); al.evaluator.Run(bgCtx) }()
+	go func() { defer bg.Done(); al.sender.Run(bgCtx) }()
 	// The shared server set-up (pkg/httpserver): its limits, and a shutdown that makes
 	// /readyz answer 503 (stopping is closed, api.Deps.Stopping), keeps serving for
 	// ShutdownDelay so that load balancers notice, then stops accepting and gives in-flight
@@ -162,6 +169,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Export:         px.export(rl.charge),
 		MCP:            mcpHandlers,
 		Live:           lv.handlers,
+		Alerts:         al.handlers,
 		Checks:         []api.Check{rl.check},
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
