@@ -28,7 +28,7 @@ import (
 var loopback = Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
 
 // openCatalog opens a fresh, migrated catalog database of one dialect.
-func openCatalog(t *testing.T, postgres bool) *store.Store {
+func openCatalog(t testing.TB, postgres bool) *store.Store {
 	t.Helper()
 	cfg := store.Config{Logger: slog.New(slog.DiscardHandler)}
 	if postgres {
@@ -44,7 +44,7 @@ func openCatalog(t *testing.T, postgres bool) *store.Store {
 	return cat
 }
 
-func openStore(t *testing.T, cat *store.Store) *Store {
+func openStore(t testing.TB, cat *store.Store) *Store {
 	t.Helper()
 	st, err := NewStore(context.Background(), cat.DB(), cat.Postgres(), nil)
 	if err != nil {

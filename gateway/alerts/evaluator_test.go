@@ -67,7 +67,7 @@ func (l *memLog) Events(ctx context.Context, after string, limit int, wait time.
 }
 
 // replica is one gateway's evaluation: its own hub over the shared service log.
-func startReplica(t *testing.T, ctx context.Context, st *Store, log *memLog, leader Leader) (stop func()) {
+func startReplica(t testing.TB, ctx context.Context, st *Store, log *memLog, leader Leader) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	hub := stream.NewHub(stream.HubOptions{Sources: map[string]stream.Source{"airquality": log}, Wait: 200 * time.Millisecond, Backoff: 50 * time.Millisecond})
@@ -175,7 +175,7 @@ func TestEvaluationOncePerReadingAcrossReplicas(t *testing.T) {
 }
 
 // waitCursor waits for an evaluator to have started at the log's head.
-func waitCursor(t *testing.T, st *Store) {
+func waitCursor(t testing.TB, st *Store) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
