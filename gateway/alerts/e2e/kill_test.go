@@ -17,8 +17,8 @@ import (
 )
 
 var bins = testenv.Binaries{Pkgs: map[string]string{
-	"gateway":    "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
-	"weather":    "github.com/sensorgate/sensorgate/services/cmd/weather",
+	"gateway": "github.com/sensorgate/sensorgate/gateway/cmd/gateway",
+	"weather": "github.com/sensorgate/sensorgate/services/cmd/weather",
 }}
 
 func TestMain(m *testing.M) { bins.Main(m) }
