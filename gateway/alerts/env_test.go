@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -74,7 +75,7 @@ func newAPI(t *testing.T, postgres bool, quotas Quotas) *apiEnv {
 	r := gin.New()
 	r.Use(ginerr.Render(slog.New(slog.DiscardHandler)))
 	v1 := r.Group("/api/v1", auth.Middleware(a))
-	h := &Handlers{Store: st, Guard: loopback, Quota: quotas.For}
+	h := &Handlers{Store: st, Guard: loopback, Quota: quotas.For, StreamPoll: 50 * time.Millisecond}
 	for _, rt := range h.Routes() {
 		v1.Handle(rt.Method, rt.Path, rt.Handler)
 	}

@@ -33,8 +33,12 @@ type Handlers struct {
 	Guard Guard
 	// Quota is the most rules a key may hold.
 	Quota func(id auth.Identity) int
-	// Stream, when set, answers GET /alerts/stream.
-	Stream gin.HandlerFunc
+	// Stopping is closed when the gateway begins to shut down: open streams end with a
+	// last comment (nil: never).
+	Stopping <-chan struct{}
+	// StreamPoll is how often an open stream looks for new events (default
+	// DefaultStreamPoll).
+	StreamPoll time.Duration
 }
 
 // Routes are the handlers by method and path (relative to /api/v1), for routes.go.
@@ -53,9 +57,7 @@ func (h *Handlers) Routes() []Route {
 		{http.MethodGet, "/alerts/rules/:id/deliveries", h.deliveries},
 		{http.MethodGet, "/alerts/events", h.events},
 		{http.MethodPost, "/alerts/events/:id/replay", h.replay},
-	}
-	if h.Stream != nil {
-		out = append(out, Route{http.MethodGet, "/alerts/stream", h.Stream})
+		{http.MethodGet, "/alerts/stream", h.stream},
 	}
 	return out
 }

@@ -160,6 +160,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	hs := httpserver.New(httpserver.Config{Logger: log, ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout,
 		ConnContext: stream.ConnContext, OnShutdown: []func(){lv.hub.Close}})
 	stopping := hs.Stopping()
+	al.handlers.Stopping = stopping
 	handler := api.NewServer(api.Deps{
 		Stopping: stopping,
 		Store:    st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
