@@ -15,6 +15,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
 // MaxRuleBody bounds the body of POST /alerts/rules (a rule with MaxSensorIDs ids fits).
@@ -199,8 +200,9 @@ func (h *Handlers) events(c *gin.Context) {
 	}
 	var since time.Time
 	if s := c.Query("since"); s != "" {
-		if since, err = time.Parse(time.RFC3339Nano, s); err != nil {
-			ginerr.Fail(c, apierr.Invalid("since", "want an RFC 3339 time such as 2026-01-02T15:04:05Z"))
+		// The one time parser of the API's since/until (RFC 3339, UTC without an offset).
+		if since, err = contract.ParseTime(s); err != nil {
+			ginerr.Fail(c, apierr.Invalid("since", "want an RFC 3339 time such as 2026-01-02T15:04:05Z or a date"))
 			return
 		}
 	}
