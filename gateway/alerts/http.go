@@ -16,6 +16,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/freshness"
 )
 
 // MaxRuleBody bounds the body of POST /alerts/rules (a rule with MaxSensorIDs ids fits).
@@ -59,6 +60,7 @@ func (h *Handlers) Routes() []Route {
 		{http.MethodGet, "/alerts/events", h.events},
 		{http.MethodPost, "/alerts/events/:id/replay", h.replay},
 		{http.MethodGet, "/alerts/stream", h.stream},
+		{http.MethodPost, "/alerts/rules/:id/rotate-secret", h.rotate},
 	}
 	return out
 }
@@ -259,4 +261,40 @@ func (q Quotas) For(id auth.Identity) int {
 		return n
 	}
 	return 100
+}
+
+// rotateRequest is the body of POST /alerts/rules/{id}/rotate-secret.
+type rotateRequest struct {
+	Grace string `json:"grace"`
+}
+
+// rotated answers it: the new secret (shown once) and until when the old one still signs.
+type rotated struct {
+	WebhookSecret      string    `json:"webhook_secret"`
+	PreviousValidUntil time.Time `json:"previous_valid_until"`
+}
+
+func (h *Handlers) rotate(c *gin.Context) {
+	id, err := auth.Caller(c)
+	if err != nil {
+		ginerr.Fail(c, err)
+		return
+	}
+	var req rotateRequest
+	if err := decodeBody(c.Request.Body, &req); err != nil {
+		ginerr.Fail(c, err)
+		return
+	}
+	grace, err := freshness.ParseMaxAge(req.Grace)
+	if err != nil || !strings.HasPrefix(strings.ToUpper(req.Grace), "P") || grace > MaxRotationGrace {
+		ginerr.Fail(c, apierr.Invalid("grace", "want an ISO 8601 duration of at most P7D, e.g. PT1H"))
+		return
+	}
+	secret, until, err := h.Store.RotateSecret(c.Request.Context(), id.KeyIDText, c.Param("id"), grace)
+	if err != nil {
+		ginerr.Fail(c, err)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.JSON(http.StatusCreated, rotated{WebhookSecret: secret, PreviousValidUntil: until})
 }

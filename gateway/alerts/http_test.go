@@ -125,3 +125,25 @@ func TestQuotaPerPlan(t *testing.T) {
 		}
 	})
 }
+
+func TestRotateSecretRoute(t *testing.T) {
+	e := newAPI(t, true, Quotas{})
+	key, _ := e.key(t, "hana", "")
+	var r created
+	body := `{"name":"n","target":{"sensor_ids":["5f0c7a52-3c4e-5a55-9d3b-1c5a0e2b7f11"]},"condition":{"op":"stale"},"for":"PT0S","webhook_url":"http://127.0.0.1:9/x"}`
+	if code := e.call(t, key, http.MethodPost, "/alerts/rules", body, &r); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	var out struct {
+		WebhookSecret      string `json:"webhook_secret"`
+		PreviousValidUntil string `json:"previous_valid_until"`
+	}
+	if code := e.call(t, key, http.MethodPost, "/alerts/rules/"+r.ID+"/rotate-secret", `{"grace":"PT1H"}`, &out); code != http.StatusCreated ||
+		!strings.HasPrefix(out.WebhookSecret, "whsec_") || out.WebhookSecret == r.WebhookSecret || out.PreviousValidUntil == "" {
+		t.Fatalf("rotate: %d %+v", code, out)
+	}
+	var ae apiError
+	if code := e.call(t, key, http.MethodPost, "/alerts/rules/"+r.ID+"/rotate-secret", `{"grace":"P8D"}`, &ae); code != http.StatusBadRequest || !strings.Contains(ae.Error, `"grace"`) {
+		t.Fatalf("grace P8D: %d %+v", code, ae)
+	}
+}

@@ -16,7 +16,10 @@ type job struct {
 	firstMS      int64
 	eventID, url string
 	secret       string
-	body         []byte
+	// previous signs too until previousUntil (a rotation's overlap).
+	previous      string
+	previousUntil time.Time
+	body          []byte
 }
 
 // attemptResult is one delivery attempt to record.
@@ -57,10 +60,10 @@ RETURNING id, event_seq, rule_id, attempts, first_ms`
 			return nil, fmt.Errorf("alerts: outbox event: %w", err)
 		}
 		var rule []struct {
-			WebhookURL, WebhookSecret string
-			DisabledMS, DeletedMS     int64
+			WebhookURL, WebhookSecret, PreviousSecret string
+			DisabledMS, DeletedMS, PreviousUntilMS    int64
 		}
-		if err := db.Raw("SELECT webhook_url, webhook_secret, disabled_ms, deleted_ms FROM alert_rules WHERE id = ?", r.RuleID).Scan(&rule).Error; err != nil {
+		if err := db.Raw("SELECT webhook_url, webhook_secret, previous_secret, previous_until_ms, disabled_ms, deleted_ms FROM alert_rules WHERE id = ?", r.RuleID).Scan(&rule).Error; err != nil {
 			return nil, fmt.Errorf("alerts: outbox rule: %w", err)
 		}
 		if len(ev) == 0 || len(rule) == 0 || rule[0].WebhookURL == "" || rule[0].DisabledMS > 0 || rule[0].DeletedMS > 0 {
@@ -71,7 +74,8 @@ RETURNING id, event_seq, rule_id, attempts, first_ms`
 			continue
 		}
 		out = append(out, job{id: r.ID, eventSeq: r.EventSeq, ruleID: r.RuleID, attempts: r.Attempts, firstMS: r.FirstMS,
-			eventID: ev[0].ID, body: []byte(ev[0].Body), url: rule[0].WebhookURL, secret: rule[0].WebhookSecret})
+			eventID: ev[0].ID, body: []byte(ev[0].Body), url: rule[0].WebhookURL, secret: rule[0].WebhookSecret,
+			previous: rule[0].PreviousSecret, previousUntil: time.UnixMilli(rule[0].PreviousUntilMS)})
 	}
 	return out, nil
 }

@@ -445,3 +445,29 @@ func (s *Store) ruleStates(ctx context.Context, ruleID string) (map[string]state
 	}
 	return out, nil
 }
+
+// MaxRotationGrace bounds how long a rotated-out secret keeps signing.
+const MaxRotationGrace = 7 * 24 * time.Hour
+
+// RotateSecret gives keyID's rule a new webhook secret and keeps the old one signing for
+// grace (both signatures in webhook-signature meanwhile), and returns the new secret and
+// the end of the overlap.
+func (s *Store) RotateSecret(ctx context.Context, keyID, id string, grace time.Duration) (string, time.Time, error) {
+	r, err := s.Rule(ctx, keyID, id)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if r.WebhookURL == "" {
+		return "", time.Time{}, apierr.Invalid("id", "the rule has no webhook_url, so no secret to rotate")
+	}
+	secret, err := NewSecret()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	until := s.now().Add(grace).UTC().Truncate(time.Millisecond)
+	if err := s.db.WithContext(ctx).Exec("UPDATE alert_rules SET previous_secret = webhook_secret, previous_until_ms = ?, webhook_secret = ? WHERE id = ? AND key_id = ?",
+		until.UnixMilli(), secret, id, keyID).Error; err != nil {
+		return "", time.Time{}, errStore(err)
+	}
+	return secret, until, nil
+}

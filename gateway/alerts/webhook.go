@@ -267,6 +267,15 @@ func (s *Sender) attempt(ctx context.Context, j job, now time.Time) (int, error)
 	if err != nil {
 		return 0, err
 	}
+	if j.previous != "" && now.Before(j.previousUntil) {
+		// During a rotation's overlap both secrets sign (space-separated, as Standard
+		// Webhooks allows), so receivers that have not switched yet still verify.
+		old, err := Sign(j.previous, j.eventID, ts, j.body)
+		if err != nil {
+			return 0, err
+		}
+		sig += " " + old
+	}
 	actx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, j.url, bytes.NewReader(j.body))

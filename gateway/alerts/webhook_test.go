@@ -344,3 +344,49 @@ func TestReplaySendsTheSameWebhookID(t *testing.T) {
 		t.Fatal("another key replayed the event")
 	}
 }
+
+// TestSecretRotationOverlaps: after a rotation with a grace, each delivery verifies with
+// the new secret and with the old one (standardwebhooks accepts any of the signatures);
+// once the grace is over, only the new one signs.
+func TestSecretRotationOverlaps(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	e := newWebhookEnv(t, rc, SenderOptions{})
+	old := rc.secret
+	secret, until, err := e.st.RotateSecret(context.Background(), "k1", e.rule.ID, time.Hour)
+	if err != nil || !strings.HasPrefix(secret, "whsec_") || secret == old || until.Before(time.Now().Add(59*time.Minute)) {
+		t.Fatalf("rotate: %q %s %v", secret, until, err)
+	}
+	e.burst(2)
+	checkNoneLost(t, e.st, rc, 2)
+	var both []received
+	for _, r := range rc.requests() {
+		if n := len(strings.Fields(r.Headers["webhook-signature"])); n != 2 {
+			t.Fatalf("%d signatures during the overlap, want 2", n)
+		}
+		r.Secret = old
+		both = append(both, r)
+		r.Secret = secret
+		both = append(both, r)
+	}
+	verifyWithReference(t, both)
+
+	if _, _, err := e.st.RotateSecret(context.Background(), "k1", e.rule.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.t0 = e.t0.Add(time.Hour)
+	e.burst(2)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rc.requests()) < 4 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	reqs := rc.requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
+	}
+	for _, r := range reqs[2:] {
+		if n := len(strings.Fields(r.Headers["webhook-signature"])); n != 1 {
+			t.Fatalf("%d signatures after a rotation without grace, want 1", n)
+		}
+	}
+}

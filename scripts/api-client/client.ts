@@ -163,6 +163,11 @@ async function main(): Promise<void> {
   report("GET /api/v1/alerts/rules/{id}", rule.response.status, rule.response.status === 200 && rule.data?.for === "PT0S");
   const deliveries = await api.GET("/api/v1/alerts/rules/{id}/deliveries", { params: { path: { id: ruleId }, query: { limit: 10 } } });
   report("GET /api/v1/alerts/rules/{id}/deliveries", deliveries.response.status, deliveries.response.status === 200);
+  const rotated = await api.POST("/api/v1/alerts/rules/{id}/rotate-secret", {
+    params: { path: { id: ruleId } }, body: { grace: "PT1H" },
+  });
+  report("POST /api/v1/alerts/rules/{id}/rotate-secret", rotated.response.status,
+    rotated.response.status === 201 && (rotated.data?.webhook_secret ?? "") !== created.data?.webhook_secret);
   const events = await api.GET("/api/v1/alerts/events", { params: { query: { limit: 10 } } });
   report("GET /api/v1/alerts/events", events.response.status, events.response.status === 200);
   const replay = await api.POST("/api/v1/alerts/events/{id}/replay", { params: { path: { id: "no-such-event" } } });
