@@ -69,3 +69,17 @@ func newAlerts(ctx context.Context, cfg config.Config, raw *store.Store, st cata
 		sender:    alerts.NewSender(alerts.SenderOptions{Store: as, Guard: guard, Logger: log}),
 	}, nil
 }
+
+// migrateAlerts applies the alert tables' migrations (their own goose table and lock, in
+// the catalog database) for the migrate command; serve applies them at start too.
+func migrateAlerts(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	sc := storeConfig(cfg, log)
+	sc.SkipMigrations = true
+	s, err := store.Open(ctx, sc)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	_, err = alerts.NewStore(ctx, s.DB(), s.Postgres(), log)
+	return err
+}
