@@ -159,6 +159,14 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	v1.GET("/projects/my", h.listProjects(true))
 	v1.GET("/projects/:id", h.project)
 
+	// Alerts (docs/alerts.md, package alerts): rules per key, their events, the webhook
+	// delivery log and replay; bodies within DefaultMaxBody.
+	if d.Alerts != nil {
+		for _, rt := range d.Alerts.Routes() {
+			v1.Handle(rt.Method, rt.Path, rt.Handler)
+		}
+	}
+
 	// MCP endpoints (docs/spec.md 4.9-4.12, package mcp). POST only: a GET gets the engine's
 	// 405. The literal /sensors/registry/mcp is matched before the :id parameter.
 	if d.MCP.Catalog != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/sensorgate/sensorgate/gateway/alerts"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/etag"
@@ -73,6 +74,8 @@ type Deps struct {
 	// Usage, when set, counts every authenticated /api/v1 request per key (package usage).
 	Account http.Handler
 	Usage   gin.HandlerFunc
+	// Alerts, when set, answers the /alerts routes (package alerts).
+	Alerts *alerts.Handlers
 }
 
 // NewServer returns the gateway's HTTP handler.

@@ -168,6 +168,9 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	if err := store.Migrate(ctx, storeConfig(c.cfg, log)); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	if err := migrateAlerts(ctx, c.cfg, log); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
 	_, err := fmt.Fprintln(stdout, "catalog schema is up to date")
 	return err
 }

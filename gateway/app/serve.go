@@ -151,6 +151,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer bg.Done()
 		lv.hub.Run(bgCtx)
 	}()
+	al, err := newAlerts(ctx, cfg, raw, st, lv.hub, log)
+	if err != nil {
+		return err
+	}
+	bg.Add(2)
+	go func() { defer bg.Done(); al.evaluator.Run(bgCtx) }()
+	go func() { defer bg.Done(); al.sender.Run(bgCtx) }()
 	// The shared server set-up (pkg/httpserver): its limits, and a shutdown that makes
 	// /readyz answer 503 (stopping is closed, api.Deps.Stopping), keeps serving for
 	// ShutdownDelay so that load balancers notice, then stops accepting and gives in-flight
@@ -161,6 +168,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	hs := httpserver.New(httpserver.Config{Logger: log, ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout,
 		ConnContext: stream.ConnContext, OnShutdown: []func(){lv.hub.Close}})
 	stopping := hs.Stopping()
+	al.handlers.Stopping = stopping
 	handler := api.NewServer(api.Deps{
 		Stopping: stopping,
 		Store:    st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
@@ -170,6 +178,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Export:         px.export(rl.charge),
 		MCP:            mcpHandlers,
 		Live:           lv.handlers,
+		Alerts:         al.handlers,
 		Checks:         []api.Check{rl.check},
 		Account:        acc.handler,
 		Usage:          acc.usage,

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -85,6 +86,8 @@ type Config struct {
 
 	// Account holds the account dashboard's settings (ACCOUNT_*, docs/accounts.md).
 	Account Account
+	// Alerts holds the alert settings (ALERT_*, docs/alerts.md).
+	Alerts Alerts
 }
 
 // Account is the configuration of the account dashboard (package account).
@@ -97,6 +100,16 @@ type Account struct {
 	// OIDCIssuer, OIDCClientID and OIDCClientSecret add sign-in with an OpenID Connect
 	// provider (OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET).
 	OIDCIssuer, OIDCClientID, OIDCClientSecret string
+}
+
+// Alerts is the configuration of alert rules and their webhooks (package alerts).
+type Alerts struct {
+	// WebhookAllow are the address ranges a webhook may reach although they are loopback,
+	// private, link-local or metadata (ALERT_WEBHOOK_ALLOW); a development gateway adds
+	// loopback.
+	WebhookAllow []netip.Prefix
+	// Quotas are the most rules a key of each plan may hold (ALERT_RULE_QUOTAS).
+	Quotas map[string]int
 }
 
 // Stream is the configuration of the live streams (package stream).
@@ -336,6 +349,36 @@ func Settings() []setting {
 				return err
 			}
 			c.Stream.FlushInterval = d
+			return nil
+		}},
+		{Env: "ALERT_WEBHOOK_ALLOW", Flag: "alert-webhook-allow", Default: "", Usage: "comma-separated address ranges (CIDR) alert webhooks may reach although loopback, private, link-local or metadata, e.g. 10.1.0.0/16 (development adds loopback)", Set: func(c *Config, v string) error {
+			c.Alerts.WebhookAllow = nil
+			for _, item := range strings.Split(v, ",") {
+				if item = strings.TrimSpace(item); item == "" {
+					continue
+				}
+				p, err := netip.ParsePrefix(item)
+				if err != nil {
+					return fmt.Errorf("%q: want an address range such as 10.1.0.0/16 or fd00::/8", item)
+				}
+				c.Alerts.WebhookAllow = append(c.Alerts.WebhookAllow, p.Masked())
+			}
+			return nil
+		}},
+		{Env: "ALERT_RULE_QUOTAS", Flag: "alert-rule-quotas", Default: "default=100", Usage: "most alert rules a key of each plan may hold, as plan=count pairs, e.g. free=10,pro=1000 (\"default\" covers unlisted plans)", Set: func(c *Config, v string) error {
+			q := map[string]int{}
+			for _, item := range strings.Split(v, ",") {
+				if item = strings.TrimSpace(item); item == "" {
+					continue
+				}
+				name, num, ok := strings.Cut(item, "=")
+				n, err := strconv.Atoi(strings.TrimSpace(num))
+				if !ok || strings.TrimSpace(name) == "" || err != nil || n < 0 {
+					return fmt.Errorf("%q: want plan=count, e.g. pro=1000", item)
+				}
+				q[strings.TrimSpace(name)] = n
+			}
+			c.Alerts.Quotas = q
 			return nil
 		}},
 		{Env: "SHUTDOWN_DELAY", Flag: "shutdown-delay", Default: "0s", Usage: "after SIGTERM, how long to keep serving with /readyz at 503 before no longer accepting connections (set it to the load balancer's probe period)", Set: func(c *Config, v string) error {

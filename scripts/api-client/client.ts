@@ -145,6 +145,39 @@ async function main(): Promise<void> {
     body: { jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "describe_project", arguments: {} } },
   });
   report("POST /api/v1/projects/{id}/mcp", projectMCP.response.status, projectMCP.response.status === 200 && toolResult(projectMCP.data)?.isError !== true);
+
+  // Alerts (a development gateway allows a loopback webhook).
+  const created = await api.POST("/api/v1/alerts/rules", {
+    body: {
+      name: "warm water", target: { sensor_ids: [id] },
+      condition: { parameter: "water_temperature_c", op: "above", value: 40 }, for: "PT0S",
+      webhook_url: "http://127.0.0.1:9/hook",
+    },
+  });
+  report("POST /api/v1/alerts/rules", created.response.status,
+    created.response.status === 201 && (created.data?.webhook_secret ?? "").startsWith("whsec_"));
+  const ruleId = created.data?.id ?? "00000000-0000-0000-0000-000000000000";
+  const rules = await api.GET("/api/v1/alerts/rules");
+  report("GET /api/v1/alerts/rules", rules.response.status, rules.response.status === 200 && rules.data?.rules.length === 1);
+  const rule = await api.GET("/api/v1/alerts/rules/{id}", { params: { path: { id: ruleId } } });
+  report("GET /api/v1/alerts/rules/{id}", rule.response.status, rule.response.status === 200 && rule.data?.for === "PT0S");
+  const deliveries = await api.GET("/api/v1/alerts/rules/{id}/deliveries", { params: { path: { id: ruleId }, query: { limit: 10 } } });
+  report("GET /api/v1/alerts/rules/{id}/deliveries", deliveries.response.status, deliveries.response.status === 200);
+  const rotated = await api.POST("/api/v1/alerts/rules/{id}/rotate-secret", {
+    params: { path: { id: ruleId } }, body: { grace: "PT1H" },
+  });
+  report("POST /api/v1/alerts/rules/{id}/rotate-secret", rotated.response.status,
+    rotated.response.status === 201 && (rotated.data?.webhook_secret ?? "") !== created.data?.webhook_secret);
+  const events = await api.GET("/api/v1/alerts/events", { params: { query: { limit: 10 } } });
+  report("GET /api/v1/alerts/events", events.response.status, events.response.status === 200);
+  const replay = await api.POST("/api/v1/alerts/events/{id}/replay", { params: { path: { id: "no-such-event" } } });
+  report("POST /api/v1/alerts/events/{id}/replay", replay.response.status, replay.response.status === 404);
+  const bad = await api.POST("/api/v1/alerts/rules", {
+    body: { name: "x", target: { sensor_ids: [id] }, condition: { op: "stale" }, for: "soon" },
+  });
+  report("POST /api/v1/alerts/rules (bad for)", bad.response.status, bad.response.status === 400);
+  const del = await api.DELETE("/api/v1/alerts/rules/{id}", { params: { path: { id: ruleId } } });
+  report("DELETE /api/v1/alerts/rules/{id}", del.response.status, del.response.status === 204);
 }
 
 main().then(
