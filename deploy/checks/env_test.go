@@ -43,6 +43,10 @@ var optional = map[string]string{
 	// knows; without it a production gateway serves no /account (404 saying so).
 	"ACCOUNT_ORIGIN": "the dashboard's public origin; /account is off without it in production",
 	"ACCOUNT_SIGNUP": "default follows SENSORGATE_ENV: open in development, closed in production",
+	// Alerts (docs/alerts.md): webhooks to private addresses stay refused unless an operator
+	// names the ranges, and every plan gets the default rule quota.
+	"ALERT_WEBHOOK_ALLOW": "private and metadata targets stay refused; the operator names exceptions",
+	"ALERT_RULE_QUOTAS":   "every plan gets the default quota of rules",
 	// Sign-in with an organisation's OpenID provider is opt-in.
 	"OIDC_ISSUER":        "OpenID Connect sign-in is opt-in",
 	"OIDC_CLIENT_ID":     "OpenID Connect sign-in is opt-in",
