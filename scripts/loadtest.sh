@@ -267,7 +267,7 @@ run_rate() { # name url [header]
   P50[$name]="${P50[$name]:-} ${p50%ms}"; P99[$name]="${P99[$name]:-} ${p99%ms}"
   log "round $round $name at $RATE/s: p50 $p50 p99 $p99 ($(head -1 "$tmp/rate-$name.txt" | sed 's/.*statuses //'))"
 }
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
+median() { tr ' ' '\n' | { grep -v '^$' || true; } | sort -g | awk '{v[NR]=$1} END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
 LUA=scripts/loadtest/unique.lua
 H="x-api-key: $KEY"
 GZ="Accept-Encoding: gzip"
