@@ -114,7 +114,7 @@ func (c *Cache) Get(key string) (*contract.Response, bool) {
 // of its own, which keeps the first caller's values (request id, span) and is cancelled
 // only when every caller waiting for it has gone: a client that hangs up cancels its
 // upstream call unless others were coalesced with it, who still get the answer. fetch
-// must bound itself, as Upstreams.Get does with its route deadline. A caller whose context
+// must bound itself, as contract.Client does with its route deadline. A caller whose context
 // ended gets its context's error.
 func (c *Cache) Do(ctx context.Context, key string, fetch func(context.Context) (*contract.Response, error)) (*contract.Response, error) {
 	if r, ok := c.Get(key); ok {
