@@ -27,6 +27,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/outbound"
 	"github.com/sensorgate/sensorgate/gateway/ratelimit"
 	"github.com/sensorgate/sensorgate/gateway/store"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
@@ -132,7 +133,7 @@ func New(st *store.Store, cfg Config) (*Handler, error) {
 			return nil, errors.New("account: OIDC_CLIENT_ID is required with OIDC_ISSUER")
 		}
 		if cfg.OIDC.HTTPClient == nil {
-			cfg.OIDC.HTTPClient = defaultOIDCClient()
+			cfg.OIDC.HTTPClient = outbound.Client(10*time.Second, nil) // an outside party
 		}
 		h.oidc = &oidcClient{cfg: cfg.OIDC, origin: cfg.Origin}
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
@@ -29,10 +28,6 @@ type OIDC struct {
 	// HTTPClient talks to the provider (default: a client with a 10 s timeout).
 	HTTPClient *http.Client
 }
-
-// defaultOIDCClient talks to the OpenID provider: an outside party, reached over the
-// internet, not a backing service (those go through pkg/contract's clients only).
-func defaultOIDCClient() *http.Client { return &http.Client{Timeout: 10 * time.Second} }
 
 // PathOIDCCallback is the redirect URI to register with the provider (after the origin).
 const PathOIDCCallback = "/account/auth/oidc/callback"

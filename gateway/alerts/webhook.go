@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sensorgate/sensorgate/gateway/outbound"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 )
 
@@ -131,26 +132,6 @@ func (g Guard) CheckURL(ctx context.Context, raw string) error {
 	return nil
 }
 
-// newClient is the one HTTP client of the webhook sender: targets are user-supplied, so
-// it dials only through the guard, follows no redirects (a redirect could point past the
-// guard's intent to an allowed host's internal peer; the receiver must answer itself) and
-// bounds each attempt.
-func newClient(g Guard, timeout time.Duration) *http.Client {
-	d := &net.Dialer{Timeout: min(10*time.Second, timeout), Control: g.control}
-	return &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{
-			DialContext:           d.DialContext,
-			Proxy:                 nil,
-			MaxIdleConnsPerHost:   4,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: timeout,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
 // SenderOptions configure a Sender.
 type SenderOptions struct {
 	Store *Store
@@ -195,7 +176,8 @@ func NewSender(o SenderOptions) *Sender {
 	if o.Backoff <= 0 {
 		o.Backoff = firstBackoff
 	}
-	return &Sender{o: o, client: newClient(o.Guard, o.Timeout)}
+	// Targets are user-supplied: the client dials only through the guard.
+	return &Sender{o: o, client: outbound.Client(o.Timeout, o.Guard.control)}
 }
 
 // Run delivers until ctx ends. Up to Workers attempts run at once; a receiver that hangs
