@@ -14,7 +14,7 @@ import (
 // redirects followed (a redirect could lead past a target check to an internal address;
 // the party must answer itself), each call bounded by timeout. control, when set, vets
 // every address before it is dialled (the webhooks' SSRF guard).
-func Client(timeout time.Duration, control func(network, address string, c syscall.RawConn) error) *http.Client {
+func Client(timeout time.Duration, control func(network, address string, c syscall.RawConn) error) (client *http.Client) {
 	d := &net.Dialer{Timeout: min(10*time.Second, timeout), Control: control}
 	return &http.Client{
 		Timeout: timeout,
