@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -370,14 +371,7 @@ func (c *Client) wait(ctx context.Context, attempt int, resp *http.Response) err
 // drain reads what is left of an answer that will not be used (up to a bound), so that
 // its connection can carry the next attempt.
 func drain(resp *http.Response) {
-	buf := make([]byte, 4096)
-	for n := 0; n < 4096; {
-		k, err := resp.Body.Read(buf)
-		n += k
-		if err != nil {
-			break
-		}
-	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 	_ = resp.Body.Close()
 }
 
