@@ -61,6 +61,9 @@ func TestAreaSensorsFollowCatalog(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: ListSensors(%+v): %v", when, f, err)
 				}
+				if len(f.ExternalIDs) > 0 && want.Total != len(want.Sensors) {
+					t.Fatalf("%s: ListSensors(%+v): total %d for %d sensors named by id", when, f, want.Total, len(want.Sensors))
+				}
 				for range 2 { // the second answer comes from the cache
 					got, err := s.AreaSensors(ctx, f)
 					if err != nil {

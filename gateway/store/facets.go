@@ -97,7 +97,9 @@ func (s *Store) facets(db *gorm.DB, gen int64) ([]facet, error) {
 
 // facetCountable reports whether f filters only by fields the facets hold.
 func facetCountable(f catalog.SensorFilter) bool {
-	return f.Search == "" && f.BBox == nil && f.Near == nil
+	// The facets count by type, status, provider, service, feed and data types only: a
+	// list of sensor ids narrows beyond them and is counted in SQL.
+	return f.Search == "" && f.BBox == nil && f.Near == nil && len(f.IDs) == 0 && len(f.ExternalIDs) == 0
 }
 
 // countFacets is the exact number of sensors matching a facet-countable filter.
