@@ -197,15 +197,30 @@ func TestExportMatchesPagedReadings(t *testing.T) {
 	if err != nil || c.header.Get("Content-Type") != formats.TypeCSV || !reflect.DeepEqual(recs[0], formats.ReadingHeader) {
 		t.Fatalf("csv export: %v %v %.200s", err, c.header, c.body)
 	}
-	var want [][]string
-	for _, l := range lines {
-		for _, m := range l.Measurements {
-			want = append(want, []string{l.SensorID, l.ExternalID, contract.FormatTime(l.Timestamp.Time), m.Parameter,
-				formats.Float(m.Value), m.Unit, formats.Float(m.ValueOriginal), m.UnitOriginal, formats.QCFlag(m)})
+	longForm := func(body []byte) [][]string {
+		var out [][]string
+		sc := bufio.NewScanner(bytes.NewReader(body))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var l exportLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatalf("ndjson line: %v", err)
+			}
+			for _, m := range l.Measurements {
+				out = append(out, []string{l.SensorID, l.ExternalID, contract.FormatTime(l.Timestamp.Time), m.Parameter,
+					formats.Float(m.Value), m.Unit, formats.Float(m.ValueOriginal), m.UnitOriginal, formats.QCFlag(m)})
+			}
 		}
+		return out
 	}
-	if !reflect.DeepEqual(recs[1:], want) {
-		t.Fatalf("csv export (%d rows) differs from the ndjson export (%d measurements)", len(recs)-1, len(want))
+	if want := longForm(nd.body); !reflect.DeepEqual(recs[1:], want) {
+		// Once (seen under load), the readings of the range changed between the two
+		// exports. That is no fault of the CSV when a new NDJSON export says the same as it.
+		again := get(t, base+"/readings/export?service=ocean&format=ndjson&"+rng)
+		if bytes.Equal(again.body, nd.body) || !reflect.DeepEqual(recs[1:], longForm(again.body)) {
+			t.Fatalf("csv export (%d rows) differs from the ndjson export (%d measurements; %d in a second ndjson export)", len(recs)-1, len(want), len(longForm(again.body)))
+		}
+		t.Logf("the range's readings changed between the exports (%d measurements, then %d); the csv export matches the second ndjson export", len(want), len(recs)-1)
 	}
 	z := get(t, base+"/readings/export?service=ocean&format=csv&"+rng, "Accept-Encoding", "gzip")
 	if z.header.Get("Content-Encoding") != "gzip" {
@@ -289,7 +304,7 @@ func TestExportMatchesPagedReadings(t *testing.T) {
 	if len(brecs) != 1+contract.ExportRowsPerRequest+1 || !strings.HasPrefix(last[0], "# rate_limited: export stopped after 10000 rows") {
 		t.Fatalf("budget export: %d records, last %q", len(brecs), last)
 	}
-	if !reflect.DeepEqual(brecs[1:1+contract.ExportRowsPerRequest], want[:contract.ExportRowsPerRequest]) {
+	if !reflect.DeepEqual(brecs[1:1+contract.ExportRowsPerRequest], recs[1:1+contract.ExportRowsPerRequest]) {
 		t.Errorf("the rows before the budget ran out differ from the full export")
 	}
 }
