@@ -14,6 +14,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/ginerr"
+	"github.com/sensorgate/sensorgate/gateway/stream"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/freshness"
@@ -41,6 +42,9 @@ type Handlers struct {
 	// StreamPoll is how often an open stream looks for new events (default
 	// DefaultStreamPoll).
 	StreamPoll time.Duration
+	// Streams is the per-key cap on open streams that the readings streams and MCP
+	// subscriptions share (the zero Cap counts nothing).
+	Streams stream.Cap
 }
 
 // Routes are the handlers by method and path (relative to /api/v1), for routes.go.
@@ -65,8 +69,8 @@ func (h *Handlers) Routes() []Route {
 	return out
 }
 
-// created is the answer to POST /alerts/rules: the rule and, once, its secret.
-type created struct {
+// Created is the answer to POST /alerts/rules: the rule and, once, its secret.
+type Created struct {
 	Rule
 	WebhookSecret string `json:"webhook_secret,omitempty"`
 }
@@ -86,25 +90,33 @@ func (h *Handlers) create(c *gin.Context) {
 		ginerr.Fail(c, err)
 		return
 	}
-	r, err := req.validate()
-	if err != nil {
-		ginerr.Fail(c, err)
-		return
-	}
-	if r.WebhookURL != "" {
-		if err := h.Guard.CheckURL(c.Request.Context(), r.WebhookURL); err != nil {
-			ginerr.Fail(c, err)
-			return
-		}
-	}
-	r, secret, err := h.Store.CreateRule(c.Request.Context(), id.KeyIDText, r, h.Quota(id))
+	out, err := h.Create(c.Request.Context(), id, req)
 	if err != nil {
 		ginerr.Fail(c, err)
 		return
 	}
 	c.Header("Cache-Control", "no-store")
-	c.Header("Location", "/api/v1/alerts/rules/"+r.ID)
-	c.JSON(http.StatusCreated, created{Rule: r, WebhookSecret: secret})
+	c.Header("Location", "/api/v1/alerts/rules/"+out.ID)
+	c.JSON(http.StatusCreated, out)
+}
+
+// Create checks req (fields, the webhook's address, the key's quota) and stores the rule
+// for id's key: the one path of POST /alerts/rules and the MCP tool create_alert_rule.
+func (h *Handlers) Create(ctx context.Context, id auth.Identity, req CreateRequest) (Created, error) {
+	r, err := req.validate()
+	if err != nil {
+		return Created{}, err
+	}
+	if r.WebhookURL != "" {
+		if err := h.Guard.CheckURL(ctx, r.WebhookURL); err != nil {
+			return Created{}, err
+		}
+	}
+	r, secret, err := h.Store.CreateRule(ctx, id.KeyIDText, r, h.Quota(id))
+	if err != nil {
+		return Created{}, err
+	}
+	return Created{Rule: r, WebhookSecret: secret}, nil
 }
 
 // decodeBody reads one JSON object into v, refusing unknown fields and trailing data,

@@ -20,14 +20,14 @@ func TestRulesCRUDPerKey(t *testing.T) {
 			"target":    map[string]any{"near": map[string]any{"lat": 48.85, "lon": 2.35, "radius_km": 10}},
 			"condition": map[string]any{"parameter": "pm25", "op": "above", "value": 35},
 			"for":       "PT1H", "webhook_url": "http://127.0.0.1:9/hook"}
-		var got created
+		var got Created
 		if code := e.call(t, alice, http.MethodPost, "/alerts/rules", body, &got); code != http.StatusCreated {
 			t.Fatalf("create: %d", code)
 		}
 		if got.ID == "" || got.For != "PT3600S" || got.Condition.Op != OpAbove || got.Target.Near == nil || !strings.HasPrefix(got.WebhookSecret, "whsec_") {
 			t.Fatalf("created %+v", got)
 		}
-		var one created
+		var one Created
 		if code := e.call(t, alice, http.MethodGet, "/alerts/rules/"+got.ID, nil, &one); code != http.StatusOK || one.ID != got.ID || one.WebhookSecret != "" {
 			t.Fatalf("get: %d %+v (the secret is shown once only)", code, one)
 		}
@@ -129,7 +129,7 @@ func TestQuotaPerPlan(t *testing.T) {
 func TestRotateSecretRoute(t *testing.T) {
 	e := newAPI(t, true, Quotas{})
 	key, _ := e.key(t, "hana", "")
-	var r created
+	var r Created
 	body := `{"name":"n","target":{"sensor_ids":["5f0c7a52-3c4e-5a55-9d3b-1c5a0e2b7f11"]},"condition":{"op":"stale"},"for":"PT0S","webhook_url":"http://127.0.0.1:9/x"}`
 	if code := e.call(t, key, http.MethodPost, "/alerts/rules", body, &r); code != http.StatusCreated {
 		t.Fatalf("create: %d", code)

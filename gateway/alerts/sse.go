@@ -40,8 +40,9 @@ func (s *Store) eventsAfter(ctx context.Context, keyID string, seq int64, limit 
 	return rows, nil
 }
 
-// lastSeq is the newest event sequence number of keyID (0 when none).
-func (s *Store) lastSeq(ctx context.Context, keyID string) (int64, error) {
+// LastSeq is the newest event sequence number of keyID (0 when none): what an MCP
+// subscription to the key's events compares to see news.
+func (s *Store) LastSeq(ctx context.Context, keyID string) (int64, error) {
 	var n int64
 	if err := s.db.WithContext(ctx).Raw("SELECT coalesce(max(seq), 0) FROM alert_events WHERE key_id = ?", keyID).Scan(&n).Error; err != nil {
 		return 0, errStore(err)
@@ -64,14 +65,18 @@ func (h *Handlers) stream(c *gin.Context) {
 			ginerr.Fail(c, apierr.Invalid("Last-Event-ID", "want the id of an event this stream sent"))
 			return
 		}
-	} else if after, err = h.Store.lastSeq(ctx, id.KeyIDText); err != nil {
+	} else if after, err = h.Store.LastSeq(ctx, id.KeyIDText); err != nil {
 		ginerr.Fail(c, err)
 		return
 	}
-	poll := h.StreamPoll
-	if poll <= 0 {
-		poll = DefaultStreamPoll
+	if h.Streams.Limiter != nil {
+		release, ok := h.Streams.Acquire(c)
+		if !ok {
+			return
+		}
+		defer release()
 	}
+	poll := h.Poll()
 	w := c.Writer
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -121,4 +126,13 @@ func (h *Handlers) stream(c *gin.Context) {
 		}
 		lastWrite = time.Now()
 	}
+}
+
+// Poll is how often an open stream (SSE or MCP subscription) looks for the key's new
+// events.
+func (h *Handlers) Poll() time.Duration {
+	if h.StreamPoll <= 0 {
+		return DefaultStreamPoll
+	}
+	return h.StreamPoll
 }

@@ -278,6 +278,25 @@ func (s *Store) Events(ctx context.Context, keyID string, since time.Time, after
 	return page, nil
 }
 
+// Recent returns keyID's newest limit events, oldest first: what an agent reads to catch
+// up (the MCP alert events resource).
+func (s *Store) Recent(ctx context.Context, keyID string, limit int) ([]Event, error) {
+	var bodies []string
+	if err := s.db.WithContext(ctx).Raw("SELECT body FROM (SELECT seq, body FROM alert_events WHERE key_id = ? ORDER BY seq DESC LIMIT ?) AS newest ORDER BY seq",
+		keyID, limit).Scan(&bodies).Error; err != nil {
+		return nil, errStore(err)
+	}
+	out := make([]Event, 0, len(bodies))
+	for _, b := range bodies {
+		var e Event
+		if err := json.Unmarshal([]byte(b), &e); err != nil {
+			return nil, fmt.Errorf("alerts: stored event: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
 // Delivery is one attempt to deliver an event to a rule's webhook.
 type Delivery struct {
 	EventID    string    `json:"event_id"`

@@ -178,6 +178,10 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		limits.set(v1, "/sensors/:id/mcp", MaxMCPBody)
 		limits.set(v1, "/projects/:id/mcp", MaxMCPBody)
 		limits.set(v1, "/catalog/mcp", MaxMCPBody)
+		if d.MCP.Alerts != nil {
+			v1.POST("/alerts/mcp", d.MCP.Alerts)
+			limits.set(v1, "/alerts/mcp", MaxMCPBody)
+		}
 	}
 }
 

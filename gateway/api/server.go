@@ -166,6 +166,8 @@ type LiveHandlers struct {
 // MCPHandlers are the MCP endpoints (docs/spec.md 4.9-4.12): one JSON-RPC message per POST.
 type MCPHandlers struct {
 	Service, Sensor, Project, Registry, Catalog gin.HandlerFunc
+	// Alerts is the alert rules' endpoint (nil without alerts).
+	Alerts gin.HandlerFunc
 }
 
 // fail records err for the error renderer and stops the chain.

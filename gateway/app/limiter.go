@@ -22,22 +22,28 @@ const redisKeyPrefix = "sensorgate:"
 type rateLimiting struct {
 	middleware gin.HandlerFunc
 	check      api.Check
-	// charge takes one more request from the caller's budget, as the middleware does for
-	// the request itself: what a bulk export pays per started block of rows.
-	charge func(c *gin.Context) error
+	// charge takes n more requests from the caller's budget, as the middleware does for
+	// the request itself: what a bulk export pays per started block of rows, and an MCP
+	// tool call beyond its POST (gateway/mcp/cost.go).
+	charge func(c *gin.Context, n int) error
 }
 
-// chargeWith counts one more request of the caller of c against l, under the same rule
-// and plans as the middleware.
-func chargeWith(l ratelimit.Limiter, plans ratelimit.Plans, log *slog.Logger) func(c *gin.Context) error {
-	return func(c *gin.Context) error {
+// chargeWith counts n more requests of the caller of c against l, one at a time under
+// the same rule and plans as the middleware (each is a local decrement of the Redis
+// batcher's lease), and sets the x-ratelimit-* headers to the last one's. A refusal part
+// way keeps what was taken: it errs on the side of the budget.
+func chargeWith(l ratelimit.Limiter, plans ratelimit.Plans, log *slog.Logger) func(c *gin.Context, n int) error {
+	return func(c *gin.Context, n int) error {
 		id, ok := auth.FromGin(c)
 		if !ok {
 			return nil
 		}
-		v := ratelimit.Check(c.Request.Context(), l, plans, limitIdentity(id), log)
-		if v.Refusal != nil {
-			return v.Refusal
+		for range n {
+			v := ratelimit.Check(c.Request.Context(), l, plans, limitIdentity(id), log)
+			v.Headers(c.Header)
+			if v.Refusal != nil {
+				return v.Refusal
+			}
 		}
 		return nil
 	}

@@ -21,6 +21,9 @@ type live struct {
 	hub      *stream.Hub
 	// Latest answers area latest for the MCP tool latest_in_area too.
 	latest *latest.Handler
+	// streams serves the readings streams; MCP subscriptions and the alert stream open
+	// through it, under its per-key cap.
+	streams *stream.Handler
 	// close releases the stream cap's Redis client (when REDIS_URL is set).
 	close func()
 }
@@ -48,12 +51,13 @@ func newLive(cfg config.Config, st catalog.Store, clients map[string]*contract.C
 		limiter = rl
 		closeFn = rl.Close
 	}
-	sh := stream.NewHandler(stream.Options{Hub: hub, Store: st, Limiter: limiter, MaxPerKey: cfg.Stream.MaxPerKey,
+	sh := stream.NewHandler(stream.Options{Hub: hub, Store: st, Cap: stream.NewCap(limiter, cfg.Stream.MaxPerKey),
 		Heartbeat: cfg.Stream.Heartbeat, FlushInterval: cfg.Stream.FlushInterval, Logger: log})
 	return live{
 		handlers: api.LiveHandlers{AreaLatest: lh.Serve, SensorStream: sh.SensorStream, AreaStream: sh.AreaStream},
 		hub:      hub,
 		latest:   lh,
+		streams:  sh,
 		close:    closeFn,
 	}, nil
 }

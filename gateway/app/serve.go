@@ -9,10 +9,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
 	"github.com/sensorgate/sensorgate/gateway/config"
+	"github.com/sensorgate/sensorgate/gateway/mcp"
 	"github.com/sensorgate/sensorgate/gateway/storemetrics"
 	"github.com/sensorgate/sensorgate/gateway/stream"
 	"github.com/sensorgate/sensorgate/pkg/httpserver"
@@ -142,22 +145,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer lv.close()
-	mcpHandlers, err := newMCP(st, clients, px.answers, lv.latest, reg, log)
-	if err != nil {
-		return err
-	}
 	bg.Add(1)
 	go func() {
 		defer bg.Done()
 		lv.hub.Run(bgCtx)
 	}()
-	al, err := newAlerts(ctx, cfg, raw, st, lv.hub, log)
-	if err != nil {
-		return err
-	}
-	bg.Add(2)
-	go func() { defer bg.Done(); al.evaluator.Run(bgCtx) }()
-	go func() { defer bg.Done(); al.sender.Run(bgCtx) }()
 	// The shared server set-up (pkg/httpserver): its limits, and a shutdown that makes
 	// /readyz answer 503 (stopping is closed, api.Deps.Stopping), keeps serving for
 	// ShutdownDelay so that load balancers notice, then stops accepting and gives in-flight
@@ -168,14 +160,26 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	hs := httpserver.New(httpserver.Config{Logger: log, ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout,
 		ConnContext: stream.ConnContext, OnShutdown: []func(){lv.hub.Close}})
 	stopping := hs.Stopping()
-	al.handlers.Stopping = stopping
+	al, err := newAlerts(ctx, cfg, raw, st, lv.hub, log)
+	if err != nil {
+		return err
+	}
+	al.handlers.Stopping, al.handlers.Streams = stopping, lv.streams.Cap()
+	bg.Add(2)
+	go func() { defer bg.Done(); al.evaluator.Run(bgCtx) }()
+	go func() { defer bg.Done(); al.sender.Run(bgCtx) }()
+	mcpHandlers, err := newMCP(mcp.Config{Store: st, Clients: clients, Readings: px.answers, AreaLatest: lv.latest,
+		Streams: lv.streams, Alerts: al.handlers, Stopping: stopping, Charge: rl.charge, Registerer: reg, Logger: log})
+	if err != nil {
+		return err
+	}
 	handler := api.NewServer(api.Deps{
 		Stopping: stopping,
 		Store:    st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
 		MetricsHandler: obs.MetricsHandler(reg),
 		RateLimit:      rl.middleware,
 		Proxy:          px.handlers,
-		Export:         px.export(rl.charge),
+		Export:         px.export(func(c *gin.Context) error { return rl.charge(c, 1) }),
 		MCP:            mcpHandlers,
 		Live:           lv.handlers,
 		Alerts:         al.handlers,

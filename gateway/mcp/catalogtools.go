@@ -75,6 +75,7 @@ func (h *Handler) newCatalogTools() (*toolSet, error) {
 	})
 	h.addLiveTools(ts)
 	h.addCatalogResources(ts)
+	h.addLiveResources(ts)
 	return ts.done()
 }
 

@@ -147,6 +147,18 @@ func (h *Handler) CatalogMCP() gin.HandlerFunc {
 	})
 }
 
+// AlertsMCP serves POST /api/v1/alerts/mcp: the caller's key's alert rules and events
+// (alerttools.go). The tools change state, so they live apart from the read-only scopes,
+// whose tools a client may run without asking.
+func (h *Handler) AlertsMCP() gin.HandlerFunc {
+	return h.serve("alerts", func(context.Context, *gin.Context) (*scope, error) {
+		if h.alertTools == nil {
+			return nil, apierr.New(apierr.NotFound, "alerts are not configured on this gateway")
+		}
+		return &scope{kind: "alerts", local: h.alertTools}, nil
+	})
+}
+
 func (h *Handler) viewerOf(c *gin.Context) (uuid.UUID, bool) {
 	if h.viewer == nil {
 		return uuid.UUID{}, false
@@ -217,6 +229,13 @@ func (h *Handler) serve(kind string, resolve func(context.Context, *gin.Context)
 			h.fail(c, err)
 			return
 		}
+		if req.Method == methodSubscriptionsListen {
+			h.listen(c, sc, info, req)
+			return
+		}
+		if req.Method == methodToolsCall && !h.chargeTool(c, req) {
+			return
+		}
 		out := h.dispatch(ctx, sc, info, req)
 		c.Data(http.StatusOK, "application/json", out)
 	}
@@ -249,7 +268,7 @@ func (h *Handler) dispatch(ctx context.Context, sc *scope, info requestInfo, req
 		fallthrough
 	default:
 		return marshalResponse(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound,
-			"method %q not found: this endpoint serves %s", clip(req.Method, 64), sc.methods())))
+			"method %q not found: this endpoint serves %s", clip(req.Method, 64), h.methods(sc))))
 	}
 }
 
@@ -263,7 +282,7 @@ func (h *Handler) initialize(sc *scope, req *jsonrpc.Request) []byte {
 	}
 	res := initializeResult{
 		ProtocolVersion: negotiate(*p.ProtocolVersion),
-		Capabilities:    sc.capabilities(),
+		Capabilities:    h.capabilities(sc, false),
 		ServerInfo:      h.serverInfo(sc),
 		Instructions:    sc.instructions(),
 	}

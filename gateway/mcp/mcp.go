@@ -1,8 +1,9 @@
 // Package mcp is the gateway's MCP (Model Context Protocol over JSON-RPC 2.0) layer: the
 // lifecycle every endpoint answers itself (initialize with version negotiation, ping,
 // notifications), forwarding of tools/list and tools/call to a backing service's POST /mcp
-// at service, sensor and project scope, and the gateway's own tool servers (the legacy
-// registry tools, the catalog tools and the project tools) built on catalog.Store.
+// at service, sensor and project scope, the gateway's own tool servers (the legacy
+// registry tools, the catalog tools, the project tools and the alert tools) built on
+// catalog.Store and the alert store, and subscriptions (listen.go) fed by the stream hub.
 //
 // Each endpoint takes one JSON-RPC message per POST and answers one JSON response, so it
 // works for a bare client that sends nothing but Content-Type: application/json as well as
@@ -20,7 +21,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sensorgate/sensorgate/gateway/alerts"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/stream"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
@@ -44,6 +47,19 @@ type Config struct {
 	// AreaLatest answers the catalog tool latest_in_area through the code path of
 	// GET /api/v1/readings/latest; nil leaves the tool out.
 	AreaLatest AreaLatest
+	// Streams opens subscriptions (subscriptions/listen) on the hub of the SSE streams,
+	// under their per-key cap; nil leaves subscriptions out.
+	Streams *stream.Handler
+	// Alerts are the alert rules and events of the caller's key: the alert tools and the
+	// alert events resource; nil leaves them out.
+	Alerts *alerts.Handlers
+	// Stopping is closed when the gateway begins to shut down: open subscriptions end
+	// with their result, so that clients listen again on another replica (nil: never).
+	Stopping <-chan struct{}
+	// Charge takes n more requests from the caller's budget, on top of the one the rate
+	// limit middleware took for the POST: a tool's cost beyond 1 (cost.go). Nil charges
+	// nothing more.
+	Charge func(c *gin.Context, n int) error
 	// Registerer receives the tool-call metrics (sensorgate_mcp_calls_total and
 	// sensorgate_mcp_call_duration_seconds); nil keeps them unregistered.
 	Registerer prometheus.Registerer
@@ -73,6 +89,10 @@ type Handler struct {
 	// as the gateway trusts its own lookups.
 	cacheTTL time.Duration
 	metrics  *callMetrics
+	streams  *stream.Handler
+	alerts   *alerts.Handlers
+	stopping <-chan struct{}
+	charge   func(c *gin.Context, n int) error
 
 	// Catalog lookups, trusted for CacheTTL (nil: not cached).
 	sensors  *ttlcache.Cache[uuid.UUID, catalog.Sensor]
@@ -83,6 +103,7 @@ type Handler struct {
 	catalogTools  *toolSet
 	projectTools  *toolSet
 	sensorTools   *toolSet
+	alertTools    *toolSet // nil without Config.Alerts
 }
 
 // New returns a Handler; it fails when a required dependency is missing.
@@ -111,6 +132,10 @@ func New(cfg Config) (*Handler, error) {
 		now:      cfg.Now,
 		version:  cfg.Version,
 		area:     cfg.AreaLatest,
+		streams:  cfg.Streams,
+		alerts:   cfg.Alerts,
+		stopping: cfg.Stopping,
+		charge:   cfg.Charge,
 		cacheTTL: max(cfg.CacheTTL, 0),
 		sensors:  newCache[uuid.UUID](cfg.CacheTTL, 10000, 512, sensorStrings),
 		services: newCache[string](cfg.CacheTTL, 256, 1024, serviceStrings),
@@ -131,6 +156,11 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if h.sensorTools, err = h.newSensorTools(); err != nil {
 		return nil, fmt.Errorf("mcp: sensor tools: %w", err)
+	}
+	if h.alerts != nil {
+		if h.alertTools, err = h.newAlertTools(); err != nil {
+			return nil, fmt.Errorf("mcp: alert tools: %w", err)
+		}
 	}
 	return h, nil
 }

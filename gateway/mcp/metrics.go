@@ -27,6 +27,8 @@ const unknownTool = "unknown"
 type callMetrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// subscriptions counts the open subscriptions/listen streams.
+	subscriptions prometheus.Gauge
 }
 
 // callBuckets span a catalog answer from memory to a year of readings from a service.
@@ -38,26 +40,36 @@ func newCallMetrics(reg prometheus.Registerer) (*callMetrics, error) {
 			Help: "MCP tools/call answered, by scope, tool and outcome (ok, tool_error, rpc_error)."}, []string{"scope", "tool", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: obs.Namespace, Name: "mcp_call_duration_seconds",
 			Help: "MCP tools/call latency, by scope and tool.", Buckets: callBuckets}, []string{"scope", "tool"}),
+		subscriptions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: obs.Namespace, Name: "mcp_subscriptions_open",
+			Help: "MCP subscriptions/listen streams open on this replica."}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	// A second handler on the same registry (tests) shares the metrics.
-	if err := reg.Register(m.calls); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, fmt.Errorf("mcp: register metric: %w", err)
-		}
-		m.calls = are.ExistingCollector.(*prometheus.CounterVec)
+	var err error
+	if m.calls, err = register(reg, m.calls); err != nil {
+		return nil, err
 	}
-	if err := reg.Register(m.duration); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, fmt.Errorf("mcp: register metric: %w", err)
-		}
-		m.duration = are.ExistingCollector.(*prometheus.HistogramVec)
+	if m.duration, err = register(reg, m.duration); err != nil {
+		return nil, err
+	}
+	if m.subscriptions, err = register(reg, m.subscriptions); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// register registers c on reg; a second handler on the same registry (tests) shares the
+// collector registered first.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return c, fmt.Errorf("mcp: register metric: %w", err)
+		}
+		return are.ExistingCollector.(C), nil
+	}
+	return c, nil
 }
 
 // observe records one answered tools/call.

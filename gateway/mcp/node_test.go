@@ -72,7 +72,7 @@ func testNodeSDK(t *testing.T, base string, s0 target) {
 	}
 }
 
-// everyToolScopes are the five scopes with the arguments of each tool that needs some
+// everyToolScopes are the six scopes with the arguments of each tool that needs some
 // (every other tool is called with {}); __sensor fills the sensor resource template.
 func everyToolScopes(s0 target) []map[string]any {
 	station := map[string]any{"sensor_id": s0.ExternalID}
@@ -84,7 +84,13 @@ func everyToolScopes(s0 target) []map[string]any {
 		{"scope": "catalog", "path": "/api/v1/catalog/mcp", "args": map[string]any{
 			"search_sensors": map[string]any{"limit": 2}, "describe_sensor": station,
 			"get_readings": map[string]any{"sensor_id": s0.ExternalID, "limit": 2}, "__sensor": s0.ExternalID,
-			"latest_in_area": map[string]any{"limit": 5}, "aggregate_readings": map[string]any{"sensor_id": s0.ExternalID, "interval": "6h", "days": 1}}},
+			"latest_in_area": map[string]any{"limit": 5}, "aggregate_readings": map[string]any{"sensor_id": s0.ExternalID, "interval": "6h", "days": 1}},
+			"errorProbe": map[string]any{"tool": "get_readings", "args": map[string]any{"sensor_id": "no-such-sensor"}}},
+		{"scope": "alerts", "path": "/api/v1/alerts/mcp", "args": map[string]any{
+			"create_alert_rule": map[string]any{"name": "every tool", "target": map[string]any{"sensor_ids": []string{s0.ID}},
+				"condition": map[string]any{"parameter": "wave_height_m", "op": "above", "value": 4}, "for": "PT1H"},
+			"delete_alert_rule": map[string]any{"rule_id": "__created_rule__"}},
+			"errorProbe": map[string]any{"tool": "create_alert_rule", "args": map[string]any{"name": "", "target": map[string]any{}, "condition": map[string]any{"op": "above"}}}},
 		{"scope": "registry", "path": "/api/v1/sensors/registry/mcp", "args": map[string]any{
 			"list_sensors": map[string]any{"limit": 2}, "sensor_connected_services": station,
 			"sensor_cleaned_stream": map[string]any{"sensor_id": s0.ExternalID, "limit": 2}, "sensor_last_reading": station}},
@@ -114,14 +120,21 @@ func testNodeEveryTool(t *testing.T, base string, s0 target) {
 		switch {
 		case !r.OK:
 			t.Errorf("%s %s: %s", r.Scope, r.Tool, r.Error)
+		case strings.HasPrefix(r.Tool, "error:"):
+			if !r.IsError || !strings.Contains(r.Text, "(") {
+				t.Errorf("%s %s: isError %v, text %q: want the failure and its code", r.Scope, r.Tool, r.IsError, r.Text)
+			}
+		case r.Tool != "resources" && r.Scope == "alerts" && (r.Title == "" || !r.OpenWorld || !r.OutputSchema):
+			t.Errorf("%s %s: title %q openWorldHint set %v outputSchema %v", r.Scope, r.Tool, r.Title, r.OpenWorld, r.OutputSchema)
 		case r.IsError || !r.Structured:
 			t.Errorf("%s %s: isError %v structured %v: %s", r.Scope, r.Tool, r.IsError, r.Structured, r.Text)
-		case r.Tool != "resources" && (r.Title == "" || !r.ReadOnly || !r.OpenWorld || !r.OutputSchema):
+		case r.Tool != "resources" && r.Scope != "alerts" && (r.Title == "" || !r.ReadOnly || !r.OpenWorld || !r.OutputSchema):
 			t.Errorf("%s %s: title %q readOnlyHint %v openWorldHint set %v outputSchema %v", r.Scope, r.Tool, r.Title, r.ReadOnly, r.OpenWorld, r.OutputSchema)
 		}
 	}
-	// catalog 6 tools + resources, registry 4, service 5, sensor 1 + 5, project 2 + 5.
-	for scope, want := range map[string]int{"catalog": 7, "registry": 4, "service": 5, "sensor": 6, "project": 7} {
+	// catalog 6 tools + resources + an error, registry 4, service 5, sensor 1 + 5, project
+	// 2 + 5, alerts 4 + resources + an error.
+	for scope, want := range map[string]int{"catalog": 8, "registry": 4, "service": 5, "sensor": 6, "project": 7, "alerts": 6} {
 		if perScope[scope] < want {
 			t.Errorf("%s: %d tools called, want at least %d", scope, perScope[scope], want)
 		}

@@ -38,6 +38,8 @@ func (sc *scope) instructions() string {
 		return "Tools of one project (feed): its service's tools scoped to the feed, plus list_project_sensors and describe_project."
 	case "registry":
 		return "Legacy sensor registry tools. New integrations should use /api/v1/catalog/mcp."
+	case "alerts":
+		return "Alert rules of your API key: create_alert_rule, list_alert_rules, delete_alert_rule, get_alert_events; subscribe to " + AlertEventsURI + " to hear of new events. Sensors and parameters are found with /api/v1/catalog/mcp."
 	default:
 		return "Catalog of environmental sensors: describe_catalog, search_sensors, describe_sensor, get_readings. Every value states its unit, reading age and provenance."
 	}
@@ -254,16 +256,21 @@ func (sc *scope) hasResources() bool {
 	return sc.local != nil && sc.local.resources && sc.service == nil
 }
 
-func (sc *scope) capabilities() json.RawMessage {
-	if sc.hasResources() {
+// capabilities of scope sc: subscriptions only at 2026-07-28 (stateless), whose
+// subscriptions/listen needs no session.
+func (h *Handler) capabilities(sc *scope, stateless bool) json.RawMessage {
+	switch {
+	case sc.hasResources() && stateless && h.streams != nil:
+		return json.RawMessage(`{"tools":{},"resources":{"subscribe":true}}`)
+	case sc.hasResources():
 		return json.RawMessage(`{"tools":{},"resources":{}}`)
 	}
 	return json.RawMessage(`{"tools":{}}`)
 }
 
-func (sc *scope) methods() string {
+func (h *Handler) methods(sc *scope) string {
 	if sc.hasResources() {
-		return "server/discover, initialize, ping, tools/list, tools/call, resources/list, resources/templates/list and resources/read"
+		return "server/discover, initialize, ping, tools/list, tools/call, resources/list, resources/templates/list, resources/read and (2026-07-28) subscriptions/listen"
 	}
 	return "server/discover, initialize, ping, tools/list and tools/call"
 }

@@ -153,7 +153,7 @@ func (h *Handler) discover(sc *scope, info requestInfo, req *jsonrpc.Request) []
 	}
 	return marshalResponse(mustResult(req.ID, discoverResult{
 		SupportedVersions: AllProtocolVersions(),
-		Capabilities:      sc.capabilities(),
+		Capabilities:      h.capabilities(sc, true),
 		Instructions:      sc.instructions(),
 		cacheHints:        h.cacheHints(sc),
 		ResultType:        "complete",

@@ -49,8 +49,11 @@ type toolSpec[In, Out any] struct {
 	// OpenWorld marks tools that read live data from the backing services (openWorldHint);
 	// the others answer from the gateway's catalog alone.
 	OpenWorld bool
-	Tweak     func(in, out *jsonschema.Schema)
-	Run       func(ctx context.Context, cc *callCtx, in In) (string, Out, error)
+	// Writes marks tools that change state (readOnlyHint false: the alert rules), and
+	// Destructive those that delete (destructiveHint).
+	Writes, Destructive bool
+	Tweak               func(in, out *jsonschema.Schema)
+	Run                 func(ctx context.Context, cc *callCtx, in In) (string, Out, error)
 }
 
 // toolSet is a go-sdk server holding the tools (and resources) of one gateway scope. The
@@ -126,6 +129,8 @@ func schemaTypes() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[*contractPagination](): paginationSchema(),
 		reflect.TypeFor[*contractLocation]():   locationSchema(),
 		reflect.TypeFor[contractTime]():        strFormat("ISO 8601 UTC with milliseconds", "date-time"),
+		reflect.TypeFor[time.Time]():           strFormat("", "date-time"),
+		reflect.TypeFor[*time.Time]():          strFormat("", "date-time"),
 		reflect.TypeFor[*contractTime]():       nullable(strFormat("ISO 8601 UTC with milliseconds; null when none", "date-time")),
 		// Written with only the statistics asked for (its MarshalJSON).
 		reflect.TypeFor[contract.AggregateStat](): {"type": "object", "properties": schema{
@@ -224,6 +229,11 @@ func addTool[In, Out any](ts *toolSet, spec toolSpec[In, Out]) {
 			OpenWorldHint:  &openWorld,
 		},
 	}
+	if spec.Writes {
+		// Creating twice makes two rules; deleting twice leaves the same nothing.
+		destructive := spec.Destructive
+		t.Annotations.ReadOnlyHint, t.Annotations.IdempotentHint, t.Annotations.DestructiveHint = false, destructive, &destructive
+	}
 	if _, dup := ts.byName[t.Name]; dup {
 		ts.err = fmt.Errorf("tool %q declared twice", t.Name)
 		return
@@ -271,13 +281,14 @@ func addTool[In, Out any](ts *toolSet, spec toolSpec[In, Out]) {
 	})
 }
 
-// toolError is the one shape of a tool failure at every gateway scope: isError, the reason
-// in the text, and the API error envelope {"error","code"} as structuredContent.
+// toolError is the one shape of a tool failure at every gateway scope: isError and the
+// reason with its code in the text. It carries no structuredContent: clients check
+// structuredContent against the tool's outputSchema even on an error (the TypeScript
+// SDK's callTool throws when it does not match), and the error is not the tool's output.
 func toolError(e *apierr.Error) *sdk.CallToolResult {
 	return &sdk.CallToolResult{
-		Content:           []sdk.Content{&sdk.TextContent{Text: e.Message + " (" + e.Code + ")"}},
-		StructuredContent: e,
-		IsError:           true,
+		Content: []sdk.Content{&sdk.TextContent{Text: e.Message + " (" + e.Code + ")"}},
+		IsError: true,
 	}
 }
 

@@ -91,15 +91,22 @@ func TestTools(t *testing.T) {
 			Resources []struct{ URI, Name, MimeType string } `json:"resources"`
 		}
 		r := g.post(t, cat, `{"jsonrpc":"2.0","id":1,"method":"resources/list"}`)
-		if err := json.Unmarshal(r.Msg.Result, &list); err != nil || len(list.Resources) != 1 || list.Resources[0].URI != mcp.ParametersURI {
+		if err := json.Unmarshal(r.Msg.Result, &list); err != nil || len(list.Resources) != 2 || list.Resources[0].URI != mcp.ParametersURI || list.Resources[1].URI != mcp.AreaLatestURI {
 			t.Fatalf("resources/list: %s", r.Body)
 		}
 		var templates struct {
 			ResourceTemplates []struct{ URITemplate string } `json:"resourceTemplates"`
 		}
 		r = g.post(t, cat, `{"jsonrpc":"2.0","id":2,"method":"resources/templates/list"}`)
-		if err := json.Unmarshal(r.Msg.Result, &templates); err != nil || len(templates.ResourceTemplates) != 1 || templates.ResourceTemplates[0].URITemplate != mcp.SensorURITemplate {
-			t.Fatalf("resources/templates/list: %s", r.Body)
+		var uris []string
+		if err := json.Unmarshal(r.Msg.Result, &templates); err == nil {
+			for _, tpl := range templates.ResourceTemplates {
+				uris = append(uris, tpl.URITemplate)
+			}
+		}
+		slices.Sort(uris)
+		if want := []string{mcp.AreaLatestURITemplate, mcp.SensorURITemplate, mcp.SensorLatestURITemplate}; !slices.Equal(uris, want) {
+			t.Fatalf("resources/templates/list: %v, want %v", uris, want)
 		}
 		read := func(uri string) rpcResult {
 			return g.post(t, cat, `{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"`+uri+`"}}`)
@@ -127,6 +134,31 @@ func TestTools(t *testing.T) {
 		}
 		if r = read("sensorgate://sensors/NOSUCH"); r.Msg.Error == nil || !strings.Contains(r.Msg.Error.Message, "not found") {
 			t.Errorf("unknown sensor resource: %s", r.Body)
+		}
+		// A sensor's latest reading and an area's are the REST answers, through the same
+		// readings path and area latest.
+		var latest struct {
+			SensorID string `json:"sensor_id"`
+			Reading  struct{ ID string }
+		}
+		r = read("sensorgate://sensors/" + s0.ExternalID + "/latest")
+		if err := json.Unmarshal(r.Msg.Result, &res); err != nil || len(res.Contents) != 1 || json.Unmarshal([]byte(res.Contents[0].Text), &latest) != nil ||
+			latest.SensorID != s0.ID.String() || latest.Reading.ID == "" {
+			t.Errorf("read the sensor's latest: %s", r.Body)
+		}
+		var area struct {
+			Items []struct {
+				SensorID string `json:"sensor_id"`
+			}
+			Pagination struct{ Total int }
+		}
+		r = read("sensorgate://readings/latest?sensor_ids=" + s0.ExternalID + "&max_age=P3650D")
+		if err := json.Unmarshal(r.Msg.Result, &res); err != nil || len(res.Contents) != 1 || json.Unmarshal([]byte(res.Contents[0].Text), &area) != nil ||
+			area.Pagination.Total != 1 || len(area.Items) != 1 || area.Items[0].SensorID != s0.ID.String() {
+			t.Errorf("read an area's latest: %s", r.Body)
+		}
+		if r = read("sensorgate://readings/latest?min_lat=95"); r.Msg.Error == nil || !strings.Contains(r.Msg.Error.Message, "min_lat") {
+			t.Errorf("area latest with a bad query: %s", r.Body)
 		}
 		// The registry scope has no resources.
 		if r = g.post(t, reg, `{"jsonrpc":"2.0","id":4,"method":"resources/list"}`); r.Msg.Error == nil || r.Msg.Error.Code != -32601 {

@@ -27,6 +27,7 @@ func TestLoadIsValidAndCoversSpecPaths(t *testing.T) {
 		"/api/v1/sensors/{id}/mcp":             {"POST"},
 		"/api/v1/sensors/registry/mcp":         {"POST"},
 		"/api/v1/catalog/mcp":                  {"POST"},
+		"/api/v1/alerts/mcp":                   {"POST"},
 		"/api/v1/services":                     {"GET"},
 		"/api/v1/services/{id}":                {"GET"},
 		"/api/v1/services/{id}/health":         {"GET"},

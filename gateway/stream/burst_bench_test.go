@@ -54,7 +54,7 @@ func benchBurst(b *testing.B, page int, gap, flush time.Duration) {
 	defer cancel()
 	go h.Run(ctx)
 	<-h.Ready("ocean")
-	hd := NewHandler(Options{Hub: h, MaxPerKey: 2 * streams, FlushInterval: flush})
+	hd := NewHandler(Options{Hub: h, Cap: NewCap(nil, 2*streams), FlushInterval: flush})
 	r := gin.New()
 	r.GET("/stream", hd.AreaStream)
 	srv := httptest.NewServer(r)

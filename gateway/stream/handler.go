@@ -12,7 +12,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/gateway/latest"
@@ -45,11 +44,11 @@ type Store interface {
 
 // Options configure the stream handlers.
 type Options struct {
-	Hub     *Hub
-	Store   Store
-	Limiter Limiter
-	// MaxPerKey caps the concurrent streams of one key (default DefaultMaxPerKey).
-	MaxPerKey int
+	Hub   *Hub
+	Store Store
+	// Cap caps the concurrent streams of one key (default NewCap(nil, 0)); the alert
+	// stream and MCP subscriptions share it.
+	Cap       Cap
 	Heartbeat time.Duration
 	// FlushInterval, when set, is the least time between two writes to a client
 	// (STREAM_FLUSH_INTERVAL); zero writes every batch at once.
@@ -65,11 +64,8 @@ type Handler struct{ o Options }
 
 // NewHandler returns the handlers.
 func NewHandler(o Options) *Handler {
-	if o.Limiter == nil {
-		o.Limiter = NewMemoryLimiter()
-	}
-	if o.MaxPerKey <= 0 {
-		o.MaxPerKey = DefaultMaxPerKey
+	if o.Cap.Limiter == nil {
+		o.Cap = NewCap(nil, o.Cap.Max)
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = DefaultHeartbeat
@@ -89,47 +85,43 @@ func NewHandler(o Options) *Handler {
 	return &Handler{o: o}
 }
 
-// SensorStream serves GET /api/v1/sensors/{id}/readings/stream.
-func (h *Handler) SensorStream(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), catalog.QueryTimeout)
-	s, err := catalog.ResolveSensor(ctx, h.o.Store, c.Param("id"))
-	cancel()
-	if err != nil {
-		ginerr.Fail(c, err)
-		return
-	}
-	id := s.ID.String()
-	h.serve(c, []string{s.ServiceID}, func(sensorID string) bool { return sensorID == id })
+// Selection is what a stream follows: the services whose logs carry its sensors, and
+// the test of a sensor id.
+type Selection struct {
+	Services []string
+	Match    func(sensorID string) bool
 }
 
-// AreaStream serves GET /api/v1/readings/stream: the sensors the area filters select
-// when the stream opens (those of area latest); no filter streams every sensor.
-func (h *Handler) AreaStream(c *gin.Context) {
-	q, err := latest.ParseArea(c.Request.URL.Query(), latest.MaxLimit)
+// SelectSensor is the selection of one sensor (its UUID or external id).
+func (h *Handler) SelectSensor(ctx context.Context, idOrExternal string) (Selection, error) {
+	ctx, cancel := context.WithTimeout(ctx, catalog.QueryTimeout)
+	defer cancel()
+	s, err := catalog.ResolveSensor(ctx, h.o.Store, idOrExternal)
 	if err != nil {
-		ginerr.Fail(c, err)
-		return
+		return Selection{}, err
 	}
+	id := s.ID.String()
+	return Selection{Services: []string{s.ServiceID}, Match: func(sensorID string) bool { return sensorID == id }}, nil
+}
+
+// SelectArea is the selection of area q when the stream opens (the sensors of area
+// latest); no filter selects every sensor. More than MaxSensors is 400, and so is a qc
+// filter: a stream delivers every stored reading as it is, each measurement with its qc.
+func (h *Handler) SelectArea(ctx context.Context, q latest.Area) (Selection, error) {
 	if !q.QC.All() {
-		// Area latest's parser reads qc; the stream delivers every stored reading as it
-		// is (each measurement with its qc), so a filter it would not apply is refused.
-		ginerr.Fail(c, apierr.Invalid("qc", "the stream delivers every measurement with its qc; filter on the client, or ask area latest with qc"))
-		return
+		return Selection{}, apierr.Invalid("qc", "the stream delivers every measurement with its qc; filter on the client, or ask area latest with qc")
 	}
 	if q.Unfiltered {
-		h.serve(c, h.o.Hub.Services(), func(string) bool { return true })
-		return
+		return Selection{Services: h.o.Hub.Services(), Match: func(string) bool { return true }}, nil
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), catalog.QueryTimeout)
+	ctx, cancel := context.WithTimeout(ctx, catalog.QueryTimeout)
+	defer cancel()
 	sensors, total, err := latest.Select(ctx, h.o.Store, q.Filter, 0, h.o.MaxSensors)
-	cancel()
 	if err != nil {
-		ginerr.Fail(c, err)
-		return
+		return Selection{}, err
 	}
 	if total > h.o.MaxSensors {
-		ginerr.Fail(c, apierr.Invalid("sensor_ids", "the filters select %d sensors; a stream follows at most %d: narrow the area or the filters", total, h.o.MaxSensors))
-		return
+		return Selection{}, apierr.Invalid("sensor_ids", "the filters select %d sensors; a stream follows at most %d: narrow the area or the filters", total, h.o.MaxSensors)
 	}
 	set := make(map[string]struct{}, len(sensors))
 	var services []string
@@ -141,12 +133,67 @@ func (h *Handler) AreaStream(c *gin.Context) {
 			services = append(services, s.ServiceID)
 		}
 	}
-	h.serve(c, services, func(sensorID string) bool { _, ok := set[sensorID]; return ok })
+	return Selection{Services: services, Match: func(sensorID string) bool { _, ok := set[sensorID]; return ok }}, nil
 }
+
+// SensorStream serves GET /api/v1/sensors/{id}/readings/stream.
+func (h *Handler) SensorStream(c *gin.Context) {
+	sel, err := h.SelectSensor(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		ginerr.Fail(c, err)
+		return
+	}
+	h.serve(c, sel)
+}
+
+// AreaStream serves GET /api/v1/readings/stream: the sensors the area filters select
+// when the stream opens (those of area latest); no filter streams every sensor.
+func (h *Handler) AreaStream(c *gin.Context) {
+	q, err := latest.ParseArea(c.Request.URL.Query(), latest.MaxLimit)
+	if err != nil {
+		ginerr.Fail(c, err)
+		return
+	}
+	sel, err := h.SelectArea(c.Request.Context(), q)
+	if err != nil {
+		ginerr.Fail(c, err)
+		return
+	}
+	h.serve(c, sel)
+}
+
+// Open takes one of the caller's stream slots and subscribes to sel's events: what a
+// readings stream and an MCP subscription open with. When it cannot, it has answered c
+// (429 at the cap, 502 for a service this gateway does not follow, 503 while shutting
+// down) and returns ok false; otherwise close ends the subscription and frees the slot.
+func (h *Handler) Open(c *gin.Context, sel Selection) (sub *Sub, heads map[string]contract.Position, close func(), ok bool) {
+	for _, svc := range sel.Services {
+		if h.o.Hub.Source(svc) == nil {
+			ginerr.Fail(c, apierr.New(apierr.UpstreamUnavailable, "service %s is not configured on this gateway", svc))
+			return nil, nil, nil, false
+		}
+	}
+	release, ok := h.o.Cap.Acquire(c)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	sub, heads, err := h.o.Hub.Follow(c.Request.Context(), sel.Services, sel.Match)
+	if errors.Is(err, ErrShutdown) {
+		release()
+		c.Header("Retry-After", "1")
+		ginerr.Fail(c, apierr.New(apierr.UpstreamUnavailable, "this gateway is shutting down; reconnect"))
+		return nil, nil, nil, false
+	}
+	return sub, heads, func() { sub.Close(); release() }, true
+}
+
+// Cap is the per-key stream cap the handler counts on.
+func (h *Handler) Cap() Cap { return h.o.Cap }
 
 // serve runs one stream: cap, subscription, replay from Last-Event-ID, then live events
 // and heartbeats until the client leaves, falls behind, or the gateway shuts down.
-func (h *Handler) serve(c *gin.Context, services []string, match func(string) bool) {
+func (h *Handler) serve(c *gin.Context, sel Selection) {
+	services, match := sel.Services, sel.Match
 	var resume Cursor
 	if v := c.GetHeader("Last-Event-ID"); v != "" {
 		var err error
@@ -155,46 +202,12 @@ func (h *Handler) serve(c *gin.Context, services []string, match func(string) bo
 			return
 		}
 	}
-	for _, svc := range services {
-		if h.o.Hub.Source(svc) == nil {
-			ginerr.Fail(c, apierr.New(apierr.UpstreamUnavailable, "service %s is not configured on this gateway", svc))
-			return
-		}
+	sub, heads, closeSub, ok := h.Open(c, sel)
+	if !ok {
+		return
 	}
-	key := "anonymous"
-	if id, ok := auth.FromGin(c); ok {
-		key = id.KeyID.String()
-	}
+	defer closeSub()
 	ctx := c.Request.Context()
-	release, err := h.o.Limiter.Acquire(ctx, key, h.o.MaxPerKey)
-	if errors.Is(err, ErrTooMany) {
-		c.Header("Retry-After", "10")
-		ginerr.Fail(c, apierr.New(apierr.RateLimited, "this key already has %d open streams, the most allowed; close one first", h.o.MaxPerKey))
-		return
-	}
-	if err != nil {
-		ginerr.Fail(c, fmt.Errorf("stream cap: %w", err))
-		return
-	}
-	defer release()
-
-	// A service log the hub has not reached yet has no start position; wait briefly.
-	deadline := time.NewTimer(readyWait)
-	for _, svc := range services {
-		select {
-		case <-h.o.Hub.Ready(svc):
-		case <-deadline.C:
-		case <-ctx.Done():
-		}
-	}
-	deadline.Stop()
-	sub, heads, err := h.o.Hub.Subscribe(services, match)
-	if errors.Is(err, ErrShutdown) {
-		c.Header("Retry-After", "1")
-		ginerr.Fail(c, apierr.New(apierr.UpstreamUnavailable, "this gateway is shutting down; reconnect"))
-		return
-	}
-	defer sub.Close()
 
 	state := Cursor{}
 	for _, svc := range services {

@@ -41,7 +41,7 @@ func TestStreamsBatchedNeverMix(t *testing.T) {
 	<-h.Ready("ocean")
 	<-h.Ready("weather")
 	// A short FlushInterval: the batches are also held and gathered across pages.
-	hd := NewHandler(Options{Hub: h, MaxPerKey: 100, FlushInterval: 5 * time.Millisecond})
+	hd := NewHandler(Options{Hub: h, Cap: NewCap(nil, 100), FlushInterval: 5 * time.Millisecond})
 	r := gin.New()
 	r.GET("/stream", hd.AreaStream)
 	srv := httptest.NewServer(r)
@@ -215,7 +215,7 @@ func TestStreamDelayRecorded(t *testing.T) {
 			apierr.Write(c.Writer, c.Errors.Last().Err)
 		}
 	})
-	r.GET("/stream", NewHandler(Options{Hub: h, MaxPerKey: 10}).AreaStream)
+	r.GET("/stream", NewHandler(Options{Hub: h, Cap: NewCap(nil, 10)}).AreaStream)
 	srv := httptest.NewServer(r)
 	defer srv.Close()
 	defer h.Close()
@@ -478,7 +478,7 @@ func TestAreaStreamRefusesQC(t *testing.T) {
 			apierr.Write(c.Writer, c.Errors.Last().Err)
 		}
 	})
-	r.GET("/stream", NewHandler(Options{Hub: h, MaxPerKey: 10}).AreaStream)
+	r.GET("/stream", NewHandler(Options{Hub: h, Cap: NewCap(nil, 10)}).AreaStream)
 	srv := httptest.NewServer(r)
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/stream?qc=good")

@@ -350,6 +350,22 @@ func (h *Hub) Subscribe(services []string, match func(sensorID string) bool) (*S
 	return s, heads, nil
 }
 
+// Follow is Subscribe once the services' logs have answered the hub (a log it has not
+// reached yet has no start position), waiting for them at most readyWait: what a readings
+// stream and an MCP subscription open with.
+func (h *Hub) Follow(ctx context.Context, services []string, match func(sensorID string) bool) (*Sub, map[string]contract.Position, error) {
+	deadline := time.NewTimer(readyWait)
+	defer deadline.Stop()
+	for _, svc := range services {
+		select {
+		case <-h.Ready(svc):
+		case <-deadline.C:
+		case <-ctx.Done():
+		}
+	}
+	return h.Subscribe(services, match)
+}
+
 // Source returns the log of service id (for replays), or nil.
 func (h *Hub) Source(id string) Source {
 	if f, ok := h.followers[id]; ok {

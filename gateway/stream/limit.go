@@ -3,7 +3,14 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/sensorgate/sensorgate/gateway/auth"
+	"github.com/sensorgate/sensorgate/gateway/ginerr"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
 )
 
 // DefaultMaxPerKey is the number of streams one API key may hold open at once
@@ -46,4 +53,48 @@ func (l *MemoryLimiter) Acquire(_ context.Context, key string, max int) (func(),
 			}
 		})
 	}, nil
+}
+
+// CapRetryAfter is the Retry-After (seconds) of a stream refused by the cap.
+const CapRetryAfter = "10"
+
+// Cap is the per-key cap on open streams (docs/live.md): the readings streams, the alert
+// stream and MCP subscriptions draw on the same slots of the same Limiter, so a key holds
+// at most Max of them together, on every replica when the Limiter is Redis's.
+type Cap struct {
+	Limiter Limiter
+	Max     int
+}
+
+// NewCap returns a cap of max streams per key on l (a MemoryLimiter when nil; max
+// DefaultMaxPerKey when not positive).
+func NewCap(l Limiter, max int) Cap {
+	if l == nil {
+		l = NewMemoryLimiter()
+	}
+	if max <= 0 {
+		max = DefaultMaxPerKey
+	}
+	return Cap{Limiter: l, Max: max}
+}
+
+// Acquire takes one of the caller's slots for the stream c is about to open. When it
+// cannot, it has answered c (429 rate_limited with Retry-After, or the limiter's failure)
+// and returns false.
+func (cp Cap) Acquire(c *gin.Context) (release func(), ok bool) {
+	key := "anonymous"
+	if id, ok := auth.FromGin(c); ok {
+		key = id.KeyIDText
+	}
+	release, err := cp.Limiter.Acquire(c.Request.Context(), key, cp.Max)
+	if errors.Is(err, ErrTooMany) {
+		c.Header("Retry-After", CapRetryAfter)
+		ginerr.Fail(c, apierr.New(apierr.RateLimited, "this key already has %d open streams (reading streams, the alert stream and MCP subscriptions together), the most allowed; close one first", cp.Max))
+		return nil, false
+	}
+	if err != nil {
+		ginerr.Fail(c, fmt.Errorf("stream cap: %w", err))
+		return nil, false
+	}
+	return release, true
 }

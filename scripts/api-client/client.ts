@@ -30,7 +30,7 @@ function report(op: string, status: number, ok: boolean, note = ""): void {
 
 // One JSON-RPC message per POST, as docs/mcp.md describes; typed by the document.
 async function rpc(
-  path: "/api/v1/catalog/mcp" | "/api/v1/sensors/registry/mcp",
+  path: "/api/v1/catalog/mcp" | "/api/v1/sensors/registry/mcp" | "/api/v1/alerts/mcp",
   body: JSONRPCRequest,
 ): Promise<JSONRPCResponse | undefined> {
   const r = await api.POST(path, { body });
@@ -112,6 +112,10 @@ async function main(): Promise<void> {
   await rpc("/api/v1/sensors/registry/mcp", {
     jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "list_sensors", arguments: { limit: 2 } },
   });
+  const alertRules = toolResult(await rpc("/api/v1/alerts/mcp", {
+    jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "list_alert_rules", arguments: {} },
+  }));
+  report("tools/call list_alert_rules result", 200, alertRules !== undefined && alertRules.isError !== true && alertRules.structuredContent !== undefined, alertRules?.content[0]?.text ?? "");
   const note = await api.POST("/api/v1/catalog/mcp", { body: { jsonrpc: "2.0", method: "notifications/initialized" }, parseAs: "text" });
   report("POST /api/v1/catalog/mcp notification", note.response.status, note.response.status === 202);
   const sensorMCP = await api.POST("/api/v1/sensors/{id}/mcp", {

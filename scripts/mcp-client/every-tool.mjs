@@ -21,12 +21,16 @@ for (const s of JSON.parse(scopesJSON)) {
   try {
     await client.connect(transport);
     const { tools } = await client.listTools();
+    let createdRule = "";
     for (const t of tools) {
       const r = { scope: s.scope, tool: t.name, title: t.title ?? t.annotations?.title ?? "",
         readOnly: t.annotations?.readOnlyHint === true, openWorld: typeof t.annotations?.openWorldHint === "boolean",
         outputSchema: t.outputSchema !== undefined };
       try {
-        const res = await client.callTool({ name: t.name, arguments: s.args[t.name] ?? {} });
+        // "__created_rule__" stands for the id of the rule create_alert_rule made earlier.
+        const args = JSON.parse(JSON.stringify(s.args[t.name] ?? {}).replaceAll("__created_rule__", createdRule));
+        const res = await client.callTool({ name: t.name, arguments: args });
+        if (t.name === "create_alert_rule") createdRule = res.structuredContent?.id ?? "";
         r.isError = Boolean(res.isError);
         r.structured = res.structuredContent !== undefined;
         r.text = (res.content?.[0]?.text ?? "").slice(0, 300);
@@ -44,12 +48,27 @@ for (const s of JSON.parse(scopesJSON)) {
         const read = [];
         for (const res of resources) read.push((await client.readResource({ uri: res.uri })).contents.length);
         for (const tpl of resourceTemplates) {
-          const uri = tpl.uriTemplate.replace("{sensor_id}", encodeURIComponent(s.args.__sensor ?? ""));
+          // A query template ({?...}) is read without its query.
+          const uri = tpl.uriTemplate.replace("{sensor_id}", encodeURIComponent(s.args.__sensor ?? "")).replace(/\{\?[^}]*\}$/, "");
           read.push((await client.readResource({ uri })).contents.length);
         }
         r.ok = read.length === resources.length + resourceTemplates.length && read.every((n) => n === 1);
         r.structured = true;
         r.text = `${resources.length} resources, ${resourceTemplates.length} templates read`;
+      } catch (e) {
+        r.error = String(e?.message ?? e);
+      }
+      results.push(r);
+    }
+    if (s.errorProbe) {
+      // A failing tool is a result with isError and the reason in its text, which the SDK
+      // hands to the caller (it must not throw over the output schema).
+      const r = { scope: s.scope, tool: "error:" + s.errorProbe.tool };
+      try {
+        const res = await client.callTool({ name: s.errorProbe.tool, arguments: s.errorProbe.args });
+        r.isError = Boolean(res.isError);
+        r.text = (res.content?.[0]?.text ?? "").slice(0, 300);
+        r.ok = true;
       } catch (e) {
         r.error = String(e?.message ?? e);
       }

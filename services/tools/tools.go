@@ -303,9 +303,10 @@ func decodeArguments[In any](req *mcp.CallToolRequest, schema *jsonschema.Resolv
 	return in, nil
 }
 
-// errorResult is the one shape of a tool failure at every MCP scope: isError, the reason
-// and its code in the text, and the API error envelope {"error","code"} (pkg/apierr) as
-// structuredContent.
+// errorResult is the one shape of a tool failure at every MCP scope: isError and the
+// reason with its code in the text. It carries no structuredContent: clients check it
+// against the tool's outputSchema even on an error (the TypeScript SDK's callTool throws
+// when it does not match), and the error is not the tool's output.
 func errorResult(err error) *mcp.CallToolResult {
 	code := apierr.InvalidParameter
 	var ue *userError
@@ -313,9 +314,8 @@ func errorResult(err error) *mcp.CallToolResult {
 		code = ue.code
 	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: err.Error() + " (" + code + ")"}},
-		StructuredContent: apierr.New(code, "%s", err.Error()),
-		IsError:           true,
+		Content: []mcp.Content{&mcp.TextContent{Text: err.Error() + " (" + code + ")"}},
+		IsError: true,
 	}
 }
 

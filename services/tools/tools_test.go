@@ -101,12 +101,7 @@ func TestLatestObservation(t *testing.T) {
 				if !res.IsError || !strings.Contains(text(res), c.wantErr) {
 					t.Fatalf("isError=%v %q, want an error containing %q", res.IsError, text(res), c.wantErr)
 				}
-				// The one error shape of every MCP scope: {"error","code"} as structuredContent.
-				var env struct{ Error, Code string }
-				b, _ := json.Marshal(res.StructuredContent)
-				if json.Unmarshal(b, &env) != nil || env.Error == "" || env.Code == "" || !strings.Contains(text(res), "("+env.Code+")") {
-					t.Errorf("error structuredContent %s, text %q: want the {error, code} envelope", b, text(res))
-				}
+				checkToolError(t, res)
 				return
 			}
 			if res.IsError {
@@ -181,12 +176,7 @@ func TestObservations(t *testing.T) {
 				if !res.IsError || !strings.Contains(text(res), c.wantErr) {
 					t.Fatalf("isError=%v %q, want an error containing %q", res.IsError, text(res), c.wantErr)
 				}
-				// The one error shape of every MCP scope: {"error","code"} as structuredContent.
-				var env struct{ Error, Code string }
-				b, _ := json.Marshal(res.StructuredContent)
-				if json.Unmarshal(b, &env) != nil || env.Error == "" || env.Code == "" || !strings.Contains(text(res), "("+env.Code+")") {
-					t.Errorf("error structuredContent %s, text %q: want the {error, code} envelope", b, text(res))
-				}
+				checkToolError(t, res)
 				return
 			}
 			if res.IsError {
@@ -321,12 +311,7 @@ func TestListStations(t *testing.T) {
 				if !res.IsError || !strings.Contains(text(res), c.wantErr) {
 					t.Fatalf("isError=%v %q, want an error containing %q", res.IsError, text(res), c.wantErr)
 				}
-				// The one error shape of every MCP scope: {"error","code"} as structuredContent.
-				var env struct{ Error, Code string }
-				b, _ := json.Marshal(res.StructuredContent)
-				if json.Unmarshal(b, &env) != nil || env.Error == "" || env.Code == "" || !strings.Contains(text(res), "("+env.Code+")") {
-					t.Errorf("error structuredContent %s, text %q: want the {error, code} envelope", b, text(res))
-				}
+				checkToolError(t, res)
 				return
 			}
 			if res.IsError {
@@ -493,5 +478,17 @@ func TestToolListSize(t *testing.T) {
 		if len(b) > budget {
 			t.Errorf("%s tools/list is %d bytes, over %d", id, len(b), budget)
 		}
+	}
+}
+
+// checkToolError holds a failed call to the one error shape of every MCP scope: isError,
+// the reason with its code in the text ("... (invalid_parameter)"), and no
+// structuredContent, which clients check against the tool's outputSchema even on an error.
+func checkToolError(t *testing.T, res *mcp.CallToolResult) {
+	t.Helper()
+	txt := text(res)
+	open := strings.LastIndex(txt, " (")
+	if !res.IsError || res.StructuredContent != nil || open < 0 || !strings.HasSuffix(txt, ")") || strings.ContainsAny(txt[open+2:len(txt)-1], " ()") {
+		t.Errorf("error result: isError %v, structuredContent %v, text %q: want isError, no structuredContent and the text ending in (code)", res.IsError, res.StructuredContent, txt)
 	}
 }

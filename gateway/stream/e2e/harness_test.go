@@ -109,7 +109,7 @@ func startStack(t testing.TB, o stackOptions) *stack {
 	}
 	s.env = []string{"SENSORGATE_ENV=production", "DATABASE_URL=" + testenv.Postgres(t), "INTERNAL_TOKEN=" + internalToken,
 		"SERVICE_URLS=" + strings.Join(urls, ","), "SYNC_INTERVAL=2s", "REDIS_URL=" + testenv.RedisURL(), "LOG_LEVEL=warn",
-		"RATE_LIMIT_PLANS=big=100000000/h"}
+		"RATE_LIMIT_PLANS=big=100000000/h,small=1000/h"}
 	cmd := exec.Command(bins.Path(t, "gateway"), "keys", "create", "--owner", "e2e", "--env", "production", "--plan", "big")
 	cmd.Env = append(os.Environ(), s.env...)
 	out, err := cmd.CombinedOutput()
