@@ -212,7 +212,7 @@ func ParseDevices(data []byte) (observation.Batch, error) {
 			Error string `json:"error"`
 		}
 		if json.Unmarshal(t, &probe) == nil && probe.Error != "" {
-			return observation.Batch{}, fmt.Errorf("ambient: API error: %s", truncate(probe.Error, 200))
+			return observation.Batch{}, fmt.Errorf("ambient: API error: %s", batch.Truncate(probe.Error, 200))
 		}
 		raws = []json.RawMessage{t}
 	default:
@@ -229,7 +229,7 @@ func ParseDevices(data []byte) (observation.Batch, error) {
 		}
 		id := CanonicalID(d.MacAddress)
 		if err := contract.ValidExternalID(id); err != nil {
-			p.b.Reject("", n, "macAddress", batch.ReasonMissingStation, fmt.Sprintf("device %d: macAddress %q: %v", n, truncate(d.MacAddress, 40), err))
+			p.b.Reject("", n, "macAddress", batch.ReasonMissingStation, fmt.Sprintf("device %d: macAddress %q: %v", n, batch.Truncate(d.MacAddress, 40), err))
 			continue
 		}
 		info := stationInfo{name: d.Info.Name, location: d.Info.Coords.Location}
@@ -247,11 +247,4 @@ func ParseDevices(data []byte) (observation.Batch, error) {
 		}
 	}
 	return p.finish(), nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -119,7 +119,7 @@ func ParseADDSJSON(data []byte) (observation.Batch, error) {
 			continue
 		}
 		if id := strings.TrimSpace(rec.StationID); id != "" && id != r.Station {
-			b.Reject(id, n, "station_id", batch.ReasonMissingStation, fmt.Sprintf("station_id %q and the report's %q differ", truncate(id, 20), r.Station))
+			b.Reject(id, n, "station_id", batch.ReasonMissingStation, fmt.Sprintf("station_id %q and the report's %q differ", batch.Truncate(id, 20), r.Station))
 			continue
 		}
 		if err := contract.ValidExternalID(r.Station); err != nil {
@@ -128,7 +128,7 @@ func ParseADDSJSON(data []byte) (observation.Batch, error) {
 		}
 		t, err := time.Parse(time.RFC3339, strings.TrimSpace(rec.ObservationTime))
 		if err != nil {
-			b.Reject(r.Station, n, "observation_time", batch.ReasonBadTimestamp, fmt.Sprintf("observation_time %q is not RFC 3339", truncate(rec.ObservationTime, 40)))
+			b.Reject(r.Station, n, "observation_time", batch.ReasonBadTimestamp, fmt.Sprintf("observation_time %q is not RFC 3339", batch.Truncate(rec.ObservationTime, 40)))
 			continue
 		}
 		if t.Day() != r.Day || t.Hour() != r.Hour || t.Minute() != r.Minute {

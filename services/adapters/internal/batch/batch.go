@@ -148,9 +148,7 @@ func (m *Measurements) List() []canon.Measurement { return m.list }
 
 // Reject records a rejection.
 func (b *Builder) Reject(station string, line int, field, reason, detail string) {
-	b.batch.Rejections = append(b.batch.Rejections, observation.Rejection{
-		StationID: station, Line: line, Field: field, Reason: reason, Detail: detail,
-	})
+	b.batch.Reject(station, line, field, reason, detail)
 }
 
 // Emit stores the observation built in m at time t with its raw fragment. A row without
@@ -343,4 +341,20 @@ func CompactRaw(raw json.RawMessage) (json.RawMessage, error) {
 		}
 	}
 	return raw, nil
+}
+
+// Truncate cuts s to n bytes and marks the cut with "...", so that a provider's value
+// quoted in a rejection or an error stays short however long the payload made it.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// Results is the raw fragment of an observation grouped from several records of a JSON
+// results page (OpenAQ, AirNow): {"results":[...]} holding each record's own fragment.
+func Results(raws [][]byte) json.RawMessage {
+	raw := append([]byte(`{"results":[`), bytes.Join(raws, []byte(","))...)
+	return append(raw, "]}"...)
 }
