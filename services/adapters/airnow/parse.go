@@ -194,14 +194,8 @@ func ParseData(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	p := newParser()
-	p.b.SetRecords(len(recs))
-	for i, raw := range recs {
-		n := i + 1
-		var r dataRecord
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("record %d: %v", n, err))
-			continue
-		}
+	for rec, r := range batch.Records[dataRecord](p.b, "", "record", recs) {
+		n, raw := rec.N, rec.Raw
 		code := r.IntlAQSCode
 		if strings.TrimSpace(code) == "" {
 			code = r.FullAQSCode
@@ -286,14 +280,8 @@ func ParseObservations(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	p := newParser()
-	p.b.SetRecords(len(recs))
-	for i, raw := range recs {
-		n := i + 1
-		var r obsRecord
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("record %d: %v", n, err))
-			continue
-		}
+	for rec, r := range batch.Records[obsRecord](p.b, "", "record", recs) {
+		n, raw := rec.N, rec.Raw
 		area := strings.TrimSpace(r.ReportingAreaName)
 		if area == "" {
 			area = strings.TrimSpace(r.ReportingArea)

@@ -104,14 +104,8 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 	rawFormat := rawPrefix + productName
 	prefix := append([]byte(`{"metadata":`), mdc...)
 	prefix = append(prefix, `,"data":[`...)
-	b.SetRecords(len(r.Data))
-	for i, raw := range r.Data {
-		n := i + 1
-		var rec record
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			b.Reject(id, n, "", batch.ReasonMalformedRow, fmt.Sprintf("record %d: %v", n, err))
-			continue
-		}
+	for at, rec := range batch.Records[record](b, id, "record", r.Data) {
+		n, raw := at.N, at.Raw
 		t, err := time.Parse("2006-01-02 15:04", strings.TrimSpace(rec.T))
 		if err != nil {
 			b.Reject(id, n, "t", batch.ReasonBadTimestamp, fmt.Sprintf("t %q is not YYYY-MM-DD hh:mm", batch.Truncate(rec.T, 40)))

@@ -105,14 +105,8 @@ func ParseADDSJSON(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, fmt.Errorf("%w: data.METAR: %w", ErrNotMETAR, err)
 	}
 	b := batch.New(ProviderSlug)
-	b.SetRecords(len(recs))
-	for i, raw := range recs {
-		n := i + 1
-		var rec addsRecord
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("record %d: %v", n, err))
-			continue
-		}
+	for at, rec := range batch.Records[addsRecord](b, "", "record", recs) {
+		n, raw := at.N, at.Raw
 		r, err := Decode(rec.RawText)
 		if err != nil {
 			b.Reject(strings.TrimSpace(rec.StationID), n, "raw_text", batch.ReasonMalformedRow, err.Error())

@@ -238,14 +238,8 @@ func ParseLatest(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	p := newParser()
-	p.b.SetRecords(len(env.Results))
-	for i, raw := range env.Results {
-		n := i + 1
-		var r latestResult
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("result %d: %v", n, err))
-			continue
-		}
+	for rec, r := range batch.Records[latestResult](p.b, "", "result", env.Results) {
+		n, raw := rec.N, rec.Raw
 		id, ok := v1Location(p.b, n, r.Country, r.Location)
 		if !ok {
 			continue
@@ -321,14 +315,8 @@ func ParseMeasurements(data []byte) (observation.Batch, error) {
 	}
 	groups := map[key]*group{}
 	var order []*group
-	p.b.SetRecords(len(env.Results))
-	for i, raw := range env.Results {
-		n := i + 1
-		var r measurementRecord
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("result %d: %v", n, err))
-			continue
-		}
+	for rec, r := range batch.Records[measurementRecord](p.b, "", "result", env.Results) {
+		n, raw := rec.N, rec.Raw
 		id, ok := v1Location(p.b, n, r.Country, r.Location)
 		if !ok {
 			continue

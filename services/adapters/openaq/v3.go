@@ -96,8 +96,17 @@ func startV3(stationID string, data []byte) (string, envelope, *parser, error) {
 	}
 	p := newParser()
 	p.b.Note(id, nil, nil)
-	p.b.SetRecords(len(env.Results))
 	return id, env, p, nil
+}
+
+// v3Sensor is one sensor of /v3/locations/{id}/sensors with its latest value.
+type v3Sensor struct {
+	Parameter v3Parameter `json:"parameter"`
+	Latest    *struct {
+		Datetime    v3Time       `json:"datetime"`
+		Value       *float64     `json:"value"`
+		Coordinates *coordinates `json:"coordinates"`
+	} `json:"latest"`
 }
 
 // ParseV3Sensors reads /v3/locations/{id}/sensors of the location stationID: each sensor's
@@ -115,20 +124,8 @@ func ParseV3Sensors(stationID string, data []byte) (observation.Batch, error) {
 	}
 	groups := map[time.Time]*group{}
 	var order []*group
-	for i, raw := range env.Results {
-		n := i + 1
-		var r struct {
-			Parameter v3Parameter `json:"parameter"`
-			Latest    *struct {
-				Datetime    v3Time       `json:"datetime"`
-				Value       *float64     `json:"value"`
-				Coordinates *coordinates `json:"coordinates"`
-			} `json:"latest"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject(id, n, "", batch.ReasonMalformedRow, fmt.Sprintf("sensor %d: %v", n, err))
-			continue
-		}
+	for rec, r := range batch.Records[v3Sensor](p.b, id, "sensor", env.Results) {
+		n, raw := rec.N, rec.Raw
 		if r.Latest == nil || r.Latest.Value == nil {
 			continue // a sensor without a latest value has nothing to report
 		}
@@ -158,6 +155,19 @@ func ParseV3Sensors(stationID string, data []byte) (observation.Batch, error) {
 	return p.finish(), nil
 }
 
+// v3Measurement is one record of /v3/sensors/{id}/measurements.
+type v3Measurement struct {
+	Value     *float64    `json:"value"`
+	Parameter v3Parameter `json:"parameter"`
+	FlagInfo  struct {
+		HasFlags bool `json:"hasFlags"`
+	} `json:"flagInfo"`
+	Period struct {
+		DatetimeTo v3Time `json:"datetimeTo"`
+	} `json:"period"`
+	Coordinates *coordinates `json:"coordinates"`
+}
+
 // ParseV3Measurements reads /v3/sensors/{id}/measurements of a sensor of the location
 // stationID. Each record is one observation at the end of its averaging period
 // (period.datetimeTo), as v1 dated values; a record OpenAQ flagged (flagInfo.hasFlags)
@@ -167,23 +177,8 @@ func ParseV3Measurements(stationID string, data []byte) (observation.Batch, erro
 	if err != nil {
 		return observation.Batch{}, err
 	}
-	for i, raw := range env.Results {
-		n := i + 1
-		var r struct {
-			Value     *float64    `json:"value"`
-			Parameter v3Parameter `json:"parameter"`
-			FlagInfo  struct {
-				HasFlags bool `json:"hasFlags"`
-			} `json:"flagInfo"`
-			Period struct {
-				DatetimeTo v3Time `json:"datetimeTo"`
-			} `json:"period"`
-			Coordinates *coordinates `json:"coordinates"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject(id, n, "", batch.ReasonMalformedRow, fmt.Sprintf("measurement %d: %v", n, err))
-			continue
-		}
+	for rec, r := range batch.Records[v3Measurement](p.b, id, "measurement", env.Results) {
+		n, raw := rec.N, rec.Raw
 		if r.Value == nil {
 			p.b.Reject(id, n, "value", batch.ReasonMissingSentinel, "value is null")
 			continue
@@ -218,6 +213,14 @@ var v3ParameterIDs = map[int]v3Parameter{
 // a recorded file named after it (v3_parameters_2_latest.json).
 var parameterInPath = regexp.MustCompile(`parameters[/_](\d+)[/_]latest`)
 
+// v3LatestRecord is one record of /v3/parameters/{id}/latest.
+type v3LatestRecord struct {
+	Datetime    v3Time       `json:"datetime"`
+	Value       *float64     `json:"value"`
+	Coordinates *coordinates `json:"coordinates"`
+	LocationsID *int64       `json:"locationsId"`
+}
+
 // ParseV3ParameterLatest reads /v3/parameters/{id}/latest: per record the latest value of
 // that parameter at location locationsId (station v3-<id>), at datetime.utc, with the
 // location's coordinates. The parameter comes from path; ids without a canonical parameter
@@ -234,19 +237,8 @@ func ParseV3ParameterLatest(path string, data []byte) (observation.Batch, error)
 	}
 	par, known := v3ParameterIDs[pid]
 	p := newParser()
-	p.b.SetRecords(len(env.Results))
-	for i, raw := range env.Results {
-		n := i + 1
-		var r struct {
-			Datetime    v3Time       `json:"datetime"`
-			Value       *float64     `json:"value"`
-			Coordinates *coordinates `json:"coordinates"`
-			LocationsID *int64       `json:"locationsId"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("record %d: %v", n, err))
-			continue
-		}
+	for rec, r := range batch.Records[v3LatestRecord](p.b, "", "record", env.Results) {
+		n, raw := rec.N, rec.Raw
 		if r.LocationsID == nil || *r.LocationsID < 0 {
 			p.b.Reject("", n, "locationsId", batch.ReasonMissingStation, fmt.Sprintf("record %d has no locationsId", n))
 			continue
