@@ -5,6 +5,7 @@ package ambient
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,11 @@ import (
 	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
+
+// catalog declares the provider and the feeds this adapter serves (observation.Declare).
+//
+//go:embed catalog.json
+var catalog []byte
 
 // Provider and feed slugs.
 const (
@@ -50,30 +56,10 @@ var ErrNotAmbient = errors.New("ambient: not an Ambient Weather JSON payload")
 // Adapter declares the Ambient Weather adapter: its provider and feed, a parser per
 // payload format, and its simulator of synthetic backyard stations.
 func Adapter() observation.Adapter {
-	return observation.Adapter{
-		Name: "ambient",
-		Provider: contract.Provider{
-			Slug:        ProviderSlug,
-			Name:        "Ambient Weather Network",
-			Description: "Personal weather stations uploading to Ambient Weather, in imperial units.",
-			URL:         "https://ambientweather.net/",
-			License:     "Device owners' data; no licence stated",
-		},
-		Feeds: []contract.Feed{{
-			Slug:            FeedSlug,
-			Name:            "Ambient Weather personal stations",
-			Description:     "5-minute temperature, humidity, wind and pressure of Ambient Weather stations, converted from imperial units.",
-			ProviderSlug:    ProviderSlug,
-			Domain:          "weather",
-			TemporalPattern: "periodic",
-			FeedType:        "timeseries",
-		}},
-		Parsers: map[string]observation.ParseFunc{
-			FormatDeviceData: observation.StationParser(ParseDeviceData),
-			FormatDevices:    observation.BodyParser(ParseDevices),
-		},
-		Simulator: synth.Simulator{Name: "ambient", Stations: simStationList, Window: simulate},
-	}
+	return observation.Declare(catalog, map[string]observation.ParseFunc{
+		FormatDeviceData: observation.StationParser(ParseDeviceData),
+		FormatDevices:    observation.BodyParser(ParseDevices),
+	}, synth.Simulator{Name: "ambient", Stations: simStationList, Window: simulate})
 }
 
 // CanonicalID is a device MAC address in upper case ("AA:BB:CC:DD:EE:FF").
