@@ -175,6 +175,17 @@ func (p *parser) utc(id string, n int, field, label, value string) (time.Time, b
 	return t.UTC(), true
 }
 
+// timed reads what every dated record needs before its values: its time, RFC 3339 in
+// field (see utc), and its raw fragment; ok false when either is rejected.
+func (p *parser) timed(id string, n int, field, value string, raw []byte) (time.Time, []byte, bool) {
+	t, ok := p.utc(id, n, field, field, value)
+	if !ok {
+		return time.Time{}, nil, false
+	}
+	cr, ok := p.fragment(id, n, raw)
+	return t, cr, ok
+}
+
 // rejecter is a batch.Builder, or an observation.Batch of station records.
 type rejecter interface {
 	Reject(station string, line int, field, reason, detail string)
@@ -321,11 +332,7 @@ func ParseMeasurements(data []byte) (observation.Batch, error) {
 		if !ok {
 			continue
 		}
-		t, ok := p.utc(id, n, "date.utc", "date.utc", r.Date.UTC)
-		if !ok {
-			continue
-		}
-		cr, ok := p.fragment(id, n, raw)
+		t, cr, ok := p.timed(id, n, "date.utc", r.Date.UTC, raw)
 		if !ok {
 			continue
 		}

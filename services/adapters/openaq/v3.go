@@ -129,11 +129,7 @@ func ParseV3Sensors(stationID string, data []byte) (observation.Batch, error) {
 		if r.Latest == nil || r.Latest.Value == nil {
 			continue // a sensor without a latest value has nothing to report
 		}
-		t, ok := p.utc(id, n, "latest.datetime.utc", "latest.datetime.utc", r.Latest.Datetime.UTC)
-		if !ok {
-			continue
-		}
-		cr, ok := p.fragment(id, n, raw)
+		t, cr, ok := p.timed(id, n, "latest.datetime.utc", r.Latest.Datetime.UTC, raw)
 		if !ok {
 			continue
 		}
@@ -183,11 +179,7 @@ func ParseV3Measurements(stationID string, data []byte) (observation.Batch, erro
 			p.b.Reject(id, n, "value", batch.ReasonMissingSentinel, "value is null")
 			continue
 		}
-		t, ok := p.utc(id, n, "period.datetimeTo.utc", "period.datetimeTo.utc", r.Period.DatetimeTo.UTC)
-		if !ok {
-			continue
-		}
-		cr, ok := p.fragment(id, n, raw)
+		t, cr, ok := p.timed(id, n, "period.datetimeTo.utc", r.Period.DatetimeTo.UTC, raw)
 		if !ok {
 			continue
 		}
@@ -252,11 +244,7 @@ func ParseV3ParameterLatest(path string, data []byte) (observation.Batch, error)
 			p.b.Reject(id, n, "value", batch.ReasonMissingSentinel, "value is null")
 			continue
 		}
-		t, ok := p.utc(id, n, "datetime.utc", "datetime.utc", r.Datetime.UTC)
-		if !ok {
-			continue
-		}
-		cr, ok := p.fragment(id, n, raw)
+		t, cr, ok := p.timed(id, n, "datetime.utc", r.Datetime.UTC, raw)
 		if !ok {
 			continue
 		}
