@@ -1,6 +1,7 @@
 package observation
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -63,4 +64,33 @@ func BodyParser(parse func(body []byte) (Batch, error)) ParseFunc {
 // Payload.StationID does.
 func StationParser(parse func(stationID string, body []byte) (Batch, error)) ParseFunc {
 	return func(p Payload) (Batch, error) { return parse(p.StationID, p.Body) }
+}
+
+// catalog is an adapter's catalog.json: its name and what it tells the catalogue about its
+// provider. Those are text for people (names, descriptions, licences), so adapters keep
+// them as data beside their code instead of as struct literals of one shape in every
+// package.
+type catalog struct {
+	Adapter  string            `json:"adapter"`
+	Provider contract.Provider `json:"provider"`
+	Feeds    []contract.Feed   `json:"feeds"`
+}
+
+// Declare is the Adapter of a catalog document (an adapter package's embedded
+// catalog.json: {"adapter": name, "provider": {...}, "feeds": [...]}, every feed the
+// provider's), its parser per payload format and its simulator (nil when it has none).
+// A document that does not read is a bug of the adapter package, which its first test
+// finds: Declare panics.
+func Declare(doc []byte, parsers map[string]ParseFunc, sim Simulator) Adapter {
+	var c catalog
+	if err := json.Unmarshal(doc, &c); err != nil {
+		panic(fmt.Sprintf("observation: adapter catalog: %v", err))
+	}
+	if c.Adapter == "" || c.Provider.Slug == "" || len(c.Feeds) == 0 {
+		panic(fmt.Sprintf("observation: adapter catalog %q names no adapter, provider slug or feed", c.Adapter))
+	}
+	for i := range c.Feeds {
+		c.Feeds[i].ProviderSlug = c.Provider.Slug
+	}
+	return Adapter{Name: c.Adapter, Provider: c.Provider, Feeds: c.Feeds, Parsers: parsers, Simulator: sim}
 }

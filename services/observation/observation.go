@@ -89,3 +89,10 @@ type Batch struct {
 	Stations      []contract.Station
 	Rejections    []Rejection
 }
+
+// Reject records a row or value that did not land. Parsers that build their station records
+// themselves (station metadata documents) reject through it; observation parsers go
+// through their batch.Builder, which does too.
+func (b *Batch) Reject(station string, line int, field, reason, detail string) {
+	b.Rejections = append(b.Rejections, Rejection{StationID: station, Line: line, Field: field, Reason: reason, Detail: detail})
+}

@@ -5,13 +5,18 @@
 package airnow
 
 import (
+	_ "embed"
 	"strings"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
-	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
+
+// catalog declares the provider and the feeds this adapter serves (observation.Declare).
+//
+//go:embed catalog.json
+var catalog []byte
 
 // Provider and feed slugs.
 const (
@@ -40,30 +45,10 @@ const ReportingIntervalS = 3600
 // Adapter declares the AirNow adapter: its provider and feed, a parser per payload
 // format, and its simulator of synthetic US monitoring sites.
 func Adapter() observation.Adapter {
-	return observation.Adapter{
-		Name: "airnow",
-		Provider: contract.Provider{
-			Slug:        ProviderSlug,
-			Name:        "US EPA AirNow",
-			Description: "Hourly air-quality observations and AQI of US, Canadian and Mexican monitoring sites.",
-			URL:         "https://www.airnow.gov/",
-			License:     "US Government work, public domain",
-		},
-		Feeds: []contract.Feed{{
-			Slug:            FeedSlug,
-			Name:            "AirNow monitoring sites",
-			Description:     "Hourly PM2.5, PM10, ozone and AQI of AirNow monitoring sites.",
-			ProviderSlug:    ProviderSlug,
-			Domain:          "air_quality",
-			TemporalPattern: "periodic",
-			FeedType:        "timeseries",
-		}},
-		Parsers: map[string]observation.ParseFunc{
-			FormatData:        observation.BodyParser(ParseData),
-			FormatObservation: observation.BodyParser(ParseObservations),
-		},
-		Simulator: synth.Simulator{Name: "airnow", Stations: simStationList, Window: simulate},
-	}
+	return observation.Declare(catalog, map[string]observation.ParseFunc{
+		FormatData:        observation.BodyParser(ParseData),
+		FormatObservation: observation.BodyParser(ParseObservations),
+	}, synth.Simulator{Name: "airnow", Stations: simStationList, Window: simulate})
 }
 
 // pollutants maps AirNow parameter names to canonical ids and the unit AirNow uses when a

@@ -33,7 +33,7 @@ func decodeArray(data []byte) ([]json.RawMessage, error) {
 			} `json:"WebServiceError"`
 		}
 		if json.Unmarshal(t, &e) == nil && len(e.WebServiceError) > 0 {
-			return nil, fmt.Errorf("airnow: API error: %s", truncate(e.WebServiceError[0].Message, 200))
+			return nil, fmt.Errorf("airnow: API error: %s", batch.Truncate(e.WebServiceError[0].Message, 200))
 		}
 	}
 	var recs []json.RawMessage
@@ -84,6 +84,29 @@ func (p *parser) group(id string, t time.Time, n int) *group {
 	return g
 }
 
+// record adds record n, of site id and hour t, to its group: its raw fragment, and its
+// position while the group has none. A record that will not compact is a malformed_row
+// rejection (nil group); a position out of range is a bad_coordinates one, and the record
+// still lands.
+func (p *parser) record(id string, t time.Time, n int, raw []byte, lat, lon *float64) *group {
+	compact, err := batch.CompactRaw(raw)
+	if err != nil {
+		p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
+		return nil
+	}
+	g := p.group(id, t, n)
+	g.raws = append(g.raws, compact)
+	if g.lat == nil && lat != nil && lon != nil {
+		la, lo, ok := batch.Coord(*lat, *lon)
+		if !ok {
+			p.b.Reject(id, n, "Latitude/Longitude", batch.ReasonBadCoordinates, fmt.Sprintf("position %v, %v is out of range", *lat, *lon))
+		}
+		g.lat, g.lon = la, lo
+		p.b.Note(id, la, lo)
+	}
+	return g
+}
+
 // sentinel reports (and records) a missing or negative value.
 func (p *parser) sentinel(id string, n int, field string, v float64) bool {
 	switch {
@@ -122,9 +145,7 @@ func (p *parser) finish(rawFormat string) observation.Batch {
 		if g.ms.Len() == 0 {
 			continue // every value was missing or rejected, each counted
 		}
-		raw := append([]byte(`{"results":[`), bytes.Join(g.raws, []byte(","))...)
-		raw = append(raw, "]}"...)
-		g.ms.Emit(g.t, g.lat, g.lon, raw, rawFormat)
+		g.ms.Emit(g.t, g.lat, g.lon, batch.Results(g.raws), rawFormat)
 	}
 	return p.b.Finish(func(id string) contract.Station {
 		s := p.sites[id]
@@ -173,42 +194,25 @@ func ParseData(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	p := newParser()
-	p.b.SetRecords(len(recs))
-	for i, raw := range recs {
-		n := i + 1
-		var r dataRecord
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("record %d: %v", n, err))
-			continue
-		}
+	for rec, r := range batch.Records[dataRecord](p.b, "", "record", recs) {
+		n, raw := rec.N, rec.Raw
 		code := r.IntlAQSCode
 		if strings.TrimSpace(code) == "" {
 			code = r.FullAQSCode
 		}
 		id := SiteID(code)
 		if err := contract.ValidExternalID(id); err != nil {
-			p.b.Reject("", n, "IntlAQSCode", batch.ReasonMissingStation, fmt.Sprintf("record %d: site code %q: %v", n, truncate(code, 40), err))
+			p.b.Reject("", n, "IntlAQSCode", batch.ReasonMissingStation, fmt.Sprintf("record %d: site code %q: %v", n, batch.Truncate(code, 40), err))
 			continue
 		}
 		t, err := time.Parse("2006-01-02T15:04", strings.TrimSpace(r.UTC))
 		if err != nil {
-			p.b.Reject(id, n, "UTC", batch.ReasonBadTimestamp, fmt.Sprintf("UTC %q is not YYYY-MM-DDThh:mm", truncate(r.UTC, 40)))
+			p.b.Reject(id, n, "UTC", batch.ReasonBadTimestamp, fmt.Sprintf("UTC %q is not YYYY-MM-DDThh:mm", batch.Truncate(r.UTC, 40)))
 			continue
 		}
-		compact, err := compactJSON(raw)
-		if err != nil {
-			p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
+		g := p.record(id, t, n, raw, r.Latitude, r.Longitude)
+		if g == nil {
 			continue
-		}
-		g := p.group(id, t, n)
-		g.raws = append(g.raws, compact)
-		if g.lat == nil && r.Latitude != nil && r.Longitude != nil {
-			lat, lon, ok := batch.Coord(*r.Latitude, *r.Longitude)
-			if !ok {
-				p.b.Reject(id, n, "Latitude/Longitude", batch.ReasonBadCoordinates, fmt.Sprintf("position %v, %v is out of range", *r.Latitude, *r.Longitude))
-			}
-			g.lat, g.lon = lat, lon
-			p.b.Note(id, lat, lon)
 		}
 		if _, ok := p.sites[id]; !ok {
 			p.sites[id] = site{name: r.SiteName, agency: r.AgencyName}
@@ -216,7 +220,7 @@ func ParseData(data []byte) (observation.Batch, error) {
 		}
 		pol, ok := pollutants[strings.ToUpper(strings.TrimSpace(r.Parameter))]
 		if !ok {
-			p.b.Reject(id, n, r.Parameter, batch.ReasonUnsupportedParam, fmt.Sprintf("parameter %q has no canonical id", truncate(r.Parameter, 40)))
+			p.b.Reject(id, n, r.Parameter, batch.ReasonUnsupportedParam, fmt.Sprintf("parameter %q has no canonical id", batch.Truncate(r.Parameter, 40)))
 			p.aqiValue(g, n, "AQI", r.AQI)
 			continue
 		}
@@ -276,14 +280,8 @@ func ParseObservations(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	p := newParser()
-	p.b.SetRecords(len(recs))
-	for i, raw := range recs {
-		n := i + 1
-		var r obsRecord
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("record %d: %v", n, err))
-			continue
-		}
+	for rec, r := range batch.Records[obsRecord](p.b, "", "record", recs) {
+		n, raw := rec.N, rec.Raw
 		area := strings.TrimSpace(r.ReportingAreaName)
 		if area == "" {
 			area = strings.TrimSpace(r.ReportingArea)
@@ -301,19 +299,9 @@ func ParseObservations(data []byte) (observation.Batch, error) {
 			p.b.Reject(id, n, "DateObserved", batch.ReasonBadTimestamp, err.Error())
 			continue
 		}
-		compact, err := compactJSON(raw)
-		if err != nil {
-			p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
+		g := p.record(id, t, n, raw, r.Latitude, r.Longitude)
+		if g == nil {
 			continue
-		}
-		g := p.group(id, t, n)
-		g.raws = append(g.raws, compact)
-		if g.lat == nil && r.Latitude != nil && r.Longitude != nil {
-			lat, lon, ok := batch.Coord(*r.Latitude, *r.Longitude)
-			if !ok {
-				p.b.Reject(id, n, "Latitude/Longitude", batch.ReasonBadCoordinates, fmt.Sprintf("position %v, %v is out of range", *r.Latitude, *r.Longitude))
-			}
-			g.lat, g.lon = lat, lon
 		}
 		if _, ok := p.sites[id]; !ok {
 			name := r.SiteName
@@ -325,7 +313,7 @@ func ParseObservations(data []byte) (observation.Batch, error) {
 		p.b.Note(id, g.lat, g.lon)
 		if _, ok := pollutants[strings.ToUpper(strings.TrimSpace(r.ParameterName))]; !ok {
 			// CO/NO2/SO2 AQIs still count towards the overall AQI, which is what lands.
-			p.b.Reject(id, n, r.ParameterName, batch.ReasonUnsupportedParam, fmt.Sprintf("parameter %q has no canonical id; only its AQI is used", truncate(r.ParameterName, 40)))
+			p.b.Reject(id, n, r.ParameterName, batch.ReasonUnsupportedParam, fmt.Sprintf("parameter %q has no canonical id; only its AQI is used", batch.Truncate(r.ParameterName, 40)))
 		}
 		v := r.NowcastAQI
 		if v == nil {
@@ -356,7 +344,7 @@ func areaID(state, area string) string {
 func localTime(date string, hourRaw json.RawMessage, zone string) (time.Time, error) {
 	d, err := time.Parse("2006-01-02", strings.TrimSpace(date))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("DateObserved %q is not YYYY-MM-DD", truncate(date, 40))
+		return time.Time{}, fmt.Errorf("DateObserved %q is not YYYY-MM-DD", batch.Truncate(date, 40))
 	}
 	var hour int
 	var hs string
@@ -373,26 +361,17 @@ func localTime(date string, hourRaw json.RawMessage, zone string) (time.Time, er
 			h = h[:i]
 		}
 		if hour, err = strconv.Atoi(h); err != nil {
-			return time.Time{}, fmt.Errorf("HourObserved %q is not an hour", truncate(hs, 20))
+			return time.Time{}, fmt.Errorf("HourObserved %q is not an hour", batch.Truncate(hs, 20))
 		}
 	default:
-		return time.Time{}, fmt.Errorf("HourObserved %s is missing or not an hour", truncate(string(hourRaw), 20))
+		return time.Time{}, fmt.Errorf("HourObserved %s is missing or not an hour", batch.Truncate(string(hourRaw), 20))
 	}
 	if hour < 0 || hour > 23 {
 		return time.Time{}, fmt.Errorf("HourObserved %d is out of 0..23", hour)
 	}
 	off, ok := zoneOffsets[strings.ToUpper(strings.TrimSpace(zone))]
 	if !ok {
-		return time.Time{}, fmt.Errorf("LocalTimeZone %q is not a known zone abbreviation", truncate(zone, 20))
+		return time.Time{}, fmt.Errorf("LocalTimeZone %q is not a known zone abbreviation", batch.Truncate(zone, 20))
 	}
 	return d.Add(time.Duration(hour-off) * time.Hour).UTC(), nil
-}
-
-func compactJSON(raw []byte) ([]byte, error) { return batch.CompactRaw(raw) }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

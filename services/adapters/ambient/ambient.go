@@ -5,6 +5,7 @@ package ambient
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,11 @@ import (
 	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
+
+// catalog declares the provider and the feeds this adapter serves (observation.Declare).
+//
+//go:embed catalog.json
+var catalog []byte
 
 // Provider and feed slugs.
 const (
@@ -50,30 +56,10 @@ var ErrNotAmbient = errors.New("ambient: not an Ambient Weather JSON payload")
 // Adapter declares the Ambient Weather adapter: its provider and feed, a parser per
 // payload format, and its simulator of synthetic backyard stations.
 func Adapter() observation.Adapter {
-	return observation.Adapter{
-		Name: "ambient",
-		Provider: contract.Provider{
-			Slug:        ProviderSlug,
-			Name:        "Ambient Weather Network",
-			Description: "Personal weather stations uploading to Ambient Weather, in imperial units.",
-			URL:         "https://ambientweather.net/",
-			License:     "Device owners' data; no licence stated",
-		},
-		Feeds: []contract.Feed{{
-			Slug:            FeedSlug,
-			Name:            "Ambient Weather personal stations",
-			Description:     "5-minute temperature, humidity, wind and pressure of Ambient Weather stations, converted from imperial units.",
-			ProviderSlug:    ProviderSlug,
-			Domain:          "weather",
-			TemporalPattern: "periodic",
-			FeedType:        "timeseries",
-		}},
-		Parsers: map[string]observation.ParseFunc{
-			FormatDeviceData: observation.StationParser(ParseDeviceData),
-			FormatDevices:    observation.BodyParser(ParseDevices),
-		},
-		Simulator: synth.Simulator{Name: "ambient", Stations: simStationList, Window: simulate},
-	}
+	return observation.Declare(catalog, map[string]observation.ParseFunc{
+		FormatDeviceData: observation.StationParser(ParseDeviceData),
+		FormatDevices:    observation.BodyParser(ParseDevices),
+	}, synth.Simulator{Name: "ambient", Stations: simStationList, Window: simulate})
 }
 
 // CanonicalID is a device MAC address in upper case ("AA:BB:CC:DD:EE:FF").
@@ -212,7 +198,7 @@ func ParseDevices(data []byte) (observation.Batch, error) {
 			Error string `json:"error"`
 		}
 		if json.Unmarshal(t, &probe) == nil && probe.Error != "" {
-			return observation.Batch{}, fmt.Errorf("ambient: API error: %s", truncate(probe.Error, 200))
+			return observation.Batch{}, fmt.Errorf("ambient: API error: %s", batch.Truncate(probe.Error, 200))
 		}
 		raws = []json.RawMessage{t}
 	default:
@@ -229,7 +215,7 @@ func ParseDevices(data []byte) (observation.Batch, error) {
 		}
 		id := CanonicalID(d.MacAddress)
 		if err := contract.ValidExternalID(id); err != nil {
-			p.b.Reject("", n, "macAddress", batch.ReasonMissingStation, fmt.Sprintf("device %d: macAddress %q: %v", n, truncate(d.MacAddress, 40), err))
+			p.b.Reject("", n, "macAddress", batch.ReasonMissingStation, fmt.Sprintf("device %d: macAddress %q: %v", n, batch.Truncate(d.MacAddress, 40), err))
 			continue
 		}
 		info := stationInfo{name: d.Info.Name, location: d.Info.Coords.Location}
@@ -247,11 +233,4 @@ func ParseDevices(data []byte) (observation.Batch, error) {
 		}
 	}
 	return p.finish(), nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

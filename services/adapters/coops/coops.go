@@ -5,11 +5,16 @@
 package coops
 
 import (
+	_ "embed"
 	"github.com/sensorgate/sensorgate/pkg/canon"
-	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
+
+// catalog declares the provider and the feeds this adapter serves (observation.Declare).
+//
+//go:embed catalog.json
+var catalog []byte
 
 // Provider and feed slugs.
 const (
@@ -63,25 +68,5 @@ func Adapter() observation.Adapter {
 			parsers[format] = func(p observation.Payload) (observation.Batch, error) { return ParseDatagetter(name, units, p.Body) }
 		}
 	}
-	return observation.Adapter{
-		Name: "coops",
-		Provider: contract.Provider{
-			Slug:        ProviderSlug,
-			Name:        "NOAA CO-OPS Tides & Currents",
-			Description: "Coastal water-level stations of NOAA's Center for Operational Oceanographic Products and Services, with water temperature and meteorological sensors.",
-			URL:         "https://tidesandcurrents.noaa.gov/",
-			License:     "US Government work, public domain",
-		},
-		Feeds: []contract.Feed{{
-			Slug:            FeedSlug,
-			Name:            "CO-OPS water temperature",
-			Description:     "6-minute water temperature (and air temperature, pressure, humidity where measured) of CO-OPS coastal stations.",
-			ProviderSlug:    ProviderSlug,
-			Domain:          "ocean",
-			TemporalPattern: "periodic",
-			FeedType:        "timeseries",
-		}},
-		Parsers:   parsers,
-		Simulator: synth.Simulator{Name: "coops", Stations: simStationList, Window: simulate},
-	}
+	return observation.Declare(catalog, parsers, synth.Simulator{Name: "coops", Stations: simStationList, Window: simulate})
 }

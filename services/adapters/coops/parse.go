@@ -71,7 +71,7 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 		return observation.Batch{}, fmt.Errorf("%w: %w", ErrNotDatagetter, err)
 	}
 	if r.Error != nil {
-		return observation.Batch{}, fmt.Errorf("%w: %s", ErrAPI, truncate(strings.TrimSpace(r.Error.Message), 300))
+		return observation.Batch{}, fmt.Errorf("%w: %s", ErrAPI, batch.Truncate(strings.TrimSpace(r.Error.Message), 300))
 	}
 	if r.Metadata == nil {
 		return observation.Batch{}, fmt.Errorf("%w: no metadata", ErrNotDatagetter)
@@ -82,7 +82,7 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 	}
 	id := strings.ToUpper(strings.TrimSpace(md.ID))
 	if err := contract.ValidExternalID(id); err != nil {
-		return observation.Batch{}, fmt.Errorf("%w: station id %q: %w", ErrNotDatagetter, truncate(md.ID, 40), err)
+		return observation.Batch{}, fmt.Errorf("%w: station id %q: %w", ErrNotDatagetter, batch.Truncate(md.ID, 40), err)
 	}
 	mdc, err := batch.CompactRaw(r.Metadata)
 	if err != nil {
@@ -98,23 +98,17 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 			b.Reject(id, 0, "metadata.lat/lon", batch.ReasonBadCoordinates, fmt.Sprintf("position %q, %q is out of range", md.Lat, md.Lon))
 		}
 	} else if md.Lat != "" || md.Lon != "" {
-		b.Reject(id, 0, "metadata.lat/lon", batch.ReasonBadCoordinates, fmt.Sprintf("position %q, %q is not numeric", truncate(md.Lat, 20), truncate(md.Lon, 20)))
+		b.Reject(id, 0, "metadata.lat/lon", batch.ReasonBadCoordinates, fmt.Sprintf("position %q, %q is not numeric", batch.Truncate(md.Lat, 20), batch.Truncate(md.Lon, 20)))
 	}
 	b.Note(id, lat, lon)
 	rawFormat := rawPrefix + productName
 	prefix := append([]byte(`{"metadata":`), mdc...)
 	prefix = append(prefix, `,"data":[`...)
-	b.SetRecords(len(r.Data))
-	for i, raw := range r.Data {
-		n := i + 1
-		var rec record
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			b.Reject(id, n, "", batch.ReasonMalformedRow, fmt.Sprintf("record %d: %v", n, err))
-			continue
-		}
+	for at, rec := range batch.Records[record](b, id, "record", r.Data) {
+		n, raw := at.N, at.Raw
 		t, err := time.Parse("2006-01-02 15:04", strings.TrimSpace(rec.T))
 		if err != nil {
-			b.Reject(id, n, "t", batch.ReasonBadTimestamp, fmt.Sprintf("t %q is not YYYY-MM-DD hh:mm", truncate(rec.T, 40)))
+			b.Reject(id, n, "t", batch.ReasonBadTimestamp, fmt.Sprintf("t %q is not YYYY-MM-DD hh:mm", batch.Truncate(rec.T, 40)))
 			continue
 		}
 		v := strings.TrimSpace(rec.V)
@@ -124,7 +118,7 @@ func ParseDatagetter(productName, units string, data []byte) (observation.Batch,
 		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			b.Reject(id, n, "v", batch.ReasonBadNumber, fmt.Sprintf("v %q is not a number", truncate(v, 20)))
+			b.Reject(id, n, "v", batch.ReasonBadNumber, fmt.Sprintf("v %q is not a number", batch.Truncate(v, 20)))
 			continue
 		}
 		rc, err := batch.CompactRaw(raw)
@@ -173,11 +167,4 @@ func markFlags(ms *batch.Measurements, rec record) {
 	if strings.TrimSpace(rec.Q) == "p" {
 		ms.Mark(canon.FlagNotEvaluated, canon.ProviderPreliminary)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

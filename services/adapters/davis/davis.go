@@ -4,6 +4,7 @@
 package davis
 
 import (
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,11 @@ import (
 	"github.com/sensorgate/sensorgate/services/adapters/internal/batch"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
+
+// catalog declares the provider and the feeds this adapter serves (observation.Declare).
+//
+//go:embed catalog.json
+var catalog []byte
 
 // Provider and feed slugs.
 const (
@@ -42,26 +48,7 @@ var ErrNotWeatherLink = errors.New("davis: not a WeatherLink v2 current response
 // Adapter declares the WeatherLink adapter: its provider and feed and the parser of its
 // one payload format (it has no simulator).
 func Adapter() observation.Adapter {
-	return observation.Adapter{
-		Name: "davis",
-		Provider: contract.Provider{
-			Slug:        ProviderSlug,
-			Name:        "Davis Instruments WeatherLink",
-			Description: "Davis weather stations reporting through the WeatherLink v2 API, in imperial units.",
-			URL:         "https://weatherlink.github.io/v2-api/",
-			License:     "Station owners' data; no licence stated",
-		},
-		Feeds: []contract.Feed{{
-			Slug:            FeedSlug,
-			Name:            "WeatherLink current conditions",
-			Description:     "Current temperature, humidity, wind and sea-level pressure of Davis WeatherLink stations.",
-			ProviderSlug:    ProviderSlug,
-			Domain:          "weather",
-			TemporalPattern: "periodic",
-			FeedType:        "timeseries",
-		}},
-		Parsers: map[string]observation.ParseFunc{FormatCurrent: observation.BodyParser(ParseCurrent)},
-	}
+	return observation.Declare(catalog, map[string]observation.ParseFunc{FormatCurrent: observation.BodyParser(ParseCurrent)}, nil)
 }
 
 type current struct {

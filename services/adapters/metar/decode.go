@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/services/adapters/internal/batch"
 )
 
 // Report is what the decoder reads out of one METAR report's text. Nil fields were not
@@ -52,7 +53,7 @@ func Decode(text string) (Report, error) {
 		i++
 	}
 	if i >= len(f) || !reID.MatchString(f[i]) {
-		return Report{}, fmt.Errorf("no station identifier at the start of %q", truncate(text, 60))
+		return Report{}, fmt.Errorf("no station identifier at the start of %q", batch.Truncate(text, 60))
 	}
 	r := Report{Station: f[i]}
 	i++
@@ -61,7 +62,7 @@ func Decode(text string) (Report, error) {
 	}
 	m := reTime.FindStringSubmatch(f[i])
 	if m == nil {
-		return Report{}, fmt.Errorf("%s: %q is not a DDHHMMZ time group", r.Station, truncate(f[i], 20))
+		return Report{}, fmt.Errorf("%s: %q is not a DDHHMMZ time group", r.Station, batch.Truncate(f[i], 20))
 	}
 	r.Day, _ = strconv.Atoi(m[1])
 	r.Hour, _ = strconv.Atoi(m[2])
@@ -246,11 +247,4 @@ func (r Report) timeIn(ref time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%s: day %d is not in %04d-%02d", r.Station, r.Day, y, mo)
 	}
 	return t, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -6,11 +6,17 @@
 package metar
 
 import (
+	_ "embed"
 	"fmt"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
+
+// catalog declares the provider and the feeds this adapter serves (observation.Declare).
+//
+//go:embed catalog.json
+var catalog []byte
 
 // Provider and feed slugs.
 const (
@@ -44,29 +50,10 @@ const ReportingIntervalS = 3600
 // Adapter declares the METAR adapter: its provider and feed and a parser per payload
 // format (it has no simulator).
 func Adapter() observation.Adapter {
-	return observation.Adapter{
-		Name: "metar",
-		Provider: contract.Provider{
-			Slug:        ProviderSlug,
-			Name:        "NOAA Aviation Weather Center",
-			Description: "METAR surface observations of airports, decoded from the report text (US units: knots, statute miles, inches of mercury).",
-			URL:         "https://aviationweather.gov/data/api/",
-			License:     "US Government work (public domain in the US)",
-		},
-		Feeds: []contract.Feed{{
-			Slug:            FeedSlug,
-			Name:            "METAR observations",
-			Description:     "Temperature, dew point, wind and gusts, visibility and altimeter pressure of METAR reports.",
-			ProviderSlug:    ProviderSlug,
-			Domain:          "weather",
-			TemporalPattern: "periodic",
-			FeedType:        "timeseries",
-		}},
-		Parsers: map[string]observation.ParseFunc{
-			FormatText:     parseText,
-			FormatADDSJSON: observation.BodyParser(ParseADDSJSON),
-		},
-	}
+	return observation.Declare(catalog, map[string]observation.ParseFunc{
+		FormatText:     parseText,
+		FormatADDSJSON: observation.BodyParser(ParseADDSJSON),
+	}, nil)
 }
 
 // parseText reads raw reports, dated by the payload's reference time: a report names its

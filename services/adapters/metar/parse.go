@@ -105,21 +105,15 @@ func ParseADDSJSON(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, fmt.Errorf("%w: data.METAR: %w", ErrNotMETAR, err)
 	}
 	b := batch.New(ProviderSlug)
-	b.SetRecords(len(recs))
-	for i, raw := range recs {
-		n := i + 1
-		var rec addsRecord
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("record %d: %v", n, err))
-			continue
-		}
+	for at, rec := range batch.Records[addsRecord](b, "", "record", recs) {
+		n, raw := at.N, at.Raw
 		r, err := Decode(rec.RawText)
 		if err != nil {
 			b.Reject(strings.TrimSpace(rec.StationID), n, "raw_text", batch.ReasonMalformedRow, err.Error())
 			continue
 		}
 		if id := strings.TrimSpace(rec.StationID); id != "" && id != r.Station {
-			b.Reject(id, n, "station_id", batch.ReasonMissingStation, fmt.Sprintf("station_id %q and the report's %q differ", truncate(id, 20), r.Station))
+			b.Reject(id, n, "station_id", batch.ReasonMissingStation, fmt.Sprintf("station_id %q and the report's %q differ", batch.Truncate(id, 20), r.Station))
 			continue
 		}
 		if err := contract.ValidExternalID(r.Station); err != nil {
@@ -128,7 +122,7 @@ func ParseADDSJSON(data []byte) (observation.Batch, error) {
 		}
 		t, err := time.Parse(time.RFC3339, strings.TrimSpace(rec.ObservationTime))
 		if err != nil {
-			b.Reject(r.Station, n, "observation_time", batch.ReasonBadTimestamp, fmt.Sprintf("observation_time %q is not RFC 3339", truncate(rec.ObservationTime, 40)))
+			b.Reject(r.Station, n, "observation_time", batch.ReasonBadTimestamp, fmt.Sprintf("observation_time %q is not RFC 3339", batch.Truncate(rec.ObservationTime, 40)))
 			continue
 		}
 		if t.Day() != r.Day || t.Hour() != r.Hour || t.Minute() != r.Minute {

@@ -4,12 +4,17 @@
 package ndbc
 
 import (
+	_ "embed"
 	"strings"
 
-	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
+
+// catalog declares the provider and the feeds this adapter serves (observation.Declare).
+//
+//go:embed catalog.json
+var catalog []byte
 
 // Provider and feed slugs.
 const (
@@ -38,30 +43,10 @@ const (
 // Adapter declares the NDBC adapter: its provider and feed, a parser per payload format,
 // and its simulator of synthetic buoys and C-MAN stations.
 func Adapter() observation.Adapter {
-	return observation.Adapter{
-		Name: "ndbc",
-		Provider: contract.Provider{
-			Slug:        ProviderSlug,
-			Name:        "NOAA National Data Buoy Center",
-			Description: "Moored buoys and coastal (C-MAN) stations: wind, waves, pressure, air and water temperature.",
-			URL:         "https://www.ndbc.noaa.gov/",
-			License:     "US Government work, public domain",
-		},
-		Feeds: []contract.Feed{{
-			Slug:            FeedSlug,
-			Name:            "NDBC standard meteorological data",
-			Description:     "Realtime2 standard meteorological observations of NDBC buoys and C-MAN stations (10-minute or hourly).",
-			ProviderSlug:    ProviderSlug,
-			Domain:          "ocean",
-			TemporalPattern: "periodic",
-			FeedType:        "timeseries",
-		}},
-		Parsers: map[string]observation.ParseFunc{
-			FormatStdmet:         observation.StationParser(ParseStdmet),
-			FormatActiveStations: observation.BodyParser(ParseActiveStations),
-		},
-		Simulator: synth.Simulator{Name: "ndbc", Stations: simStationList, Window: simulate},
-	}
+	return observation.Declare(catalog, map[string]observation.ParseFunc{
+		FormatStdmet:         observation.StationParser(ParseStdmet),
+		FormatActiveStations: observation.BodyParser(ParseActiveStations),
+	}, synth.Simulator{Name: "ndbc", Stations: simStationList, Window: simulate})
 }
 
 // CanonicalID is NDBC's station id in its canonical spelling: upper case, as in the

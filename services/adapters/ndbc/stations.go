@@ -98,7 +98,7 @@ func ParseActiveStations(data []byte) (observation.Batch, error) {
 func stationFromXML(xs xmlStation, n int) (contract.Station, *observation.Rejection) {
 	id := CanonicalID(xs.ID)
 	if err := contract.ValidExternalID(id); err != nil {
-		return contract.Station{}, &observation.Rejection{Line: n, Field: "id", Reason: batch.ReasonMissingStation, Detail: fmt.Sprintf("station id %q: %v", truncate(xs.ID, 40), err)}
+		return contract.Station{}, &observation.Rejection{Line: n, Field: "id", Reason: batch.ReasonMissingStation, Detail: fmt.Sprintf("station id %q: %v", batch.Truncate(xs.ID, 40), err)}
 	}
 	st := stationFromID(id)
 	if name := strings.TrimSpace(xs.Name); name != "" {
@@ -162,7 +162,7 @@ func stationFromXML(xs xmlStation, n int) (contract.Station, *observation.Reject
 	lat, e1 := strconv.ParseFloat(strings.TrimSpace(xs.Lat), 64)
 	lon, e2 := strconv.ParseFloat(strings.TrimSpace(xs.Lon), 64)
 	if e1 != nil || e2 != nil {
-		return contract.Station{}, &observation.Rejection{StationID: id, Line: n, Field: "lat/lon", Reason: batch.ReasonBadCoordinates, Detail: fmt.Sprintf("position %q %q is not numeric", truncate(xs.Lat, 20), truncate(xs.Lon, 20))}
+		return contract.Station{}, &observation.Rejection{StationID: id, Line: n, Field: "lat/lon", Reason: batch.ReasonBadCoordinates, Detail: fmt.Sprintf("position %q %q is not numeric", batch.Truncate(xs.Lat, 20), batch.Truncate(xs.Lon, 20))}
 	}
 	la, lo, ok := batch.Coord(lat, lon)
 	if !ok {

@@ -111,7 +111,7 @@ func parseHeader(lines []string) (header, int, error) {
 	h.text = strings.Join(text, "\n")
 	for _, need := range []string{"YY", "MM", "DD", "HH"} {
 		if h.col(need) < 0 {
-			return header{}, 0, fmt.Errorf("%w: header has no %s column: %q", ErrNotStdmet, need, truncate(lines[0], 120))
+			return header{}, 0, fmt.Errorf("%w: header has no %s column: %q", ErrNotStdmet, need, batch.Truncate(lines[0], 120))
 		}
 	}
 	switch {
@@ -123,13 +123,6 @@ func parseHeader(lines []string) (header, int, error) {
 		h.rawFormat = RawHistorical
 	}
 	return h, i, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // The time columns are upper-cased on read, so "hh" and "mm" become "HH" and "MM" (month
@@ -228,7 +221,7 @@ func ParseStdmet(stationID string, data []byte) (observation.Batch, error) {
 			continue
 		}
 		if err := contract.ValidExternalID(id); err != nil {
-			b.Reject("", lineNo, "STN", batch.ReasonMissingStation, fmt.Sprintf("station id %q: %v", truncate(id, 40), err))
+			b.Reject("", lineNo, "STN", batch.ReasonMissingStation, fmt.Sprintf("station id %q: %v", batch.Truncate(id, 40), err))
 			continue
 		}
 		ts, err := rowTime(f, yc, moc, dc, hc, mic)
@@ -257,7 +250,7 @@ func ParseStdmet(stationID string, data []byte) (observation.Batch, error) {
 			}
 			v, err := strconv.ParseFloat(tok, 64)
 			if err != nil {
-				b.Reject(id, lineNo, vc.name, batch.ReasonBadNumber, fmt.Sprintf("%s = %q is not a number", vc.name, truncate(tok, 40)))
+				b.Reject(id, lineNo, vc.name, batch.ReasonBadNumber, fmt.Sprintf("%s = %q is not a number", vc.name, batch.Truncate(tok, 40)))
 				continue
 			}
 			if v == vc.col.sentinel {
@@ -295,7 +288,7 @@ func rowTime(f []string, yc, moc, dc, hc, mic int) (time.Time, error) {
 		}
 		v, err := strconv.Atoi(f[i])
 		if err != nil {
-			return 0, fmt.Errorf("%s = %q is not an integer", name, truncate(f[i], 20))
+			return 0, fmt.Errorf("%s = %q is not an integer", name, batch.Truncate(f[i], 20))
 		}
 		return v, nil
 	}

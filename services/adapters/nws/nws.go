@@ -6,12 +6,18 @@
 package nws
 
 import (
+	_ "embed"
 	"strings"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
+
+// catalog declares the provider and the feeds this adapter serves (observation.Declare).
+//
+//go:embed catalog.json
+var catalog []byte
 
 // Provider and feed slugs.
 const (
@@ -39,30 +45,10 @@ const ReportingIntervalS = 3600
 // Adapter declares the NWS adapter: its provider and feed, a parser per payload format,
 // and its simulator of synthetic land stations.
 func Adapter() observation.Adapter {
-	return observation.Adapter{
-		Name: "nws",
-		Provider: contract.Provider{
-			Slug:        ProviderSlug,
-			Name:        "NOAA National Weather Service",
-			Description: "Surface observations (METAR/ASOS) of NWS stations via api.weather.gov.",
-			URL:         "https://api.weather.gov/",
-			License:     "US Government work, public domain",
-		},
-		Feeds: []contract.Feed{{
-			Slug:            FeedSlug,
-			Name:            "NWS station observations",
-			Description:     "Hourly surface observations of NWS weather stations: temperature, wind, pressure, humidity.",
-			ProviderSlug:    ProviderSlug,
-			Domain:          "weather",
-			TemporalPattern: "periodic",
-			FeedType:        "timeseries",
-		}},
-		Parsers: map[string]observation.ParseFunc{
-			FormatObservations: observation.BodyParser(ParseObservations),
-			FormatStations:     observation.BodyParser(ParseStations),
-		},
-		Simulator: synth.Simulator{Name: "nws", Stations: simStationList, Window: simulate},
-	}
+	return observation.Declare(catalog, map[string]observation.ParseFunc{
+		FormatObservations: observation.BodyParser(ParseObservations),
+		FormatStations:     observation.BodyParser(ParseStations),
+	}, synth.Simulator{Name: "nws", Stations: simStationList, Window: simulate})
 }
 
 // CanonicalID is the station identifier in upper case (ICAO ids like KFLL).

@@ -86,7 +86,7 @@ func ParseObservations(data []byte) (observation.Batch, error) {
 	case "Feature":
 		features = []json.RawMessage{data}
 	default:
-		return observation.Batch{}, fmt.Errorf("%w: type is %q", ErrNotGeoJSON, truncate(env.Type, 40))
+		return observation.Batch{}, fmt.Errorf("%w: type is %q", ErrNotGeoJSON, batch.Truncate(env.Type, 40))
 	}
 	b := batch.New(ProviderSlug)
 	b.SetRecords(len(features))
@@ -111,12 +111,12 @@ func parseFeature(b *batch.Builder, n int, raw json.RawMessage) {
 		id = CanonicalID(stationFromURL(f.ID))
 	}
 	if err := contract.ValidExternalID(id); err != nil {
-		b.Reject("", n, "station", batch.ReasonMissingStation, fmt.Sprintf("feature %d: station %q: %v", n, truncate(id, 40), err))
+		b.Reject("", n, "station", batch.ReasonMissingStation, fmt.Sprintf("feature %d: station %q: %v", n, batch.Truncate(id, 40), err))
 		return
 	}
 	ts, err := time.Parse(time.RFC3339, p.Timestamp)
 	if err != nil {
-		b.Reject(id, n, "timestamp", batch.ReasonBadTimestamp, fmt.Sprintf("timestamp %q is not RFC 3339", truncate(p.Timestamp, 40)))
+		b.Reject(id, n, "timestamp", batch.ReasonBadTimestamp, fmt.Sprintf("timestamp %q is not RFC 3339", batch.Truncate(p.Timestamp, 40)))
 		return
 	}
 	var lat, lon *float64
@@ -173,11 +173,4 @@ func stationFromURL(u string) string {
 		rest = rest[:j]
 	}
 	return rest
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

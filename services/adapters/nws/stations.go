@@ -35,17 +35,14 @@ func ParseStations(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, fmt.Errorf("%w: %w", ErrNotGeoJSON, err)
 	}
 	if env.Type != "FeatureCollection" {
-		return observation.Batch{}, fmt.Errorf("%w: stations payload type is %q, want FeatureCollection", ErrNotGeoJSON, truncate(env.Type, 40))
+		return observation.Batch{}, fmt.Errorf("%w: stations payload type is %q, want FeatureCollection", ErrNotGeoJSON, batch.Truncate(env.Type, 40))
 	}
 	out := observation.Batch{Provider: ProviderSlug}
-	reject := func(id string, n int, field, reason, detail string) {
-		out.Rejections = append(out.Rejections, observation.Rejection{StationID: id, Line: n, Field: field, Reason: reason, Detail: detail})
-	}
 	for i, raw := range env.Features {
 		n := i + 1
 		var f stationFeature
 		if err := json.Unmarshal(raw, &f); err != nil {
-			reject("", n, "", batch.ReasonBadStationMetadata, fmt.Sprintf("feature %d: %v", n, err))
+			out.Reject("", n, "", batch.ReasonBadStationMetadata, fmt.Sprintf("feature %d: %v", n, err))
 			continue
 		}
 		id := CanonicalID(f.Properties.StationIdentifier)
@@ -53,17 +50,17 @@ func ParseStations(data []byte) (observation.Batch, error) {
 			id = CanonicalID(stationFromURL(f.ID))
 		}
 		if err := contract.ValidExternalID(id); err != nil {
-			reject("", n, "stationIdentifier", batch.ReasonMissingStation, fmt.Sprintf("feature %d: station %q: %v", n, truncate(id, 40), err))
+			out.Reject("", n, "stationIdentifier", batch.ReasonMissingStation, fmt.Sprintf("feature %d: station %q: %v", n, batch.Truncate(id, 40), err))
 			continue
 		}
 		g := f.Geometry
 		if g == nil || g.Type != "Point" || len(g.Coordinates) < 2 {
-			reject(id, n, "geometry", batch.ReasonBadCoordinates, "station has no Point geometry")
+			out.Reject(id, n, "geometry", batch.ReasonBadCoordinates, "station has no Point geometry")
 			continue
 		}
 		lat, lon, ok := batch.Coord(g.Coordinates[1], g.Coordinates[0])
 		if !ok {
-			reject(id, n, "geometry", batch.ReasonBadCoordinates, fmt.Sprintf("point %v is not a valid [lon, lat]", g.Coordinates))
+			out.Reject(id, n, "geometry", batch.ReasonBadCoordinates, fmt.Sprintf("point %v is not a valid [lon, lat]", g.Coordinates))
 			continue
 		}
 		st := baseStation(id)

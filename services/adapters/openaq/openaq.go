@@ -6,6 +6,7 @@
 package openaq
 
 import (
+	_ "embed"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -15,6 +16,11 @@ import (
 	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
+
+// catalog declares the provider and the feeds this adapter serves (observation.Declare).
+//
+//go:embed catalog.json
+var catalog []byte
 
 // Provider and feed slugs.
 const (
@@ -46,37 +52,17 @@ const ReportingIntervalS = 3600
 // Adapter declares the OpenAQ adapter: its provider and feed, a parser per payload format
 // (API v1 and v3), and its simulator of synthetic city monitors.
 func Adapter() observation.Adapter {
-	return observation.Adapter{
-		Name: "openaq",
-		Provider: contract.Provider{
-			Slug:        ProviderSlug,
-			Name:        "OpenAQ",
-			Description: "Open air-quality data aggregated from government and research monitors worldwide.",
-			URL:         "https://openaq.org/",
-			License:     "CC BY 4.0",
+	return observation.Declare(catalog, map[string]observation.ParseFunc{
+		FormatLatest:         observation.BodyParser(ParseLatest),
+		FormatMeasurements:   observation.BodyParser(ParseMeasurements),
+		FormatLocations:      observation.BodyParser(ParseLocations),
+		FormatV3Locations:    observation.BodyParser(ParseV3Locations),
+		FormatV3Sensors:      observation.StationParser(ParseV3Sensors),
+		FormatV3Measurements: observation.StationParser(ParseV3Measurements),
+		FormatV3ParameterLatest: func(p observation.Payload) (observation.Batch, error) {
+			return ParseV3ParameterLatest(p.Path, p.Body)
 		},
-		Feeds: []contract.Feed{{
-			Slug:            FeedSlug,
-			Name:            "OpenAQ measurements",
-			Description:     "Hourly PM2.5, PM10 and ozone of OpenAQ locations, with an EPA AQI computed from PM2.5.",
-			ProviderSlug:    ProviderSlug,
-			Domain:          "air_quality",
-			TemporalPattern: "periodic",
-			FeedType:        "timeseries",
-		}},
-		Parsers: map[string]observation.ParseFunc{
-			FormatLatest:         observation.BodyParser(ParseLatest),
-			FormatMeasurements:   observation.BodyParser(ParseMeasurements),
-			FormatLocations:      observation.BodyParser(ParseLocations),
-			FormatV3Locations:    observation.BodyParser(ParseV3Locations),
-			FormatV3Sensors:      observation.StationParser(ParseV3Sensors),
-			FormatV3Measurements: observation.StationParser(ParseV3Measurements),
-			FormatV3ParameterLatest: func(p observation.Payload) (observation.Batch, error) {
-				return ParseV3ParameterLatest(p.Path, p.Body)
-			},
-		},
-		Simulator: synth.Simulator{Name: "openaq", Stations: simStationList, Window: simulate},
-	}
+	}, synth.Simulator{Name: "openaq", Stations: simStationList, Window: simulate})
 }
 
 // parameters maps OpenAQ parameter names to canonical ids; the others (no2, so2, co, bc,

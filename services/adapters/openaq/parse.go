@@ -1,7 +1,6 @@
 package openaq
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,11 +45,11 @@ func decodeEnvelope(data []byte) (envelope, error) {
 		return envelope{}, fmt.Errorf("%w: %w", ErrNotOpenAQ, err)
 	}
 	if env.Error != "" || env.StatusCode >= 400 {
-		return envelope{}, fmt.Errorf("openaq: API error %d %s: %s", env.StatusCode, truncate(env.Error, 60), truncate(env.Message, 200))
+		return envelope{}, fmt.Errorf("openaq: API error %d %s: %s", env.StatusCode, batch.Truncate(env.Error, 60), batch.Truncate(env.Message, 200))
 	}
 	if env.Results == nil {
 		if env.Message != "" || len(env.Detail) > 0 {
-			return envelope{}, fmt.Errorf("openaq: API error: %s%s", truncate(env.Message, 200), truncate(string(env.Detail), 200))
+			return envelope{}, fmt.Errorf("openaq: API error: %s%s", batch.Truncate(env.Message, 200), batch.Truncate(string(env.Detail), 200))
 		}
 		return envelope{}, fmt.Errorf("%w: no results array", ErrNotOpenAQ)
 	}
@@ -83,7 +82,7 @@ type value struct {
 func (p *parser) add(ms *batch.Measurements, id string, n int, v value) {
 	param, ok := parameters[strings.ToLower(v.param)]
 	if !ok {
-		p.b.Reject(id, n, v.field, batch.ReasonUnsupportedParam, fmt.Sprintf("parameter %q has no canonical id", truncate(v.param, 40)))
+		p.b.Reject(id, n, v.field, batch.ReasonUnsupportedParam, fmt.Sprintf("parameter %q has no canonical id", batch.Truncate(v.param, 40)))
 		return
 	}
 	switch {
@@ -154,7 +153,78 @@ func (p *parser) finish() observation.Batch {
 	})
 }
 
-func compact(raw []byte) ([]byte, error) { return batch.CompactRaw(raw) }
+// fragment is record n's raw fragment without insignificant whitespace; a record that will
+// not compact is a malformed_row rejection (ok false).
+func (p *parser) fragment(id string, n int, raw []byte) ([]byte, bool) {
+	cr, err := batch.CompactRaw(raw)
+	if err != nil {
+		p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
+		return nil, false
+	}
+	return cr, true
+}
+
+// utc reads value, an RFC 3339 time of record n; a time that does not parse is a
+// bad_timestamp rejection of field that names value as label (ok false).
+func (p *parser) utc(id string, n int, field, label, value string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, value)
+	if err != nil {
+		p.b.Reject(id, n, field, batch.ReasonBadTimestamp, fmt.Sprintf("%s %q is not RFC 3339", label, batch.Truncate(value, 40)))
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
+// timed reads what every dated record needs before its values: its time, RFC 3339 in
+// field (see utc), and its raw fragment; ok false when either is rejected.
+func (p *parser) timed(id string, n int, field, value string, raw []byte) (time.Time, []byte, bool) {
+	t, ok := p.utc(id, n, field, field, value)
+	if !ok {
+		return time.Time{}, nil, false
+	}
+	cr, ok := p.fragment(id, n, raw)
+	return t, cr, ok
+}
+
+// rejecter is a batch.Builder, or an observation.Batch of station records.
+type rejecter interface {
+	Reject(station string, line int, field, reason, detail string)
+}
+
+// v1Location is the station id of result n of a v1 page, named by its country and location
+// name; a result with no usable name is a missing_station rejection (ok false).
+func v1Location(b rejecter, n int, country, location string) (string, bool) {
+	id := StationID(country, location)
+	if strings.TrimSpace(location) == "" || contract.ValidExternalID(id) != nil {
+		b.Reject("", n, "location", batch.ReasonMissingStation, fmt.Sprintf("result %d has no usable location name", n))
+		return "", false
+	}
+	return id, true
+}
+
+// locationStation is the station record of one location of a locations document (v1 or v3),
+// with the canonical data types of its parameters, plus aqi with PM2.5, which this adapter
+// computes. A bad position is a rejection in out.
+func locationStation(out *observation.Batch, id string, n int, s site, c *coordinates, params []string) contract.Station {
+	p := newParser()
+	p.sites[id] = s
+	lat, lon := p.position(id, n, c)
+	p.b.Note(id, lat, lon)
+	fin := p.finish()
+	out.Rejections = append(out.Rejections, fin.Rejections...)
+	st := fin.Stations[0]
+	var types []string
+	for _, name := range params {
+		if c, ok := parameters[strings.ToLower(name)]; ok {
+			types = append(types, c)
+			if c == canon.PM25 {
+				types = append(types, canon.AQI)
+			}
+		}
+	}
+	st.DataTypes = batch.MergeTypes(types, nil)
+	return st
+}
 
 type latestResult struct {
 	Location     string       `json:"location"`
@@ -179,23 +249,15 @@ func ParseLatest(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	p := newParser()
-	p.b.SetRecords(len(env.Results))
-	for i, raw := range env.Results {
-		n := i + 1
-		var r latestResult
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("result %d: %v", n, err))
-			continue
-		}
-		id := StationID(r.Country, r.Location)
-		if strings.TrimSpace(r.Location) == "" || contract.ValidExternalID(id) != nil {
-			p.b.Reject("", n, "location", batch.ReasonMissingStation, fmt.Sprintf("result %d has no usable location name", n))
+	for rec, r := range batch.Records[latestResult](p.b, "", "result", env.Results) {
+		n, raw := rec.N, rec.Raw
+		id, ok := v1Location(p.b, n, r.Country, r.Location)
+		if !ok {
 			continue
 		}
 		lat, lon := p.position(id, n, r.Coordinates)
-		cr, err := compact(raw)
-		if err != nil {
-			p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
+		cr, ok := p.fragment(id, n, raw)
+		if !ok {
 			continue
 		}
 		src := ""
@@ -205,12 +267,10 @@ func ParseLatest(data []byte) (observation.Batch, error) {
 			if src == "" {
 				src = m.SourceName
 			}
-			t, err := time.Parse(time.RFC3339, m.LastUpdated)
-			if err != nil {
-				p.b.Reject(id, n, m.Parameter, batch.ReasonBadTimestamp, fmt.Sprintf("lastUpdated %q is not RFC 3339", truncate(m.LastUpdated, 40)))
+			t, ok := p.utc(id, n, m.Parameter, "lastUpdated", m.LastUpdated)
+			if !ok {
 				continue
 			}
-			t = t.UTC()
 			ms, ok := groups[t]
 			if !ok {
 				ms = p.b.Start(id, n)
@@ -266,28 +326,14 @@ func ParseMeasurements(data []byte) (observation.Batch, error) {
 	}
 	groups := map[key]*group{}
 	var order []*group
-	p.b.SetRecords(len(env.Results))
-	for i, raw := range env.Results {
-		n := i + 1
-		var r measurementRecord
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("result %d: %v", n, err))
+	for rec, r := range batch.Records[measurementRecord](p.b, "", "result", env.Results) {
+		n, raw := rec.N, rec.Raw
+		id, ok := v1Location(p.b, n, r.Country, r.Location)
+		if !ok {
 			continue
 		}
-		id := StationID(r.Country, r.Location)
-		if strings.TrimSpace(r.Location) == "" || contract.ValidExternalID(id) != nil {
-			p.b.Reject("", n, "location", batch.ReasonMissingStation, fmt.Sprintf("result %d has no usable location name", n))
-			continue
-		}
-		t, err := time.Parse(time.RFC3339, r.Date.UTC)
-		if err != nil {
-			p.b.Reject(id, n, "date.utc", batch.ReasonBadTimestamp, fmt.Sprintf("date.utc %q is not RFC 3339", truncate(r.Date.UTC, 40)))
-			continue
-		}
-		t = t.UTC()
-		cr, err := compact(raw)
-		if err != nil {
-			p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
+		t, cr, ok := p.timed(id, n, "date.utc", r.Date.UTC, raw)
+		if !ok {
 			continue
 		}
 		g, ok := groups[key{id, t}]
@@ -310,18 +356,9 @@ func ParseMeasurements(data []byte) (observation.Batch, error) {
 		p.add(g.ms, id, n, value{field: r.Parameter, param: r.Parameter, v: r.Value, unit: r.Unit})
 	}
 	for _, g := range order {
-		raw := append([]byte(`{"results":[`), bytes.Join(g.raws, []byte(","))...)
-		raw = append(raw, "]}"...)
-		p.emit(g.ms, g.t, g.lat, g.lon, raw, RawMeasurements)
+		p.emit(g.ms, g.t, g.lat, g.lon, batch.Results(g.raws), RawMeasurements)
 	}
 	return p.finish(), nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 type locationResult struct {
@@ -342,39 +379,19 @@ func ParseLocations(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	out := observation.Batch{Provider: ProviderSlug}
-	reject := func(id string, n int, field, reason, detail string) {
-		out.Rejections = append(out.Rejections, observation.Rejection{StationID: id, Line: n, Field: field, Reason: reason, Detail: detail})
-	}
 	for i, raw := range env.Results {
 		n := i + 1
 		var r locationResult
 		if err := json.Unmarshal(raw, &r); err != nil {
-			reject("", n, "", batch.ReasonBadStationMetadata, fmt.Sprintf("result %d: %v", n, err))
+			out.Reject("", n, "", batch.ReasonBadStationMetadata, fmt.Sprintf("result %d: %v", n, err))
 			continue
 		}
-		id := StationID(r.Country, r.Location)
-		if strings.TrimSpace(r.Location) == "" || contract.ValidExternalID(id) != nil {
-			reject("", n, "location", batch.ReasonMissingStation, fmt.Sprintf("result %d has no usable location name", n))
+		id, ok := v1Location(&out, n, r.Country, r.Location)
+		if !ok {
 			continue
 		}
-		p := newParser()
-		p.sites[id] = site{name: r.Location, city: r.City, country: r.Country, source: r.SourceName}
-		lat, lon := p.position(id, n, r.Coordinates)
-		p.b.Note(id, lat, lon)
-		fin := p.finish()
-		out.Rejections = append(out.Rejections, fin.Rejections...)
-		st := fin.Stations[0]
-		var types []string
-		for _, name := range r.Parameters {
-			if c, ok := parameters[strings.ToLower(name)]; ok {
-				types = append(types, c)
-				if c == canon.PM25 {
-					types = append(types, canon.AQI)
-				}
-			}
-		}
-		st.DataTypes = batch.MergeTypes(types, nil)
-		out.Stations = append(out.Stations, st)
+		s := site{name: r.Location, city: r.City, country: r.Country, source: r.SourceName}
+		out.Stations = append(out.Stations, locationStation(&out, id, n, s, r.Coordinates, r.Parameters))
 	}
 	return out, nil
 }

@@ -41,9 +41,6 @@ func ParseV3Locations(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	out := observation.Batch{Provider: ProviderSlug}
-	reject := func(id string, n int, field, reason, detail string) {
-		out.Rejections = append(out.Rejections, observation.Rejection{StationID: id, Line: n, Field: field, Reason: reason, Detail: detail})
-	}
 	for i, raw := range env.Results {
 		n := i + 1
 		var r struct {
@@ -63,61 +60,62 @@ func ParseV3Locations(data []byte) (observation.Batch, error) {
 			Coordinates *coordinates `json:"coordinates"`
 		}
 		if err := json.Unmarshal(raw, &r); err != nil {
-			reject("", n, "", batch.ReasonBadStationMetadata, fmt.Sprintf("location %d: %v", n, err))
+			out.Reject("", n, "", batch.ReasonBadStationMetadata, fmt.Sprintf("location %d: %v", n, err))
 			continue
 		}
 		if r.ID == nil || *r.ID < 0 {
-			reject("", n, "id", batch.ReasonMissingStation, fmt.Sprintf("location %d has no id", n))
+			out.Reject("", n, "id", batch.ReasonMissingStation, fmt.Sprintf("location %d has no id", n))
 			continue
 		}
 		id := V3StationID(*r.ID)
-		p := newParser()
 		place := r.Country.Name
 		if r.Locality != nil && strings.TrimSpace(*r.Locality) != "" {
 			place = strings.TrimSpace(*r.Locality)
 		}
-		p.sites[id] = site{name: r.Name, city: place, country: r.Country.Code, source: r.Provider.Name}
-		lat, lon := p.position(id, n, r.Coordinates)
-		p.b.Note(id, lat, lon)
-		fin := p.finish()
-		out.Rejections = append(out.Rejections, fin.Rejections...)
-		st := fin.Stations[0]
-		var types []string
+		params := make([]string, 0, len(r.Sensors))
 		for _, s := range r.Sensors {
-			if c, ok := parameters[strings.ToLower(s.Parameter.Name)]; ok {
-				types = append(types, c)
-				if c == canon.PM25 {
-					types = append(types, canon.AQI)
-				}
-			}
+			params = append(params, s.Parameter.Name)
 		}
-		st.DataTypes = batch.MergeTypes(types, nil)
-		out.Stations = append(out.Stations, st)
+		s := site{name: r.Name, city: place, country: r.Country.Code, source: r.Provider.Name}
+		out.Stations = append(out.Stations, locationStation(&out, id, n, s, r.Coordinates, params))
 	}
 	return out, nil
 }
 
-func v3Station(stationID string) (string, error) {
+// startV3 begins a v3 document of one location, stationID, which the document does not
+// name (sensors and measurements): the location's id, its results and a parser that
+// already knows the station.
+func startV3(stationID string, data []byte) (string, envelope, *parser, error) {
 	id := strings.TrimSpace(stationID)
 	if err := contract.ValidExternalID(id); err != nil {
-		return "", fmt.Errorf("openaq: v3 sensors and measurements need their location's id as station id: %q: %w", stationID, err)
+		return "", envelope{}, nil, fmt.Errorf("openaq: v3 sensors and measurements need their location's id as station id: %q: %w", stationID, err)
 	}
-	return id, nil
+	env, err := decodeEnvelope(data)
+	if err != nil {
+		return "", envelope{}, nil, err
+	}
+	p := newParser()
+	p.b.Note(id, nil, nil)
+	return id, env, p, nil
+}
+
+// v3Sensor is one sensor of /v3/locations/{id}/sensors with its latest value.
+type v3Sensor struct {
+	Parameter v3Parameter `json:"parameter"`
+	Latest    *struct {
+		Datetime    v3Time       `json:"datetime"`
+		Value       *float64     `json:"value"`
+		Coordinates *coordinates `json:"coordinates"`
+	} `json:"latest"`
 }
 
 // ParseV3Sensors reads /v3/locations/{id}/sensors of the location stationID: each sensor's
 // latest value, grouped by time into observations (raw fragment: the sensor object).
 func ParseV3Sensors(stationID string, data []byte) (observation.Batch, error) {
-	id, err := v3Station(stationID)
+	id, env, p, err := startV3(stationID, data)
 	if err != nil {
 		return observation.Batch{}, err
 	}
-	env, err := decodeEnvelope(data)
-	if err != nil {
-		return observation.Batch{}, err
-	}
-	p := newParser()
-	p.b.Note(id, nil, nil)
 	type group struct {
 		t        time.Time
 		ms       *batch.Measurements
@@ -126,33 +124,13 @@ func ParseV3Sensors(stationID string, data []byte) (observation.Batch, error) {
 	}
 	groups := map[time.Time]*group{}
 	var order []*group
-	p.b.SetRecords(len(env.Results))
-	for i, raw := range env.Results {
-		n := i + 1
-		var r struct {
-			Parameter v3Parameter `json:"parameter"`
-			Latest    *struct {
-				Datetime    v3Time       `json:"datetime"`
-				Value       *float64     `json:"value"`
-				Coordinates *coordinates `json:"coordinates"`
-			} `json:"latest"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject(id, n, "", batch.ReasonMalformedRow, fmt.Sprintf("sensor %d: %v", n, err))
-			continue
-		}
+	for rec, r := range batch.Records[v3Sensor](p.b, id, "sensor", env.Results) {
+		n, raw := rec.N, rec.Raw
 		if r.Latest == nil || r.Latest.Value == nil {
 			continue // a sensor without a latest value has nothing to report
 		}
-		t, err := time.Parse(time.RFC3339, r.Latest.Datetime.UTC)
-		if err != nil {
-			p.b.Reject(id, n, "latest.datetime.utc", batch.ReasonBadTimestamp, fmt.Sprintf("latest.datetime.utc %q is not RFC 3339", truncate(r.Latest.Datetime.UTC, 40)))
-			continue
-		}
-		t = t.UTC()
-		cr, err := compact(raw)
-		if err != nil {
-			p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
+		t, cr, ok := p.timed(id, n, "latest.datetime.utc", r.Latest.Datetime.UTC, raw)
+		if !ok {
 			continue
 		}
 		g, ok := groups[t]
@@ -168,11 +146,22 @@ func ParseV3Sensors(stationID string, data []byte) (observation.Batch, error) {
 		p.add(g.ms, id, n, value{field: r.Parameter.Name, param: r.Parameter.Name, v: *r.Latest.Value, unit: r.Parameter.Units})
 	}
 	for _, g := range order {
-		raw := append([]byte(`{"results":[`), joinRaw(g.raws)...)
-		raw = append(raw, "]}"...)
-		p.emit(g.ms, g.t, g.lat, g.lon, raw, RawV3Sensors)
+		p.emit(g.ms, g.t, g.lat, g.lon, batch.Results(g.raws), RawV3Sensors)
 	}
 	return p.finish(), nil
+}
+
+// v3Measurement is one record of /v3/sensors/{id}/measurements.
+type v3Measurement struct {
+	Value     *float64    `json:"value"`
+	Parameter v3Parameter `json:"parameter"`
+	FlagInfo  struct {
+		HasFlags bool `json:"hasFlags"`
+	} `json:"flagInfo"`
+	Period struct {
+		DatetimeTo v3Time `json:"datetimeTo"`
+	} `json:"period"`
+	Coordinates *coordinates `json:"coordinates"`
 }
 
 // ParseV3Measurements reads /v3/sensors/{id}/measurements of a sensor of the location
@@ -180,46 +169,18 @@ func ParseV3Sensors(stationID string, data []byte) (observation.Batch, error) {
 // (period.datetimeTo), as v1 dated values; a record OpenAQ flagged (flagInfo.hasFlags)
 // is kept, marked provider_flagged (suspect).
 func ParseV3Measurements(stationID string, data []byte) (observation.Batch, error) {
-	id, err := v3Station(stationID)
+	id, env, p, err := startV3(stationID, data)
 	if err != nil {
 		return observation.Batch{}, err
 	}
-	env, err := decodeEnvelope(data)
-	if err != nil {
-		return observation.Batch{}, err
-	}
-	p := newParser()
-	p.b.Note(id, nil, nil)
-	p.b.SetRecords(len(env.Results))
-	for i, raw := range env.Results {
-		n := i + 1
-		var r struct {
-			Value     *float64    `json:"value"`
-			Parameter v3Parameter `json:"parameter"`
-			FlagInfo  struct {
-				HasFlags bool `json:"hasFlags"`
-			} `json:"flagInfo"`
-			Period struct {
-				DatetimeTo v3Time `json:"datetimeTo"`
-			} `json:"period"`
-			Coordinates *coordinates `json:"coordinates"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject(id, n, "", batch.ReasonMalformedRow, fmt.Sprintf("measurement %d: %v", n, err))
-			continue
-		}
+	for rec, r := range batch.Records[v3Measurement](p.b, id, "measurement", env.Results) {
+		n, raw := rec.N, rec.Raw
 		if r.Value == nil {
 			p.b.Reject(id, n, "value", batch.ReasonMissingSentinel, "value is null")
 			continue
 		}
-		t, err := time.Parse(time.RFC3339, r.Period.DatetimeTo.UTC)
-		if err != nil {
-			p.b.Reject(id, n, "period.datetimeTo.utc", batch.ReasonBadTimestamp, fmt.Sprintf("period.datetimeTo.utc %q is not RFC 3339", truncate(r.Period.DatetimeTo.UTC, 40)))
-			continue
-		}
-		cr, err := compact(raw)
-		if err != nil {
-			p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
+		t, cr, ok := p.timed(id, n, "period.datetimeTo.utc", r.Period.DatetimeTo.UTC, raw)
+		if !ok {
 			continue
 		}
 		lat, lon := p.position(id, n, r.Coordinates)
@@ -233,17 +194,6 @@ func ParseV3Measurements(stationID string, data []byte) (observation.Batch, erro
 	return p.finish(), nil
 }
 
-func joinRaw(raws [][]byte) []byte {
-	var out []byte
-	for i, r := range raws {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, r...)
-	}
-	return out
-}
-
 // v3ParameterIDs are the ids of OpenAQ v3's parameters table that have a canonical id,
 // with the unit the table gives them (a /v3/parameters/{id}/latest record names neither).
 var v3ParameterIDs = map[int]v3Parameter{
@@ -255,6 +205,14 @@ var v3ParameterIDs = map[int]v3Parameter{
 // a recorded file named after it (v3_parameters_2_latest.json).
 var parameterInPath = regexp.MustCompile(`parameters[/_](\d+)[/_]latest`)
 
+// v3LatestRecord is one record of /v3/parameters/{id}/latest.
+type v3LatestRecord struct {
+	Datetime    v3Time       `json:"datetime"`
+	Value       *float64     `json:"value"`
+	Coordinates *coordinates `json:"coordinates"`
+	LocationsID *int64       `json:"locationsId"`
+}
+
 // ParseV3ParameterLatest reads /v3/parameters/{id}/latest: per record the latest value of
 // that parameter at location locationsId (station v3-<id>), at datetime.utc, with the
 // location's coordinates. The parameter comes from path; ids without a canonical parameter
@@ -262,7 +220,7 @@ var parameterInPath = regexp.MustCompile(`parameters[/_](\d+)[/_]latest`)
 func ParseV3ParameterLatest(path string, data []byte) (observation.Batch, error) {
 	m := parameterInPath.FindStringSubmatch(path)
 	if m == nil {
-		return observation.Batch{}, fmt.Errorf("openaq: a /v3/parameters/{id}/latest page names its parameter only in its path, and %q has none", truncate(path, 80))
+		return observation.Batch{}, fmt.Errorf("openaq: a /v3/parameters/{id}/latest page names its parameter only in its path, and %q has none", batch.Truncate(path, 80))
 	}
 	pid, _ := strconv.Atoi(m[1])
 	env, err := decodeEnvelope(data)
@@ -271,19 +229,8 @@ func ParseV3ParameterLatest(path string, data []byte) (observation.Batch, error)
 	}
 	par, known := v3ParameterIDs[pid]
 	p := newParser()
-	p.b.SetRecords(len(env.Results))
-	for i, raw := range env.Results {
-		n := i + 1
-		var r struct {
-			Datetime    v3Time       `json:"datetime"`
-			Value       *float64     `json:"value"`
-			Coordinates *coordinates `json:"coordinates"`
-			LocationsID *int64       `json:"locationsId"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			p.b.Reject("", n, "", batch.ReasonMalformedRow, fmt.Sprintf("record %d: %v", n, err))
-			continue
-		}
+	for rec, r := range batch.Records[v3LatestRecord](p.b, "", "record", env.Results) {
+		n, raw := rec.N, rec.Raw
 		if r.LocationsID == nil || *r.LocationsID < 0 {
 			p.b.Reject("", n, "locationsId", batch.ReasonMissingStation, fmt.Sprintf("record %d has no locationsId", n))
 			continue
@@ -297,14 +244,8 @@ func ParseV3ParameterLatest(path string, data []byte) (observation.Batch, error)
 			p.b.Reject(id, n, "value", batch.ReasonMissingSentinel, "value is null")
 			continue
 		}
-		t, err := time.Parse(time.RFC3339, r.Datetime.UTC)
-		if err != nil {
-			p.b.Reject(id, n, "datetime.utc", batch.ReasonBadTimestamp, fmt.Sprintf("datetime.utc %q is not RFC 3339", truncate(r.Datetime.UTC, 40)))
-			continue
-		}
-		cr, err := compact(raw)
-		if err != nil {
-			p.b.Reject(id, n, "", batch.ReasonMalformedRow, err.Error())
+		t, cr, ok := p.timed(id, n, "datetime.utc", r.Datetime.UTC, raw)
+		if !ok {
 			continue
 		}
 		lat, lon := p.position(id, n, r.Coordinates)

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math"
 	"sort"
 	"time"
@@ -148,9 +149,7 @@ func (m *Measurements) List() []canon.Measurement { return m.list }
 
 // Reject records a rejection.
 func (b *Builder) Reject(station string, line int, field, reason, detail string) {
-	b.batch.Rejections = append(b.batch.Rejections, observation.Rejection{
-		StationID: station, Line: line, Field: field, Reason: reason, Detail: detail,
-	})
+	b.batch.Reject(station, line, field, reason, detail)
 }
 
 // Emit stores the observation built in m at time t with its raw fragment. A row without
@@ -343,4 +342,48 @@ func CompactRaw(raw json.RawMessage) (json.RawMessage, error) {
 		}
 	}
 	return raw, nil
+}
+
+// Truncate cuts s to n bytes and marks the cut with "...", so that a provider's value
+// quoted in a rejection or an error stays short however long the payload made it.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// Results is the raw fragment of an observation grouped from several records of a JSON
+// results page (OpenAQ, AirNow): {"results":[...]} holding each record's own fragment.
+func Results(raws [][]byte) json.RawMessage {
+	raw := append([]byte(`{"results":[`), bytes.Join(raws, []byte(","))...)
+	return append(raw, "]}"...)
+}
+
+// Record is one record of a JSON array payload: its 1-based number, the Line of its
+// rejections, and its bytes, for its raw fragment.
+type Record struct {
+	N   int
+	Raw json.RawMessage
+}
+
+// Records decodes the records of a JSON array payload one by one into T, for a range loop
+// over the record and its value. It counts them for the ingest report (SetRecords); a record
+// that does not decode is a malformed_row rejection of station (empty when the record itself
+// would name it), detailed as "<noun> <n>: <error>", and the loop goes on without it.
+func Records[T any](b *Builder, station, noun string, raws []json.RawMessage) iter.Seq2[Record, T] {
+	b.SetRecords(len(raws))
+	return func(yield func(Record, T) bool) {
+		for i, raw := range raws {
+			n := i + 1
+			var v T
+			if err := json.Unmarshal(raw, &v); err != nil {
+				b.Reject(station, n, "", ReasonMalformedRow, fmt.Sprintf("%s %d: %v", noun, n, err))
+				continue
+			}
+			if !yield(Record{N: n, Raw: raw}, v) {
+				return
+			}
+		}
+	}
 }

@@ -136,3 +136,32 @@ func TestCompactRaw(t *testing.T) {
 		}
 	}
 }
+
+func TestRecordsDecodesCountsAndRejects(t *testing.T) {
+	t.Parallel()
+	b := New("p")
+	raws := []json.RawMessage{json.RawMessage(`{"v":1}`), json.RawMessage(`{"v":"x"}`), json.RawMessage(`{"v":3}`)}
+	var got []int
+	for rec, r := range Records[struct{ V int }](b, "S", "row", raws) {
+		if string(rec.Raw) != string(raws[rec.N-1]) {
+			t.Fatalf("record %d carries %s", rec.N, rec.Raw)
+		}
+		got = append(got, r.V)
+	}
+	if len(got) != 2 || got[0] != 1 || got[1] != 3 {
+		t.Fatalf("decoded %v, want [1 3]", got)
+	}
+	out := b.Finish(func(string) contract.Station { return contract.Station{} })
+	if out.Records != 3 || len(out.Rejections) != 1 {
+		t.Fatalf("records %d, rejections %+v", out.Records, out.Rejections)
+	}
+	if r := out.Rejections[0]; r.StationID != "S" || r.Line != 2 || r.Reason != ReasonMalformedRow || !strings.HasPrefix(r.Detail, "row 2: ") {
+		t.Fatalf("rejection %+v", r)
+	}
+	for range Records[struct{ V int }](b, "", "row", raws) {
+		break // a loop that stops early stops the walk
+	}
+	if got := Truncate("abcdef", 3); got != "abc..." {
+		t.Fatalf("Truncate = %q", got)
+	}
+}
