@@ -210,7 +210,8 @@ func TestRealGateway(t *testing.T) {
 		nodeDir(t)
 		proxied := headerProxy(t, url, "x-api-key", devKey)
 		for _, c := range sdkCases(s0) {
-			runConformance(t, proxied+c.path)
+			runConformance(t, proxied+c.path, c.scope == "catalog", "conformance-")
 		}
+		runConformance(t, proxied+"/api/v1/alerts/mcp", false, "conformance-")
 	})
 }

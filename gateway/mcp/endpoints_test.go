@@ -66,7 +66,6 @@ func TestGateway(t *testing.T) {
 			{"unknown sensor is 404", http.MethodPost, "/api/v1/sensors/" + uuid.NewString() + "/mcp", `{}`, nil, 404, "sensor_not_found"},
 			{"unknown project is 404", http.MethodPost, "/api/v1/projects/nosuch/mcp", `{}`, nil, 404, "not_found"},
 			{"bad tool_names is 400", http.MethodPost, endpoints["service"] + "?tool_names=camel", `{}`, nil, 400, "invalid_parameter"},
-			{"unsupported protocol header is 400", http.MethodPost, endpoints["catalog"], `{}`, []string{"Mcp-Protocol-Version", "1999-01-01"}, 400, "invalid_parameter"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -235,17 +234,44 @@ func TestGateway(t *testing.T) {
 			if r.Msg.Error == nil || r.Msg.Error.Code != jsonrpc.CodeMethodNotFound {
 				t.Errorf("%s legacy server/discover: %s", scope, r.Body)
 			}
-			// initialize and ping are not part of 2026-07-28.
-			r = g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{`+meta+`}}`,
-				mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "ping")
-			if r.Msg.Error == nil || r.Msg.Error.Code != jsonrpc.CodeMethodNotFound {
-				t.Errorf("%s 2026 ping: %s", scope, r.Body)
+			// initialize, ping and resources/subscribe are not part of 2026-07-28: 404
+			// (SEP-2575), as is any unknown method.
+			for _, m := range []string{"initialize", "ping", "resources/subscribe", "no/such"} {
+				r = g.post(t, path, `{"jsonrpc":"2.0","id":9,"method":"`+m+`","params":{`+meta+`}}`,
+					mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, m)
+				if r.Status != http.StatusNotFound || r.Msg.Error == nil || r.Msg.Error.Code != jsonrpc.CodeMethodNotFound || string(r.Msg.ID) != "9" {
+					t.Errorf("%s 2026 %s: %d %s", scope, m, r.Status, r.Body)
+				}
 			}
-			// Headers that disagree with the body are refused, naming the header.
-			r = g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`,
-				mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "tools/call")
-			if r.Msg.Error == nil || r.Msg.Error.Code != -32020 || !strings.Contains(r.Msg.Error.Message, mcp.HeaderMethod) {
-				t.Errorf("%s Mcp-Method mismatch: %s", scope, r.Body)
+			// Headers that disagree with the body, or are missing, are refused with 400,
+			// naming the header.
+			for _, hdr := range [][]string{
+				{mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "tools/call"},
+				{mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "TOOLS/LIST"},
+				{mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion},
+			} {
+				r = g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`, hdr...)
+				if r.Status != http.StatusBadRequest || r.Msg.Error == nil || r.Msg.Error.Code != -32020 || !strings.Contains(r.Msg.Error.Message, mcp.HeaderMethod) {
+					t.Errorf("%s Mcp-Method %v: %d %s", scope, hdr, r.Status, r.Body)
+				}
+			}
+			// A version the gateway does not speak, in the header, in _meta or both: 400
+			// with the versions it does, under the request's id; header and body that
+			// disagree are a mismatch first.
+			for _, tt := range []struct {
+				header, meta string
+				code         int
+			}{{"1999-01-01", "", -32022}, {"1999-01-01", "1999-01-01", -32022}, {mcp.StatelessProtocolVersion, "1999-01-01", -32020}} {
+				body := `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{}}`
+				if tt.meta != "" {
+					body = `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{` + strings.Replace(meta, "2026-07-28", tt.meta, 1) + `}}`
+				}
+				r = g.post(t, path, body, mcp.HeaderProtocolVersion, tt.header, mcp.HeaderMethod, "tools/list")
+				var data struct{ Supported []string }
+				if r.Status != http.StatusBadRequest || r.Msg.Error == nil || r.Msg.Error.Code != tt.code || string(r.Msg.ID) != "5" ||
+					tt.code == -32022 && (json.Unmarshal(r.Msg.Error.Data, &data) != nil || !slices.Equal(data.Supported, mcp.AllProtocolVersions())) {
+					t.Errorf("%s version header %q, _meta %q: %d %s", scope, tt.header, tt.meta, r.Status, r.Body)
+				}
 			}
 			r = g.post(t, path, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`,
 				mcp.HeaderProtocolVersion, mcp.StatelessProtocolVersion, mcp.HeaderMethod, "tools/list")

@@ -35,7 +35,10 @@ const (
 type requestInfo struct {
 	style           string
 	protocolVersion string // Mcp-Protocol-Version header, validated; "" when absent
-	requestID       string
+	// badVersion is an Mcp-Protocol-Version header the gateway does not speak: the
+	// request is answered with -32022 and the versions it does (stateless.go).
+	badVersion string
+	requestID  string
 	// method and name are the Mcp-Method and Mcp-Name headers (2026-07-28).
 	method, name string
 	// stateless is set when the request follows 2026-07-28 (its _meta names the version);
@@ -223,10 +226,18 @@ func (h *Handler) serve(kind string, resolve func(context.Context, *gin.Context)
 		if info, err = statelessRequest(info, req); err != nil {
 			var je *jsonrpc.Error
 			if errors.As(err, &je) {
-				h.reply(c, jsonrpc.NewError(req.ID, je))
+				// A request that breaks 2026-07-28's rules is a 400 (SEP-2575).
+				h.replyStatus(c, http.StatusBadRequest, jsonrpc.NewError(req.ID, je))
 				return
 			}
 			h.fail(c, err)
+			return
+		}
+		if info.stateless && !h.serves(sc, req.Method) {
+			// At 2026-07-28 an unknown method, and the ones it removed (initialize, ping,
+			// logging/setLevel, resources/subscribe...), are 404 (SEP-2575).
+			h.replyStatus(c, http.StatusNotFound, jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound,
+				"method %q not found: at protocol %s this endpoint serves %s", clip(req.Method, 64), StatelessProtocolVersion, h.methods(sc))))
 			return
 		}
 		if req.Method == methodSubscriptionsListen {
@@ -237,16 +248,15 @@ func (h *Handler) serve(kind string, resolve func(context.Context, *gin.Context)
 			return
 		}
 		out := h.dispatch(ctx, sc, info, req)
+		if info.stateless {
+			out = withResultType(out)
+		}
 		c.Data(http.StatusOK, "application/json", out)
 	}
 }
 
 // dispatch answers one call with the marshalled response.
 func (h *Handler) dispatch(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
-	if info.stateless && (req.Method == methodInitialize || req.Method == methodPing) {
-		return marshalResponse(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound,
-			"method %q is not part of protocol %s: it has no session; server/discover describes the endpoint", req.Method, StatelessProtocolVersion)))
-	}
 	switch req.Method {
 	case methodInitialize:
 		return h.initialize(sc, req)
@@ -306,13 +316,15 @@ func requestInfoOf(c *gin.Context) (requestInfo, error) {
 			return info, apierr.Invalid(v.name, "want %q or %q, got %q", styleDot, styleUnderscore, clip(v.value, 32))
 		}
 	}
-	if v := c.GetHeader(HeaderProtocolVersion); v != "" {
+	if v := strings.TrimSpace(c.GetHeader(HeaderProtocolVersion)); v != "" {
 		if !slices.Contains(AllProtocolVersions(), v) {
-			return info, apierr.New(apierr.InvalidParameter, "invalid header %s: unsupported protocol version %q (supported: %s)", HeaderProtocolVersion, clip(v, 32), strings.Join(AllProtocolVersions(), ", "))
+			info.badVersion = v
+		} else {
+			info.protocolVersion = v
 		}
-		info.protocolVersion = v
 	}
-	info.method, info.name = c.GetHeader(HeaderMethod), c.GetHeader(HeaderName)
+	// Values are compared as sent, but for the whitespace HTTP allows around them.
+	info.method, info.name = strings.TrimSpace(c.GetHeader(HeaderMethod)), strings.TrimSpace(c.GetHeader(HeaderName))
 	scheme := "http"
 	if c.Request.TLS != nil || strings.EqualFold(c.GetHeader("X-Forwarded-Proto"), "https") {
 		scheme = "https"
@@ -356,7 +368,22 @@ func (h *Handler) fail(c *gin.Context, err error) {
 }
 
 func (h *Handler) reply(c *gin.Context, resp *jsonrpc.Response) {
-	c.Data(http.StatusOK, "application/json", marshalResponse(resp))
+	h.replyStatus(c, http.StatusOK, resp)
+}
+
+func (h *Handler) replyStatus(c *gin.Context, status int, resp *jsonrpc.Response) {
+	c.Data(status, "application/json", marshalResponse(resp))
+}
+
+// serves reports whether scope sc answers method at 2026-07-28.
+func (h *Handler) serves(sc *scope, method string) bool {
+	switch method {
+	case methodDiscover, methodToolsList, methodToolsCall:
+		return true
+	case methodResourcesList, methodResourceTemplatesList, methodResourcesRead, methodSubscriptionsListen:
+		return sc.hasResources()
+	}
+	return false
 }
 
 func marshalResponse(resp *jsonrpc.Response) []byte {

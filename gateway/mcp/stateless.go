@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -58,15 +59,23 @@ func statelessRequest(info requestInfo, req *jsonrpc.Request) (requestInfo, erro
 			return info, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: _meta[%q] must be a protocol version string such as %q", metaProtocolVersion, StatelessProtocolVersion)
 		}
 	}
+	header := info.protocolVersion
+	if info.badVersion != "" {
+		header = info.badVersion
+	}
+	switch {
+	case version != "" && header != "" && header != version:
+		return info, jsonrpc.Errorf(codeHeaderMismatch, "header %s is %q, but params._meta[%q] is %q: they must be the same", HeaderProtocolVersion, clip(header, 32), metaProtocolVersion, clip(version, 32))
+	case info.badVersion != "" || version != "" && !slices.Contains(AllProtocolVersions(), version):
+		requested := cmp.Or(version, info.badVersion)
+		return info, jsonrpc.Errorf(codeUnsupportedProtocolVersion, "unsupported protocol version %q (supported: %s)", clip(requested, 32), strings.Join(AllProtocolVersions(), ", ")).
+			WithData(map[string]any{"supported": AllProtocolVersions(), "requested": requested})
+	}
 	if version == "" || version < StatelessProtocolVersion {
 		if info.protocolVersion >= StatelessProtocolVersion {
 			return info, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: header %s is %s, which puts the protocol version in every request: params._meta[%q] is missing", HeaderProtocolVersion, info.protocolVersion, metaProtocolVersion)
 		}
 		return info, nil
-	}
-	if !slices.Contains(AllProtocolVersions(), version) {
-		return info, jsonrpc.Errorf(codeUnsupportedProtocolVersion, "unsupported protocol version %q (supported: %s)", clip(version, 32), strings.Join(AllProtocolVersions(), ", ")).
-			WithData(map[string]any{"supported": AllProtocolVersions(), "requested": version})
 	}
 	switch {
 	case info.protocolVersion != version:
@@ -201,3 +210,35 @@ func withCacheHints(resp []byte, ch cacheHints) []byte {
 	}
 	return marshalResponse(out)
 }
+
+// withResultType marks the result of resp "complete": 2026-07-28 requires resultType on
+// every result (SEP-2322's incomplete results aside, which the gateway never gives), and
+// the gateway's hops answer at an older version without it. An error passes as it came.
+func withResultType(resp []byte) []byte {
+	msg, err := jsonrpc.Decode(resp)
+	r, ok := msg.(*jsonrpc.Response)
+	if err != nil || !ok || r.Error != nil {
+		return resp
+	}
+	res := bytes.TrimSpace(r.Result)
+	if len(res) < 2 || res[0] != '{' {
+		return resp
+	}
+	var probe struct {
+		ResultType json.RawMessage `json:"resultType"`
+	}
+	if json.Unmarshal(res, &probe) != nil || probe.ResultType != nil {
+		return resp
+	}
+	out := make([]byte, 0, len(res)+len(resultComplete)+1)
+	out = append(out, '{')
+	out = append(out, resultComplete...)
+	if rest := bytes.TrimSpace(res[1:]); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	out = append(out, res[1:]...)
+	r.Result = out
+	return marshalResponse(r)
+}
+
+const resultComplete = `"resultType":"complete"`

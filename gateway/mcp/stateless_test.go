@@ -58,3 +58,19 @@ func TestStatelessRequest(t *testing.T) {
 		t.Errorf("forwarded params %s: want the per-request keys gone, the rest kept", got)
 	}
 }
+
+// TestWithResultType: every 2026-07-28 result says resultType, once; errors are left alone.
+func TestWithResultType(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`:                                `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}`,
+		`{"jsonrpc":"2.0","id":"a","result":{"tools":[]}}`:                    `{"jsonrpc":"2.0","id":"a","result":{"resultType":"complete","tools":[]}}`,
+		`{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","x":1}}`:   `{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","x":1}}`,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"m"}}`:      `{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":4,"result":{ "content":[],"isError":false } }`: `{"jsonrpc":"2.0","id":4,"result":{"resultType":"complete","content":[],"isError":false}}`,
+	} {
+		if got := string(withResultType([]byte(in))); got != want {
+			t.Errorf("withResultType(%s)\n got %s\nwant %s", in, got, want)
+		}
+	}
+}

@@ -1,7 +1,8 @@
 // Package httpserver is the one HTTP server set-up of the gateway and the backing services:
-// the same timeouts and header limit, and the same shutdown: readiness goes false first,
-// the server keeps serving for a delay so that load balancers see it leave, then it stops
-// accepting and gives the requests in flight a grace period to finish.
+// the same timeouts and header limit, the same guard against DNS rebinding on a loopback
+// listener (LocalOnly), and the same shutdown: readiness goes false first, the server
+// keeps serving for a delay so that load balancers see it leave, then it stops accepting
+// and gives the requests in flight a grace period to finish.
 package httpserver
 
 import (
@@ -105,6 +106,9 @@ func (s *Server) httpServer(h http.Handler) *http.Server {
 // clean shutdown, the serving error when serving failed, and an error when requests were
 // still running at the grace period's end (they are then cut).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	if onLoopback(ln.Addr()) {
+		h = LocalOnly(h)
+	}
 	srv := s.httpServer(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

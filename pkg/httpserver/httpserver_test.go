@@ -240,3 +240,66 @@ func TestSlowHeaderIsCutOff(t *testing.T) {
 		t.Fatalf("connection with an unfinished header closed after %s (err %v), want about %s", took, err, ReadHeaderTimeout)
 	}
 }
+
+// TestLocalOnly: a server on a loopback listener answers requests for localhost names
+// only, from pages of localhost only (DNS rebinding: a page of evil.example whose name
+// points at 127.0.0.1 must not reach it); one listening elsewhere answers any name.
+func TestLocalOnly(t *testing.T) {
+	t.Parallel()
+	ok := func(*Server) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	}
+	_, base, _, _ := start(t, Config{}, ok)
+	for _, tt := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"", "", 200}, // the listener's own address
+		{"localhost:8080", "", 200},
+		{"api.localhost", "http://app.localhost:3000", 200},
+		{"[::1]:8080", "http://127.0.0.1:8080", 200},
+		{"127.0.0.1", "null", 200},
+		{"evil.example.com", "http://evil.example.com", 403},
+		{"evil.example.com", "", 403},
+		{"localhost:8080", "http://evil.example.com", 403},
+		{"127.0.0.1.evil.example", "", 403},
+		{"localhost.evil.example", "", 403},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/", nil)
+		if tt.host != "" {
+			req.Host = tt.host
+		}
+		if tt.origin != "" {
+			req.Header.Set("Origin", tt.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.want || tt.want == 403 && !strings.Contains(string(body), "DNS rebinding") {
+			t.Errorf("Host %q, Origin %q: %d %s, want %d", tt.host, tt.origin, resp.StatusCode, body, tt.want)
+		}
+	}
+
+	// Not on loopback: any name is answered (the keys and CORS guard it).
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Skipf("no wildcard listener here: %v", err)
+	}
+	s := New(Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = s.Serve(ctx, ln, ok(s)) }()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
+	req.Host = "sensorgate.example.org"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("wildcard listener, Host sensorgate.example.org: %d, want 200", resp.StatusCode)
+	}
+}
