@@ -83,18 +83,9 @@ func (h *Handler) newCatalogTools() (*toolSet, error) {
 // tools: aggregate_readings with the sensor implied.
 func (h *Handler) newSensorTools() (*toolSet, error) {
 	ts := newToolSet("sensorgate-sensor")
-	addTool(ts, toolSpec[aggregateArgs, contract.AggregateResponse]{
-		Name: "aggregate_readings", Title: "Aggregate this sensor's readings",
-		Description: "Statistics of this sensor's readings per time bucket (1h, 3h, 6h, 1d, 1mo on the clock of tz): mean, min, max, count and coverage per parameter; " +
-			"an empty bucket is present with count 0. At most 1000 buckets. Same rules as GET /api/v1/sensors/{id}/readings/aggregate.",
-		OpenWorld: true,
-		Tweak: func(in, _ *jsonschema.Schema) {
-			setEnum(prop(in, "interval"), "1h", "3h", "6h", "1d", "1mo")
-			setEnum(prop(in, "stats"), contract.AllStats...)
-			prop(in, "days").ExclusiveMinimum = ptrTo(0.0)
-		},
-		Run: runAggregate,
-	})
+	addTool(ts, aggregateTool("Aggregate this sensor's readings",
+		"Statistics of this sensor's readings per time bucket (1h, 3h, 6h, 1d, 1mo on the clock of tz): mean, min, max, count and coverage per parameter; "+
+			"an empty bucket is present with count 0. At most 1000 buckets. Same rules as GET /api/v1/sensors/{id}/readings/aggregate."))
 	return ts.done()
 }
 

@@ -55,18 +55,23 @@ func (h *Handler) addLiveTools(ts *toolSet) {
 			Run: runLatestInArea,
 		})
 	}
-	addTool(ts, toolSpec[aggregateArgs, contract.AggregateResponse]{
-		Name: "aggregate_readings", Title: "Aggregate readings",
-		Description: "Mean, min, max, count and coverage per parameter and time bucket (on tz's clock) of one sensor's readings; " +
-			"empty buckets have count 0; at most 1000 buckets. Rules of GET /api/v1/sensors/{id}/readings/aggregate.",
-		OpenWorld: true,
+	addTool(ts, aggregateTool("Aggregate readings",
+		"Mean, min, max, count and coverage per parameter and time bucket (on tz's clock) of one sensor's readings; "+
+			"empty buckets have count 0; at most 1000 buckets. Rules of GET /api/v1/sensors/{id}/readings/aggregate."))
+}
+
+// aggregateTool is aggregate_readings, at the catalog scope and (the sensor implied) at
+// the sensor scope, which differ in title and description only.
+func aggregateTool(title, description string) toolSpec[aggregateArgs, contract.AggregateResponse] {
+	return toolSpec[aggregateArgs, contract.AggregateResponse]{
+		Name: "aggregate_readings", Title: title, Description: description, OpenWorld: true,
 		Tweak: func(in, _ *jsonschema.Schema) {
 			setEnum(prop(in, "interval"), "1h", "3h", "6h", "1d", "1mo")
 			setEnum(prop(in, "stats"), contract.AllStats...)
 			prop(in, "days").ExclusiveMinimum = ptrTo(0.0)
 		},
 		Run: runAggregate,
-	})
+	}
 }
 
 func runLatestInArea(ctx context.Context, cc *callCtx, a latestInAreaArgs) (string, latestInAreaResult, error) {
