@@ -36,78 +36,83 @@ type Point struct {
 // the last point. A parameter without limits is marked by nothing (its flag stays the
 // provider's).
 func Assess(param string, tr *Track, pts []Point) {
-	l, ok := For(param)
-	if !ok {
+	l := Of(param)
+	if l == nil {
 		return
 	}
-	window := l.Window.Milliseconds()
 	for i := range pts {
-		p := &pts[i]
-		bridged := tr.Known && p.Ms > tr.LastMs && p.Ms-tr.LastMs <= window
-		m := p.M
-		if m == nil { // a context value: its flags only steer the track
-			m = &canon.Measurement{}
-		}
-		spiked := mark(m, l, tr, bridged, pts, i)
-		switch {
-		case !bridged:
-			*tr = Track{Known: true, LastMs: p.Ms, Last: p.Value, RunFrom: p.Ms, RunValue: p.Value}
-		default:
-			if diff(l, p.Value, tr.RunValue) > l.FlatTolerance {
-				tr.RunFrom, tr.RunValue = p.Ms, p.Value
-			}
-			tr.BeforeKnown, tr.Before = true, tr.Last
-			tr.LastMs, tr.Last, tr.Spiked = p.Ms, p.Value, spiked
-		}
+		l.Step(tr, pts[i].Ms, pts[i].Value, pts[i].M)
 	}
 }
 
-// mark gives point i its four flags; bridged says whether tr's last value is close
-// enough before it for the contextual tests. It reports whether the spike test flagged it.
-func mark(m *canon.Measurement, l Limits, tr *Track, bridged bool, pts []Point, i int) (spiked bool) {
-	v := pts[i].Value
+// Step runs the four tests on one value v at ms (epoch ms) that follows tr's values,
+// marks m with their flags (nil: a context value, which only moves tr on), and leaves tr
+// at the value. Assess is Step over a series; the store steps through a batch's readings
+// in time order, each measurement with its parameter's track, so that it builds no
+// series per parameter.
+func (l *Limits) Step(tr *Track, ms int64, v float64, m *canon.Measurement) {
+	bridged := tr.Known && ms > tr.LastMs && ms-tr.LastMs <= l.Window.Milliseconds()
+	spiked := l.mark(m, tr, bridged, ms, v)
+	if !bridged {
+		*tr = Track{Known: true, LastMs: ms, Last: v, RunFrom: ms, RunValue: v}
+		return
+	}
+	if diff(l, v, tr.RunValue) > l.FlatTolerance {
+		tr.RunFrom, tr.RunValue = ms, v
+	}
+	tr.BeforeKnown, tr.Before = true, tr.Last
+	tr.LastMs, tr.Last, tr.Spiked = ms, v, spiked
+}
+
+// mark gives the value v at ms its four flags, in the order of Failed (gross range,
+// spike, rate of change, flat line); bridged says whether tr's last value is close enough
+// before it for the contextual tests. It reports whether the spike test flagged it. A
+// nil m is only judged (for spiked). Written out test by test, without a table of
+// closures: it runs for every value stored.
+func (l *Limits) mark(m *canon.Measurement, tr *Track, bridged bool, ms int64, v float64) (spiked bool) {
 	switch {
 	case v < l.SensorMin || v > l.SensorMax:
-		m.Mark(canon.FlagFail, canon.TestGrossRange)
+		set(m, canon.FlagFail, canon.TestGrossRange)
 	case v < l.UserMin || v > l.UserMax:
-		m.Mark(canon.FlagSuspect, canon.TestGrossRange)
+		set(m, canon.FlagSuspect, canon.TestGrossRange)
 	default:
-		m.Mark(canon.FlagPass, canon.TestGrossRange)
+		set(m, canon.FlagPass, canon.TestGrossRange)
+	}
+	if !bridged {
+		// The contextual tests that are on cannot be evaluated (each would mark the same).
+		if l.SpikeSuspect > 0 || l.RatePerHour > 0 || l.FlatSuspect > 0 {
+			set(m, canon.FlagNotEvaluated, "")
+		}
+		return false
 	}
 	prev := tr.Last
 	if tr.Spiked && tr.BeforeKnown && diff(l, v, tr.Before) < l.SpikeSuspect {
 		prev = tr.Before // back after a spike: the spike is not this value's neighbour
 	}
-	hours := max(float64(pts[i].Ms-tr.LastMs)/3_600_000, 1)
-	run := float64(pts[i].Ms - tr.RunFrom)
-	tests := [...]struct {
-		on   bool
-		name string
-		flag func() int
-	}{
-		{l.SpikeSuspect > 0, canon.TestSpike, func() int { return level(diff(l, v, prev), l.SpikeSuspect, l.SpikeFail) }},
-		{l.RatePerHour > 0, canon.TestRateOfChange, func() int {
-			return level(diff(l, v, prev)/hours, math.Nextafter(l.RatePerHour, math.Inf(1)), math.Inf(1))
-		}},
-		{l.FlatSuspect > 0, canon.TestFlatLine, func() int {
-			if diff(l, v, tr.RunValue) > l.FlatTolerance {
-				return canon.FlagPass // the run ends here
-			}
-			return level(run, float64(l.FlatSuspect.Milliseconds()), float64(l.FlatFail.Milliseconds()))
-		}},
+	if l.SpikeSuspect > 0 {
+		f := level(diff(l, v, prev), l.SpikeSuspect, l.SpikeFail)
+		set(m, f, canon.TestSpike)
+		spiked = f != canon.FlagPass
 	}
-	for _, t := range tests {
-		switch {
-		case !t.on:
-		case !bridged:
-			m.Mark(canon.FlagNotEvaluated, "")
-		default:
-			f := t.flag()
-			m.Mark(f, t.name)
-			spiked = spiked || (t.name == canon.TestSpike && f != canon.FlagPass)
+	if l.RatePerHour > 0 {
+		hours := max(float64(ms-tr.LastMs)/3_600_000, 1)
+		set(m, level(diff(l, v, prev)/hours, math.Nextafter(l.RatePerHour, math.Inf(1)), math.Inf(1)), canon.TestRateOfChange)
+	}
+	if l.FlatSuspect > 0 {
+		f := canon.FlagPass // the run ends here
+		if diff(l, v, tr.RunValue) <= l.FlatTolerance {
+			f = level(float64(ms-tr.RunFrom), float64(l.FlatSuspect.Milliseconds()), float64(l.FlatFail.Milliseconds()))
 		}
+		set(m, f, canon.TestFlatLine)
 	}
 	return spiked
+}
+
+// set marks m, when there is one.
+func set(m *canon.Measurement, flag int, name string) {
+	if m != nil {
+		m.Mark(flag, name)
+	}
 }
 
 // level grades x against its thresholds: fail at or above fail, suspect at or above
@@ -123,7 +128,7 @@ func level(x, suspect, fail float64) int {
 }
 
 // diff is |a - b|, on the circle for directions.
-func diff(l Limits, a, b float64) float64 {
+func diff(l *Limits, a, b float64) float64 {
 	d := math.Abs(a - b)
 	if l.Circular {
 		d = math.Mod(d, 360)

@@ -114,7 +114,7 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	ph.done(phasePrepare)
 	var (
 		revised map[int32][]int64
-		tracks  map[int32]*stationTracks
+		tracks  []keptTracks
 	)
 	err = s.d.inTx(ctx, func(tx txn) error {
 		changed, last, err := s.writeStations(ctx, tx, stations, rows, extKeys, len(b.Observations) == 0)

@@ -68,7 +68,11 @@ func (e *measEncoder) encode(dst []byte, ms []canon.Measurement) ([]byte, error)
 		dst = e.str(dst, m.UnitOriginal)
 		dst = append(dst, `,"value_original":`...)
 		dst = appendFloat(dst, m.ValueOriginal)
-		if m.QC != nil {
+		switch {
+		case m.QC == nil:
+		case m.QC.Flag == canon.FlagPass && len(m.QC.Failed) == 0:
+			dst = append(dst, qcPass...) // most values: one copy
+		default:
 			dst = append(dst, `,"qc":{"flag":`...)
 			dst = strconv.AppendInt(dst, int64(m.QC.Flag), 10)
 			dst = append(dst, `,"failed":[`...)
@@ -84,6 +88,9 @@ func (e *measEncoder) encode(dst []byte, ms []canon.Measurement) ([]byte, error)
 	}
 	return append(dst, ']'), nil
 }
+
+// qcPass is a passed value's quality as measEncoder writes it.
+const qcPass = `,"qc":{"flag":1,"failed":[]}`
 
 // qcKey is how a stored measurement's quality starts (measEncoder's shape).
 var qcKey = []byte(`"qc":`)
