@@ -41,78 +41,117 @@ func Assess(param string, tr *Track, pts []Point) {
 		return
 	}
 	for i := range pts {
-		l.Step(tr, pts[i].Ms, pts[i].Value, pts[i].M)
+		v := l.Step(tr, pts[i].Ms, pts[i].Value)
+		if pts[i].M != nil {
+			v.Apply(pts[i].M)
+		}
+	}
+}
+
+// Tests names the four tests in the order they mark a value (the order of QC.Failed),
+// Verdict.Failed's bits.
+var Tests = [4]string{canon.TestGrossRange, canon.TestSpike, canon.TestRateOfChange, canon.TestFlatLine}
+
+// Verdict is what the four tests gave one value: Flag, the worst of their flags, and
+// Failed, the tests that flagged it suspect or failed (bit i: Tests[i]). It holds no
+// pointer, so that the store keeps one per stored value in two bytes of a slice the
+// garbage collector does not scan, instead of a canon.QC on a copy of every measurement.
+// The zero Verdict says no test ran (a parameter without thresholds).
+type Verdict struct {
+	Flag   uint8
+	Failed uint8
+}
+
+// judge records that test i gave flag.
+func (d *Verdict) judge(i int, flag int) {
+	d.worst(flag)
+	if flag == canon.FlagSuspect || flag == canon.FlagFail {
+		d.Failed |= 1 << i
+	}
+}
+
+// worst makes flag the verdict's when it is worse.
+func (d *Verdict) worst(flag int) {
+	if canon.Worse(flag, int(d.Flag)) {
+		d.Flag = uint8(flag)
+	}
+}
+
+// Apply marks m as the tests' own marks would: the flag becomes the worst of m's and
+// the verdict's, and the tests that flagged it join Failed in their order (after a
+// provider's marks). A zero Verdict marks nothing.
+func (d Verdict) Apply(m *canon.Measurement) {
+	if d.Flag == 0 {
+		return
+	}
+	m.Mark(int(d.Flag), "")
+	for i, name := range Tests {
+		if d.Failed&(1<<i) != 0 {
+			m.Mark(canon.FlagSuspect, name) // no worse than d.Flag: only names it
+		}
 	}
 }
 
 // Step runs the four tests on one value v at ms (epoch ms) that follows tr's values,
-// marks m with their flags (nil: a context value, which only moves tr on), and leaves tr
-// at the value. Assess is Step over a series; the store steps through a batch's readings
-// in time order, each measurement with its parameter's track, so that it builds no
-// series per parameter.
-func (l *Limits) Step(tr *Track, ms int64, v float64, m *canon.Measurement) {
+// leaves tr at the value and returns the verdict. Assess is Step over a series; the
+// store steps through a batch's readings in time order, each measurement with its
+// parameter's track, so that it builds no series per parameter.
+func (l *Limits) Step(tr *Track, ms int64, v float64) Verdict {
 	bridged := tr.Known && ms > tr.LastMs && ms-tr.LastMs <= l.Window.Milliseconds()
-	spiked := l.mark(m, tr, bridged, ms, v)
+	d := l.judge(tr, bridged, ms, v)
 	if !bridged {
 		*tr = Track{Known: true, LastMs: ms, Last: v, RunFrom: ms, RunValue: v}
-		return
+		return d
 	}
 	if diff(l, v, tr.RunValue) > l.FlatTolerance {
 		tr.RunFrom, tr.RunValue = ms, v
 	}
 	tr.BeforeKnown, tr.Before = true, tr.Last
-	tr.LastMs, tr.Last, tr.Spiked = ms, v, spiked
+	tr.LastMs, tr.Last, tr.Spiked = ms, v, d.Failed&(1<<testSpike) != 0
+	return d
 }
 
-// mark gives the value v at ms its four flags, in the order of Failed (gross range,
-// spike, rate of change, flat line); bridged says whether tr's last value is close enough
-// before it for the contextual tests. It reports whether the spike test flagged it. A
-// nil m is only judged (for spiked). Written out test by test, without a table of
-// closures: it runs for every value stored.
-func (l *Limits) mark(m *canon.Measurement, tr *Track, bridged bool, ms int64, v float64) (spiked bool) {
+// Indexes of the tests in Tests.
+const (
+	testGrossRange = iota
+	testSpike
+	testRateOfChange
+	testFlatLine
+)
+
+// judge gives the value v at ms its four flags; bridged says whether tr's last value is
+// close enough before it for the contextual tests. Written out test by test, without a
+// table of closures: it runs for every value stored.
+func (l *Limits) judge(tr *Track, bridged bool, ms int64, v float64) Verdict {
+	d := Verdict{Flag: canon.FlagPass}
 	switch {
 	case v < l.SensorMin || v > l.SensorMax:
-		set(m, canon.FlagFail, canon.TestGrossRange)
+		d.judge(testGrossRange, canon.FlagFail)
 	case v < l.UserMin || v > l.UserMax:
-		set(m, canon.FlagSuspect, canon.TestGrossRange)
-	default:
-		set(m, canon.FlagPass, canon.TestGrossRange)
+		d.judge(testGrossRange, canon.FlagSuspect)
 	}
 	if !bridged {
-		// The contextual tests that are on cannot be evaluated (each would mark the same).
+		// The contextual tests that are on cannot be evaluated.
 		if l.SpikeSuspect > 0 || l.RatePerHour > 0 || l.FlatSuspect > 0 {
-			set(m, canon.FlagNotEvaluated, "")
+			d.worst(canon.FlagNotEvaluated)
 		}
-		return false
+		return d
 	}
 	prev := tr.Last
 	if tr.Spiked && tr.BeforeKnown && diff(l, v, tr.Before) < l.SpikeSuspect {
 		prev = tr.Before // back after a spike: the spike is not this value's neighbour
 	}
 	if l.SpikeSuspect > 0 {
-		f := level(diff(l, v, prev), l.SpikeSuspect, l.SpikeFail)
-		set(m, f, canon.TestSpike)
-		spiked = f != canon.FlagPass
+		d.judge(testSpike, level(diff(l, v, prev), l.SpikeSuspect, l.SpikeFail))
 	}
 	if l.RatePerHour > 0 {
 		hours := max(float64(ms-tr.LastMs)/3_600_000, 1)
-		set(m, level(diff(l, v, prev)/hours, math.Nextafter(l.RatePerHour, math.Inf(1)), math.Inf(1)), canon.TestRateOfChange)
+		d.judge(testRateOfChange, level(diff(l, v, prev)/hours, math.Nextafter(l.RatePerHour, math.Inf(1)), math.Inf(1)))
 	}
-	if l.FlatSuspect > 0 {
-		f := canon.FlagPass // the run ends here
-		if diff(l, v, tr.RunValue) <= l.FlatTolerance {
-			f = level(float64(ms-tr.RunFrom), float64(l.FlatSuspect.Milliseconds()), float64(l.FlatFail.Milliseconds()))
-		}
-		set(m, f, canon.TestFlatLine)
+	if l.FlatSuspect > 0 && diff(l, v, tr.RunValue) <= l.FlatTolerance { // else the run ends here: a pass
+		d.judge(testFlatLine, level(float64(ms-tr.RunFrom), float64(l.FlatSuspect.Milliseconds()), float64(l.FlatFail.Milliseconds())))
 	}
-	return spiked
-}
-
-// set marks m, when there is one.
-func set(m *canon.Measurement, flag int, name string) {
-	if m != nil {
-		m.Mark(flag, name)
-	}
+	return d
 }
 
 // level grades x against its thresholds: fail at or above fail, suspect at or above

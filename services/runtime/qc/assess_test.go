@@ -224,7 +224,7 @@ func TestStepSharesLimits(t *testing.T) {
 			var tr Track
 			pts := series(canon.WaterTemperatureC, t0, 10*time.Minute, values...)
 			for i := range pts {
-				Of(canon.WaterTemperatureC).Step(&tr, pts[i].Ms, pts[i].Value, pts[i].M)
+				Of(canon.WaterTemperatureC).Step(&tr, pts[i].Ms, pts[i].Value).Apply(pts[i].M)
 			}
 			if got := flags(pts); !slices.Equal(got, want) {
 				errs <- fmt.Sprint(got)

@@ -66,14 +66,15 @@ type trackCache map[int32]stationTracks
 // station's newest stored reading (last, by station key), and those of a better source
 // that may revise a stored value. Each station's series continues from its cached tracks
 // when they end at its newest stored reading, else from the stored readings of the
-// lookback before the batch (one read per station, in tx). Flags are marked on copies of
-// the rows' measurements (the caller's observations are not changed). It returns the
-// tracks to cache once the batch commits.
+// lookback before the batch (one read per station, in tx). It gives each such row its
+// verdicts (row.verdicts, one per measurement), which the encoder and the rollups read
+// beside the measurements: the caller's observations are not changed, and nothing is
+// copied. It returns the tracks to cache once the batch commits.
 //
 // It runs for every stored value, so it allocates per batch rather than per value: the
-// rows are grouped by one sorted index, the copies of the measurements and their
-// qualities are cut from one slice each, and each measurement steps its parameter's
-// track in time order (qc.Limits.Step) instead of being gathered into a series first.
+// rows are grouped by one sorted index, the verdicts are cut from one slice of two bytes
+// a value, and each measurement steps its parameter's track in time order
+// (qc.Limits.Step) instead of being gathered into a series first.
 func (s *sqlStore) assess(ctx context.Context, tx txn, rows []row, last map[int32]int64) ([]keptTracks, error) {
 	order := make([]int, len(rows)) // the rows by station, then time
 	for i := range order {
@@ -112,7 +113,7 @@ func (s *sqlStore) assess(ctx context.Context, tx txn, rows []row, last map[int3
 			}
 		}
 	}
-	meas, qcs := make([]canon.Measurement, n), make([]canon.QC, n)
+	verdicts := make([]qc.Verdict, n)
 	lookback := qc.Lookback().Milliseconds()
 	out := make([]keptTracks, 0, len(todo))
 	for _, st := range todo {
@@ -130,24 +131,10 @@ func (s *sqlStore) assess(ctx context.Context, tx txn, rows []row, last map[int3
 		for _, i := range st.idx {
 			r := &rows[i]
 			k := len(r.meas)
-			copy(meas[:k], r.meas)
-			r.meas, meas = meas[:k:k], meas[k:]
-			q := qcs[:k:k]
-			qcs = qcs[k:]
+			r.verdicts, verdicts = verdicts[:k:k], verdicts[k:]
 			for j := range r.meas {
-				m := &r.meas[j]
-				fresh := m.QC == nil
-				if fresh {
-					q[j] = canon.QC{Flag: canon.FlagPass, Failed: []string{}} // what Mark starts from
-				} else { // a provider's mark: copied, the tests add to it
-					q[j] = canon.QC{Flag: m.QC.Flag, Failed: slices.Clone(m.QC.Failed)}
-				}
-				m.QC = &q[j]
-				switch pt := tracks.track(m.Parameter, j); {
-				case pt.lim != nil:
-					pt.lim.Step(&pt.tr, r.ts, m.Value, m)
-				case fresh:
-					m.QC.Flag = canon.FlagNotEvaluated // no test applies
+				if pt := tracks.track(r.meas[j].Parameter, j); pt.lim != nil {
+					r.verdicts[j] = pt.lim.Step(&pt.tr, r.ts, r.meas[j].Value)
 				}
 			}
 		}
@@ -157,6 +144,22 @@ func (s *sqlStore) assess(ctx context.Context, tx txn, rows []row, last map[int3
 		}
 	}
 	return out, nil
+}
+
+// quality is measurement m's flag once the tests gave it verdict d (its row's; the zero
+// Verdict when none ran): the worse of the provider's mark (a pass without one) and the
+// tests', or, when no test ran, the provider's mark, else not evaluated. It is the flag
+// canon.Measurement.Mark would have left on m.
+func quality(m *canon.Measurement, d qc.Verdict) int {
+	switch {
+	case m.QC == nil && d.Flag == 0:
+		return canon.FlagNotEvaluated
+	case m.QC == nil:
+		return int(d.Flag)
+	case d.Flag != 0 && canon.Worse(int(d.Flag), m.QC.Flag):
+		return int(d.Flag)
+	}
+	return m.QC.Flag
 }
 
 // storedContext feeds tracks with a station's stored values in [lo, hi).
@@ -170,7 +173,7 @@ func (s *sqlStore) storedContext(ctx context.Context, tx txn, key int32, lo, hi 
 		}
 		for j := range ms {
 			if pt := tracks.track(ms[j].Parameter, j); pt.lim != nil {
-				pt.lim.Step(&pt.tr, r.Time.UnixMilli(), ms[j].Value, nil)
+				pt.lim.Step(&pt.tr, r.Time.UnixMilli(), ms[j].Value)
 			}
 		}
 		return nil

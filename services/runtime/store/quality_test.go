@@ -266,12 +266,14 @@ func TestQualityFlagsMatchSeries(t *testing.T) {
 						switch r := rng.IntN(30); {
 						case r == 0:
 							level[st][p] = pr.base * (1 + 2*rng.Float64()) // a spike or a jump
-						case r < 12:
-							// flat
+						case r < 12 || st == 0 && r < 29:
+							// flat (station E0 mostly: flat-line runs)
 						default:
 							level[st][p] += (rng.Float64() - 0.5) * pr.base / 50
 						}
-						v := max(level[st][p], 0)
+						cp, _ := canon.Lookup(pr.id)
+						level[st][p] = min(max(level[st][p], cp.Min), cp.Max) // the physical range
+						v := level[st][p]
 						if pr.id == canon.WindDirectionDeg {
 							v = float64(int(v) % 360)
 						}
