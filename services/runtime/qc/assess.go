@@ -36,78 +36,122 @@ type Point struct {
 // the last point. A parameter without limits is marked by nothing (its flag stays the
 // provider's).
 func Assess(param string, tr *Track, pts []Point) {
-	l, ok := For(param)
-	if !ok {
+	l := Of(param)
+	if l == nil {
 		return
 	}
-	window := l.Window.Milliseconds()
 	for i := range pts {
-		p := &pts[i]
-		bridged := tr.Known && p.Ms > tr.LastMs && p.Ms-tr.LastMs <= window
-		m := p.M
-		if m == nil { // a context value: its flags only steer the track
-			m = &canon.Measurement{}
-		}
-		spiked := mark(m, l, tr, bridged, pts, i)
-		switch {
-		case !bridged:
-			*tr = Track{Known: true, LastMs: p.Ms, Last: p.Value, RunFrom: p.Ms, RunValue: p.Value}
-		default:
-			if diff(l, p.Value, tr.RunValue) > l.FlatTolerance {
-				tr.RunFrom, tr.RunValue = p.Ms, p.Value
-			}
-			tr.BeforeKnown, tr.Before = true, tr.Last
-			tr.LastMs, tr.Last, tr.Spiked = p.Ms, p.Value, spiked
+		v := l.Step(tr, pts[i].Ms, pts[i].Value)
+		if pts[i].M != nil {
+			v.Apply(pts[i].M)
 		}
 	}
 }
 
-// mark gives point i its four flags; bridged says whether tr's last value is close
-// enough before it for the contextual tests. It reports whether the spike test flagged it.
-func mark(m *canon.Measurement, l Limits, tr *Track, bridged bool, pts []Point, i int) (spiked bool) {
-	v := pts[i].Value
+// Tests names the four tests in the order they mark a value (the order of QC.Failed),
+// Verdict.Failed's bits.
+var Tests = [4]string{canon.TestGrossRange, canon.TestSpike, canon.TestRateOfChange, canon.TestFlatLine}
+
+// Verdict is what the four tests gave one value: Flag, the worst of their flags, and
+// Failed, the tests that flagged it suspect or failed (bit i: Tests[i]). It holds no
+// pointer, so that the store keeps one per stored value in two bytes of a slice the
+// garbage collector does not scan, instead of a canon.QC on a copy of every measurement.
+// The zero Verdict says no test ran (a parameter without thresholds).
+type Verdict struct {
+	Flag   uint8
+	Failed uint8
+}
+
+// judge records that test i gave flag.
+func (d *Verdict) judge(i int, flag int) {
+	d.worst(flag)
+	if flag == canon.FlagSuspect || flag == canon.FlagFail {
+		d.Failed |= 1 << i
+	}
+}
+
+// worst makes flag the verdict's when it is worse.
+func (d *Verdict) worst(flag int) {
+	if canon.Worse(flag, int(d.Flag)) {
+		d.Flag = uint8(flag)
+	}
+}
+
+// Apply marks m as the tests' own marks would: the flag becomes the worst of m's and
+// the verdict's, and the tests that flagged it join Failed in their order (after a
+// provider's marks). A zero Verdict marks nothing.
+func (d Verdict) Apply(m *canon.Measurement) {
+	if d.Flag == 0 {
+		return
+	}
+	m.Mark(int(d.Flag), "")
+	for i, name := range Tests {
+		if d.Failed&(1<<i) != 0 {
+			m.Mark(canon.FlagSuspect, name) // no worse than d.Flag: only names it
+		}
+	}
+}
+
+// Step runs the four tests on one value v at ms (epoch ms) that follows tr's values,
+// leaves tr at the value and returns the verdict. Assess is Step over a series; the
+// store steps through a batch's readings in time order, each measurement with its
+// parameter's track, so that it builds no series per parameter.
+func (l *Limits) Step(tr *Track, ms int64, v float64) Verdict {
+	bridged := tr.Known && ms > tr.LastMs && ms-tr.LastMs <= l.Window.Milliseconds()
+	d := l.judge(tr, bridged, ms, v)
+	if !bridged {
+		*tr = Track{Known: true, LastMs: ms, Last: v, RunFrom: ms, RunValue: v}
+		return d
+	}
+	if diff(l, v, tr.RunValue) > l.FlatTolerance {
+		tr.RunFrom, tr.RunValue = ms, v
+	}
+	tr.BeforeKnown, tr.Before = true, tr.Last
+	tr.LastMs, tr.Last, tr.Spiked = ms, v, d.Failed&(1<<testSpike) != 0
+	return d
+}
+
+// Indexes of the tests in Tests.
+const (
+	testGrossRange = iota
+	testSpike
+	testRateOfChange
+	testFlatLine
+)
+
+// judge gives the value v at ms its four flags; bridged says whether tr's last value is
+// close enough before it for the contextual tests. Written out test by test, without a
+// table of closures: it runs for every value stored.
+func (l *Limits) judge(tr *Track, bridged bool, ms int64, v float64) Verdict {
+	d := Verdict{Flag: canon.FlagPass}
 	switch {
 	case v < l.SensorMin || v > l.SensorMax:
-		m.Mark(canon.FlagFail, canon.TestGrossRange)
+		d.judge(testGrossRange, canon.FlagFail)
 	case v < l.UserMin || v > l.UserMax:
-		m.Mark(canon.FlagSuspect, canon.TestGrossRange)
-	default:
-		m.Mark(canon.FlagPass, canon.TestGrossRange)
+		d.judge(testGrossRange, canon.FlagSuspect)
+	}
+	if !bridged {
+		// The contextual tests that are on cannot be evaluated.
+		if l.SpikeSuspect > 0 || l.RatePerHour > 0 || l.FlatSuspect > 0 {
+			d.worst(canon.FlagNotEvaluated)
+		}
+		return d
 	}
 	prev := tr.Last
 	if tr.Spiked && tr.BeforeKnown && diff(l, v, tr.Before) < l.SpikeSuspect {
 		prev = tr.Before // back after a spike: the spike is not this value's neighbour
 	}
-	hours := max(float64(pts[i].Ms-tr.LastMs)/3_600_000, 1)
-	run := float64(pts[i].Ms - tr.RunFrom)
-	tests := [...]struct {
-		on   bool
-		name string
-		flag func() int
-	}{
-		{l.SpikeSuspect > 0, canon.TestSpike, func() int { return level(diff(l, v, prev), l.SpikeSuspect, l.SpikeFail) }},
-		{l.RatePerHour > 0, canon.TestRateOfChange, func() int {
-			return level(diff(l, v, prev)/hours, math.Nextafter(l.RatePerHour, math.Inf(1)), math.Inf(1))
-		}},
-		{l.FlatSuspect > 0, canon.TestFlatLine, func() int {
-			if diff(l, v, tr.RunValue) > l.FlatTolerance {
-				return canon.FlagPass // the run ends here
-			}
-			return level(run, float64(l.FlatSuspect.Milliseconds()), float64(l.FlatFail.Milliseconds()))
-		}},
+	if l.SpikeSuspect > 0 {
+		d.judge(testSpike, level(diff(l, v, prev), l.SpikeSuspect, l.SpikeFail))
 	}
-	for _, t := range tests {
-		switch {
-		case !t.on:
-		case !bridged:
-			m.Mark(canon.FlagNotEvaluated, "")
-		default:
-			f := t.flag()
-			m.Mark(f, t.name)
-			spiked = spiked || (t.name == canon.TestSpike && f != canon.FlagPass)
-		}
+	if l.RatePerHour > 0 {
+		hours := max(float64(ms-tr.LastMs)/3_600_000, 1)
+		d.judge(testRateOfChange, level(diff(l, v, prev)/hours, math.Nextafter(l.RatePerHour, math.Inf(1)), math.Inf(1)))
 	}
-	return spiked
+	if l.FlatSuspect > 0 && diff(l, v, tr.RunValue) <= l.FlatTolerance { // else the run ends here: a pass
+		d.judge(testFlatLine, level(float64(ms-tr.RunFrom), float64(l.FlatSuspect.Milliseconds()), float64(l.FlatFail.Milliseconds())))
+	}
+	return d
 }
 
 // level grades x against its thresholds: fail at or above fail, suspect at or above
@@ -123,7 +167,7 @@ func level(x, suspect, fail float64) int {
 }
 
 // diff is |a - b|, on the circle for directions.
-func diff(l Limits, a, b float64) float64 {
+func diff(l *Limits, a, b float64) float64 {
 	d := math.Abs(a - b)
 	if l.Circular {
 		d = math.Mod(d, 360)

@@ -1,6 +1,7 @@
 package qc
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -199,6 +200,42 @@ func TestDocumentedTable(t *testing.T) {
 	for _, want := range []string{MarkdownTable(), Sources()} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("docs/quality.md does not hold the current table; it should contain:\n%s", want)
+		}
+	}
+}
+
+// Every store of a process steps its values with the same *Limits (Of): under -race,
+// goroutines assessing at once must only read them, and get the flags one alone gets.
+func TestStepSharesLimits(t *testing.T) {
+	values := []float64{20, 20.1, 26.5, 20.2, 20.2, 20.2, 38, 20.1}
+	var want []int
+	{
+		var tr Track
+		pts := series(canon.WaterTemperatureC, t0, 10*time.Minute, values...)
+		Assess(canon.WaterTemperatureC, &tr, pts)
+		want = flags(pts)
+	}
+	if Of(canon.WaterTemperatureC) != Of(canon.WaterTemperatureC) {
+		t.Fatal("Of returned two copies: the sharing this test checks is gone")
+	}
+	errs := make(chan string, 8)
+	for range 8 {
+		go func() {
+			var tr Track
+			pts := series(canon.WaterTemperatureC, t0, 10*time.Minute, values...)
+			for i := range pts {
+				Of(canon.WaterTemperatureC).Step(&tr, pts[i].Ms, pts[i].Value).Apply(pts[i].M)
+			}
+			if got := flags(pts); !slices.Equal(got, want) {
+				errs <- fmt.Sprint(got)
+				return
+			}
+			errs <- ""
+		}()
+	}
+	for range 8 {
+		if e := <-errs; e != "" {
+			t.Fatalf("flags %s, want %v", e, want)
 		}
 	}
 }

@@ -106,8 +106,8 @@ var table = []Limits{
 	{Param: canon.AQI, UserMin: 0, UserMax: 500, Source: srcDerived},
 }
 
-var byParam = func() map[string]Limits {
-	m := make(map[string]Limits, len(table))
+var byParam = func() map[string]*Limits {
+	m := make(map[string]*Limits, len(table))
 	for _, l := range table {
 		p, ok := canon.Lookup(l.Param)
 		if !ok {
@@ -119,7 +119,7 @@ var byParam = func() map[string]Limits {
 		if l.SensorMin == 0 && l.SensorMax == 0 {
 			l.SensorMin, l.SensorMax = p.Min, p.Max
 		}
-		m[l.Param] = l
+		m[l.Param] = &l
 	}
 	return m
 }()
@@ -128,16 +128,23 @@ var byParam = func() map[string]Limits {
 func Table() []Limits {
 	out := make([]Limits, 0, len(table))
 	for _, l := range table {
-		out = append(out, byParam[l.Param])
+		out = append(out, *byParam[l.Param])
 	}
 	return out
 }
 
 // For returns the thresholds of param.
 func For(param string) (Limits, bool) {
-	l, ok := byParam[param]
-	return l, ok
+	if l := byParam[param]; l != nil {
+		return *l, true
+	}
+	return Limits{}, false
 }
+
+// Of returns the thresholds of param, shared and read-only (Step's receiver), or nil for
+// a parameter without them: the store looks them up once per station and parameter of a
+// batch, not per value, and copies nothing.
+func Of(param string) *Limits { return byParam[param] }
 
 // Lookback is how far before a batch's first value the store must read a station's
 // stored values for the tests to see what they need (the longest flat-line fail time).

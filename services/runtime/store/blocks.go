@@ -176,7 +176,7 @@ func (p *packer) block(b *block, rows []row) error {
 	for i, r := range b.rows {
 		start := len(p.plain)
 		var err error
-		if p.plain, err = p.me.encode(p.plain, rows[r].meas); err != nil {
+		if p.plain, err = p.me.encode(p.plain, rows[r].meas, rows[r].verdicts); err != nil {
 			return fmt.Errorf("measurements at %d: %w", rows[r].ts, err)
 		}
 		binary.LittleEndian.PutUint32(p.plain[at+4*i:], uint32(len(p.plain)-start))
@@ -205,7 +205,7 @@ func (p *packer) block(b *block, rows []row) error {
 // inline fills a row's own blobs, as every row was stored before blocks.
 func (p *packer) inline(r *row) error {
 	var err error
-	if p.plain, err = p.me.encode(p.plain[:0], r.meas); err != nil {
+	if p.plain, err = p.me.encode(p.plain[:0], r.meas, r.verdicts); err != nil {
 		return fmt.Errorf("measurements at %d: %w", r.ts, err)
 	}
 	p.scratch = p.c.encode(r.mDict, p.plain, p.scratch[:0])

@@ -114,7 +114,7 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	ph.done(phasePrepare)
 	var (
 		revised map[int32][]int64
-		tracks  map[int32]*stationTracks
+		tracks  []keptTracks
 	)
 	err = s.d.inTx(ctx, func(tx txn) error {
 		changed, last, err := s.writeStations(ctx, tx, stations, rows, extKeys, len(b.Observations) == 0)
@@ -144,7 +144,7 @@ func (s *sqlStore) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		// The new readings' values, summed into their hours (docs/services.md "Aggregates").
 		sums := rollupSums{}
 		for i := range fresh {
-			sums.add(fresh[i].station, fresh[i].ts, fresh[i].meas, s.rollupParamID)
+			sums.add(fresh[i].station, fresh[i].ts, fresh[i].meas, fresh[i].verdicts, s.rollupParamID)
 		}
 		if err := s.addRollups(ctx, tx, sums); err != nil {
 			return err
@@ -205,7 +205,7 @@ func (s *sqlStore) committedReadings(stations []contract.Station, rows []row, ex
 		if st == nil {
 			continue
 		}
-		m, err := enc.encode(nil, r.meas)
+		m, err := enc.encode(nil, r.meas, r.verdicts)
 		if err != nil {
 			continue // cannot happen: the same encoder stored these values
 		}
@@ -466,7 +466,7 @@ func (s *sqlStore) setDicts(ctx context.Context, rows []row, extKeys []string) e
 					ms[i].QC = &canon.QC{Flag: canon.FlagPass, Failed: []string{}}
 				}
 			}
-			j, err := me.encode(nil, ms)
+			j, err := me.encode(nil, ms, nil)
 			if err != nil {
 				return fmt.Errorf("ingest: measurements of format %s: %w", f, err)
 			}

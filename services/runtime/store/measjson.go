@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/services/runtime/qc"
 )
 
 // measEncoder writes a []canon.Measurement exactly as encoding/json does, without
@@ -49,9 +51,13 @@ func appendFloat(dst []byte, f float64) []byte {
 	return dst
 }
 
-func (e *measEncoder) encode(dst []byte, ms []canon.Measurement) ([]byte, error) {
+// encode appends ms as JSON to dst. vs are the QARTOD tests' verdicts of ms (a row's
+// verdicts), written as the qualities canon.Measurement.Mark would have left on them
+// (qc.Verdict.Apply); nil writes each measurement's own QC.
+func (e *measEncoder) encode(dst []byte, ms []canon.Measurement, vs []qc.Verdict) ([]byte, error) {
 	dst = append(dst, '[')
-	for i, m := range ms {
+	for i := range ms {
+		m := &ms[i]
 		if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) || math.IsNaN(m.ValueOriginal) || math.IsInf(m.ValueOriginal, 0) {
 			return nil, &json.UnsupportedValueError{Str: strconv.FormatFloat(m.Value, 'g', -1, 64)}
 		}
@@ -68,22 +74,57 @@ func (e *measEncoder) encode(dst []byte, ms []canon.Measurement) ([]byte, error)
 		dst = e.str(dst, m.UnitOriginal)
 		dst = append(dst, `,"value_original":`...)
 		dst = appendFloat(dst, m.ValueOriginal)
-		if m.QC != nil {
-			dst = append(dst, `,"qc":{"flag":`...)
-			dst = strconv.AppendInt(dst, int64(m.QC.Flag), 10)
-			dst = append(dst, `,"failed":[`...)
-			for j, f := range m.QC.Failed {
-				if j > 0 {
-					dst = append(dst, ',')
-				}
-				dst = e.str(dst, f)
-			}
-			dst = append(dst, "]}"...)
+		var d qc.Verdict
+		if vs != nil {
+			d = vs[i]
+		} else if m.QC == nil {
+			dst = append(dst, '}')
+			continue // no quality: a reading stored with the tests off
 		}
+		dst = e.quality(dst, m, d)
 		dst = append(dst, '}')
 	}
 	return append(dst, ']'), nil
 }
+
+// quality appends m's quality once the tests gave it d: the flag (package store's
+// quality), then the names that set it, the provider's marks first and then the tests
+// that flagged it, each once, as Mark appends them.
+func (e *measEncoder) quality(dst []byte, m *canon.Measurement, d qc.Verdict) []byte {
+	flag := quality(m, d)
+	var provider []string
+	if m.QC != nil {
+		provider = m.QC.Failed
+	}
+	if flag == canon.FlagPass && len(provider) == 0 && d.Failed == 0 {
+		return append(dst, qcPass...) // most values: one copy
+	}
+	dst = append(dst, `,"qc":{"flag":`...)
+	dst = strconv.AppendInt(dst, int64(flag), 10)
+	dst = append(dst, `,"failed":[`...)
+	n := 0
+	for _, name := range provider {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		dst = e.str(dst, name)
+		n++
+	}
+	for i, name := range qc.Tests {
+		if d.Failed&(1<<i) == 0 || slices.Contains(provider, name) {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		dst = e.str(dst, name)
+		n++
+	}
+	return append(dst, "]}"...)
+}
+
+// qcPass is a passed value's quality as measEncoder writes it.
+const qcPass = `,"qc":{"flag":1,"failed":[]}`
 
 // qcKey is how a stored measurement's quality starts (measEncoder's shape).
 var qcKey = []byte(`"qc":`)

@@ -3,9 +3,11 @@ package store
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/services/runtime/qc"
 )
 
 // The hand-written encoder must give the bytes encoding/json gives, or stored readings
@@ -21,18 +23,18 @@ func TestMeasEncoderMatchesEncodingJSON(t *testing.T) {
 			{Parameter: canon.AirTemperatureC, Value: v / 3, Unit: canon.Celsius, UnitOriginal: units[(i+1)%len(units)], ValueOriginal: v * 7},
 		}
 		want, _ := json.Marshal(ms)
-		got, err := e.encode(nil, ms)
+		got, err := e.encode(nil, ms, nil)
 		if err != nil || string(got) != string(want) {
 			t.Fatalf("value %g:\n got %s (%v)\nwant %s", v, got, err, want)
 		}
 	}
 	for _, ms := range [][]canon.Measurement{nil, {}} {
-		got, _ := e.encode(nil, ms)
+		got, _ := e.encode(nil, ms, nil)
 		if string(got) != "[]" {
 			t.Fatalf("empty: %s", got)
 		}
 	}
-	if _, err := e.encode(nil, []canon.Measurement{{Value: math.NaN()}}); err == nil {
+	if _, err := e.encode(nil, []canon.Measurement{{Value: math.NaN()}}, nil); err == nil {
 		t.Fatal("NaN encoded without error")
 	}
 }
@@ -50,7 +52,7 @@ func TestMeasDecoderMatchesEncodingJSON(t *testing.T) {
 			{Parameter: canon.PM25, Value: v, Unit: canon.UgPerM3, UnitOriginal: units[i%len(units)], ValueOriginal: -v},
 			{Parameter: canon.AirTemperatureC, Value: v / 3, Unit: canon.Celsius, UnitOriginal: units[(i+1)%len(units)], ValueOriginal: v * 7},
 		}
-		b, err := e.encode(nil, ms)
+		b, err := e.encode(nil, ms, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +95,7 @@ func BenchmarkMeasDecode(b *testing.B) {
 		{Parameter: canon.AirTemperatureC, Value: 21.3, Unit: canon.Celsius, UnitOriginal: "degC", ValueOriginal: 21.3},
 		{Parameter: canon.WaterTemperatureC, Value: 24.1, Unit: canon.Celsius, UnitOriginal: "degC", ValueOriginal: 24.1},
 	}
-	doc, _ := newMeasEncoder().encode(nil, ms)
+	doc, _ := newMeasEncoder().encode(nil, ms, nil)
 	b.Run("encoding-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
@@ -128,7 +130,7 @@ func TestQualityEncoding(t *testing.T) {
 		ms = append(ms, canon.Measurement{Parameter: canon.WaterTemperatureC, Value: float64(i), Unit: canon.Celsius, UnitOriginal: "degC", ValueOriginal: float64(i), QC: q})
 	}
 	want, _ := json.Marshal(ms)
-	got, err := e.encode(nil, ms)
+	got, err := e.encode(nil, ms, nil)
 	if err != nil || string(got) != string(want) {
 		t.Fatalf("encode:\n got %s (%v)\nwant %s", got, err, want)
 	}
@@ -159,5 +161,48 @@ func TestQualityEncoding(t *testing.T) {
 	}
 	if b := withQC([]byte(`[]`)); string(b) != `[]` {
 		t.Fatalf("withQC([]) = %s", b)
+	}
+}
+
+// A row's verdicts are written as the qualities Mark leaves when the tests mark the
+// measurement itself (qc.Verdict.Apply, on a copy of the provider's quality): the same
+// bytes for every provider mark and every verdict, and the same flag for the rollups.
+func TestEncodeVerdictsAsMarked(t *testing.T) {
+	t.Parallel()
+	providers := []*canon.QC{nil, {Flag: canon.FlagPass, Failed: []string{}}, {Flag: canon.FlagNotEvaluated, Failed: []string{canon.ProviderPreliminary}},
+		{Flag: canon.FlagSuspect, Failed: []string{canon.ProviderFlagged}}, {Flag: canon.FlagFail, Failed: []string{canon.ProviderRange, canon.TestSpike}},
+		{Flag: canon.FlagMissing, Failed: nil}}
+	e := newMeasEncoder()
+	for _, pq := range providers {
+		for flag := uint8(0); flag <= canon.FlagFail; flag++ {
+			for failed := uint8(0); failed < 16; failed++ {
+				if failed != 0 && flag < canon.FlagSuspect {
+					continue // a flagged test makes the verdict suspect at least (none ran: 0)
+				}
+				d := qc.Verdict{Flag: flag, Failed: failed}
+				m := canon.Measurement{Parameter: canon.WaterTemperatureC, Value: 20, Unit: canon.Celsius, UnitOriginal: "degC", ValueOriginal: 20, QC: pq}
+				marked := m
+				if pq != nil {
+					q := *pq
+					q.Failed = slices.Clone(q.Failed)
+					marked.QC = &q
+				}
+				d.Apply(&marked)
+				if marked.QC == nil {
+					marked.Mark(canon.FlagNotEvaluated, "") // what the store does when no test ran
+				}
+				want, _ := e.encode(nil, []canon.Measurement{marked}, nil)
+				got, err := e.encode(nil, []canon.Measurement{m}, []qc.Verdict{d})
+				if err != nil || string(got) != string(want) {
+					t.Fatalf("provider %+v, verdict %+v:\n got %s\nwant %s", pq, d, got, want)
+				}
+				if q := quality(&m, d); q != marked.QC.Flag {
+					t.Fatalf("provider %+v, verdict %+v: flag %d, want %d", pq, d, q, marked.QC.Flag)
+				}
+				if pq != nil && (m.QC != pq || !slices.Equal(pq.Failed, providers[slices.Index(providers, pq)].Failed)) {
+					t.Fatal("the provider's quality was changed")
+				}
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/services/observation"
+	"github.com/sensorgate/sensorgate/services/runtime/qc"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
 
@@ -201,6 +203,157 @@ func TestQualityConcurrentIngest(t *testing.T) {
 		for w := 0; w < 4; w++ {
 			if got := flagsOf(qualities(t, s, fmt.Sprintf("C%d", w))); !slices.Equal(got, []int{2, 1, 4, 1, 1, 1, 1, 1}) {
 				t.Fatalf("station C%d flags %v, want [2 1 4 1 1 1 1 1]", w, got)
+			}
+		}
+	})
+}
+
+// The flags stored are those of qc.Assess over each station's whole series, whatever
+// the batches: backfills and polls of random sizes, rows out of order within a batch,
+// stations missing from some batches, provider marks, gaps, spikes and flat runs. (The
+// store steps the measurements of a batch in time order and continues from its cached
+// tracks; this holds it to the series the tests are defined on.)
+func TestQualityFlagsMatchSeries(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(31, 7))
+		params := []struct {
+			id, unit string
+			base     float64
+		}{
+			{canon.WaterTemperatureC, "degC", 20}, {canon.AirTemperatureC, "degC", 15}, {canon.WindDirectionDeg, "degT", 350},
+			{canon.WindGustMS, "m/s", 8}, {canon.WaterLevelM, "m", 1}, {canon.PM25, "ug/m3", 12}, {canon.AQI, "", 40},
+		}
+		const stations = 6
+		type value struct {
+			ms int64
+			m  canon.Measurement // as ingested
+		}
+		series := map[string]map[string][]value{} // station, parameter
+		next := make([]time.Time, stations)
+		level := make([][]float64, stations)
+		for st := range stations {
+			next[st] = time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(st) * time.Minute)
+			level[st] = make([]float64, len(params))
+			for p := range params {
+				level[st][p] = params[p].base
+			}
+			series[fmt.Sprintf("E%d", st)] = map[string][]value{}
+		}
+		for batch := 0; batch < 40; batch++ {
+			b := store.Batch{Provider: "ndbc", Feed: "ndbc-historical"}
+			per := 1 + rng.IntN(30)
+			if batch%3 == 0 {
+				per = 1 // a poll
+			}
+			for st := range stations {
+				if rng.IntN(4) == 0 {
+					continue // not in this batch
+				}
+				id := fmt.Sprintf("E%d", st)
+				for range per {
+					step := time.Duration(5+rng.IntN(20)) * time.Minute
+					if rng.IntN(40) == 0 {
+						step = time.Duration(2+rng.IntN(5)) * time.Hour // a gap
+					}
+					next[st] = next[st].Add(step)
+					var ms []canon.Measurement
+					for p, pr := range params {
+						if rng.IntN(10) == 0 {
+							continue // missing this time
+						}
+						switch r := rng.IntN(30); {
+						case r == 0:
+							level[st][p] = pr.base * (1 + 2*rng.Float64()) // a spike or a jump
+						case r < 12 || st == 0 && r < 29:
+							// flat (station E0 mostly: flat-line runs)
+						default:
+							level[st][p] += (rng.Float64() - 0.5) * pr.base / 50
+						}
+						cp, _ := canon.Lookup(pr.id)
+						level[st][p] = min(max(level[st][p], cp.Min), cp.Max) // the physical range
+						v := level[st][p]
+						if pr.id == canon.WindDirectionDeg {
+							v = float64(int(v) % 360)
+						}
+						unit := pr.unit
+						if unit == "" {
+							unit = canon.Dimensionless
+						}
+						m, err := canon.Normalize(pr.id, v, unit)
+						if err != nil {
+							t.Fatalf("%s %g %s: %v", pr.id, v, unit, err)
+						}
+						switch rng.IntN(12) {
+						case 0:
+							m.Mark(canon.FlagNotEvaluated, canon.ProviderPreliminary)
+						case 1:
+							m.Mark(canon.FlagSuspect, canon.ProviderFlagged)
+						}
+						ms = append(ms, m)
+						series[id][pr.id] = append(series[id][pr.id], value{next[st].UnixMilli(), m})
+					}
+					b.Observations = append(b.Observations, observation.Observation{StationID: id, Time: next[st],
+						Measurements: ms, Raw: json.RawMessage(`{"v":1}`), RawFormat: "ndbc.historical.stdmet"})
+				}
+			}
+			if len(b.Observations) == 0 {
+				continue
+			}
+			rng.Shuffle(len(b.Observations), func(i, j int) { b.Observations[i], b.Observations[j] = b.Observations[j], b.Observations[i] })
+			b.FetchedAt = next[0].Add(time.Hour)
+			if _, err := s.Ingest(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for id, byParam := range series {
+			// What qc.Assess gives the whole series, marked as the store marks.
+			want := map[int64]map[string]canon.QC{}
+			for p, vs := range byParam {
+				pts := make([]qc.Point, len(vs))
+				for i := range vs {
+					m := vs[i].m
+					if m.QC != nil {
+						q := *m.QC
+						q.Failed = slices.Clone(q.Failed)
+						m.QC = &q
+					}
+					pts[i] = qc.Point{Ms: vs[i].ms, Value: m.Value, M: &m}
+				}
+				var tr qc.Track
+				qc.Assess(p, &tr, pts)
+				for _, pt := range pts {
+					if pt.M.QC == nil {
+						pt.M.Mark(canon.FlagNotEvaluated, "")
+					}
+					if want[pt.Ms] == nil {
+						want[pt.Ms] = map[string]canon.QC{}
+					}
+					want[pt.Ms][p] = *pt.M.QC
+				}
+			}
+			rs, _, err := s.Readings(ctx, id, contract.ReadingsQuery{Limit: 5000, Page: 1, Ascending: true, Format: contract.FormatCleaned})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != len(want) {
+				t.Fatalf("%s: %d readings stored, want %d", id, len(rs), len(want))
+			}
+			for _, r := range rs {
+				var ms []canon.Measurement
+				if err := json.Unmarshal(r.Measurements, &ms); err != nil {
+					t.Fatal(err)
+				}
+				w := want[r.Time.UnixMilli()]
+				if len(ms) != len(w) {
+					t.Fatalf("%s %v: %d measurements, want %d", id, r.Time, len(ms), len(w))
+				}
+				for _, m := range ms {
+					if q := w[m.Parameter]; m.QC == nil || m.QC.Flag != q.Flag || !slices.Equal(m.QC.Failed, q.Failed) || m.QC.Failed == nil {
+						t.Fatalf("%s %v %s: quality %+v, want %+v", id, r.Time, m.Parameter, m.QC, q)
+					}
+				}
 			}
 		}
 	})

@@ -80,7 +80,7 @@ func (s *sqlStore) reviseDuplicates(ctx context.Context, tx txn, rows []row, fre
 			if !ok || SourceRank(r.format) <= SourceRank(old.RawFormat) {
 				continue
 			}
-			cur, err := me.encode(nil, r.meas)
+			cur, err := me.encode(nil, r.meas, r.verdicts)
 			if err != nil {
 				return nil, fmt.Errorf("ingest: revisions: %w", err)
 			}

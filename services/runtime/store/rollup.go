@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/services/runtime/qc"
 )
 
 const hourMs = 3_600_000
@@ -177,17 +178,21 @@ func hourOf(ts int64) int64 { return ts - ((ts%hourMs)+hourMs)%hourMs }
 // rollupSums collects the cells of readings per station and hour before they are written.
 type rollupSums map[hourKey]map[uint16]*Cell
 
-// add sums measurements taken at ts into the hour of station; ids gives each
-// parameter's id (known: rollupParamIDs ran before).
-func (r rollupSums) add(station int32, ts int64, ms []canon.Measurement, ids func(string) uint16) {
+// add sums measurements taken at ts into the hour of station, with the tests' verdicts vs
+// of them (nil: each measurement's own QC); ids gives each parameter's id (known:
+// rollupParamIDs ran before).
+func (r rollupSums) add(station int32, ts int64, ms []canon.Measurement, vs []qc.Verdict, ids func(string) uint16) {
 	k := hourKey{station, hourOf(ts)}
 	h := r[k]
 	if h == nil {
 		h = make(map[uint16]*Cell, len(ms))
 		r[k] = h
 	}
-	for _, m := range ms {
+	for i, m := range ms {
 		good := m.QC == nil || canon.Good(m.QC.Flag)
+		if vs != nil {
+			good = canon.Good(quality(&m, vs[i]))
+		}
 		name := m.Parameter
 		if !good {
 			name = excludedName(m.Parameter)
@@ -454,7 +459,7 @@ func (s *sqlStore) sumReadings(ctx context.Context, st stationRec, lo, hi int64,
 			}
 		}
 		if len(*missing) == 0 {
-			sums.add(st.key, r.Time.UnixMilli(), ms, s.rollupParamID)
+			sums.add(st.key, r.Time.UnixMilli(), ms, nil, s.rollupParamID)
 		}
 		return nil
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/jsonbytes"
+	"github.com/sensorgate/sensorgate/services/runtime/qc"
 )
 
 // row is one reading on its way to the table: its plain values first, then either its
@@ -26,7 +27,8 @@ type row struct {
 
 	format         string // source format: the block grouping and dictionaries
 	meas           []canon.Measurement
-	rawPlain       []byte // raw fragment as served
+	verdicts       []qc.Verdict // the QARTOD tests' verdicts of meas (assess); nil when they did not run
+	rawPlain       []byte       // raw fragment as served
 	mDict, rawDict uint32
 
 	// Stored form: measurements, raw_format and raw of an inline row; for a row whose
