@@ -207,7 +207,7 @@ func TestStreamLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "GET /api/v1/readings/stream HTTP/1.1\r\nHost: x\r\nx-api-key: %s\r\nLast-Event-ID: %s\r\n\r\n", apiKey, from)
+	fmt.Fprintf(conn, "GET /api/v1/readings/stream HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nLast-Event-ID: %s\r\n\r\n", strings.TrimPrefix(g.url, "http://"), apiKey, from)
 	// While it stalls, the fast stream keeps receiving; the slow one is cut (its slot comes
 	// back, which the cap of 2 shows).
 	start := time.Now()
