@@ -16,6 +16,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/stream"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
+	"github.com/sensorgate/sensorgate/pkg/mcpproto"
 )
 
 // subscriptions/listen (2026-07-28, SEP-2575): the client POSTs one listen request naming
@@ -39,7 +40,7 @@ const (
 	methodSubscriptionsListen = "subscriptions/listen"
 	notifySubscriptionsAck    = "notifications/subscriptions/acknowledged"
 	notifyResourceUpdated     = "notifications/resources/updated"
-	metaSubscriptionID        = metaPrefix + "subscriptionId"
+	metaSubscriptionID        = mcpproto.MetaSubscriptionID
 	// listenHeartbeat is how often an idle subscription sends a comment, so that proxies
 	// keep it open and a dead client is noticed.
 	listenHeartbeat = 15 * time.Second

@@ -3,29 +3,27 @@ package mcp
 import (
 	"encoding/json"
 	"slices"
+
+	"github.com/sensorgate/sensorgate/pkg/mcpproto"
 )
 
 // LatestProtocolVersion is the newest version initialize negotiates, and the one it answers
 // with when the client asks for one it does not know.
-const LatestProtocolVersion = "2025-11-25"
+const LatestProtocolVersion = mcpproto.Latest
 
 // StatelessProtocolVersion is the stateless protocol (SEP-2575): no initialize and no
 // session; server/discover, and the protocol version, client info and capabilities in the
 // _meta of every request (stateless.go).
-const StatelessProtocolVersion = "2026-07-28"
+const StatelessProtocolVersion = mcpproto.Stateless
 
 // SupportedProtocolVersions returns the MCP protocol versions initialize accepts, newest
 // first. 2026-07-28 is not among them: it has no initialize (a client asking initialize for
 // it gets 2025-11-25); it is negotiated by server/discover (AllProtocolVersions).
-func SupportedProtocolVersions() []string {
-	return []string{LatestProtocolVersion, "2025-06-18", "2025-03-26", "2024-11-05"}
-}
+func SupportedProtocolVersions() []string { return mcpproto.Initialize() }
 
 // AllProtocolVersions returns every version an endpoint speaks, newest first: the stateless
 // one and those of initialize. server/discover lists them.
-func AllProtocolVersions() []string {
-	return append([]string{StatelessProtocolVersion}, SupportedProtocolVersions()...)
-}
+func AllProtocolVersions() []string { return mcpproto.All() }
 
 // negotiate follows the MCP lifecycle rule: echo a supported version, otherwise answer with
 // the newest one and let the client decide whether it can speak it.
@@ -50,7 +48,7 @@ const (
 )
 
 // HeaderProtocolVersion is the header streamable-HTTP clients send after initialize.
-const HeaderProtocolVersion = "Mcp-Protocol-Version"
+const HeaderProtocolVersion = mcpproto.HeaderProtocolVersion
 
 type initializeParams struct {
 	ProtocolVersion *string          `json:"protocolVersion"`

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"slices"
 	"strings"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
+	"github.com/sensorgate/sensorgate/pkg/mcpproto"
 )
 
 // Protocol 2026-07-28 (SEP-2575) on the gateway's own JSON-RPC pipeline. A request follows
@@ -24,70 +24,30 @@ import (
 
 // Headers of 2026-07-28.
 const (
-	HeaderMethod = "Mcp-Method"
-	HeaderName   = "Mcp-Name"
+	HeaderMethod = mcpproto.HeaderMethod
+	HeaderName   = mcpproto.HeaderName
 )
 
 // The per-request _meta keys of 2026-07-28.
 const (
-	metaPrefix             = "io.modelcontextprotocol/"
-	metaProtocolVersion    = metaPrefix + "protocolVersion"
-	metaClientCapabilities = metaPrefix + "clientCapabilities"
-	metaServerInfo         = metaPrefix + "serverInfo"
-)
-
-// Error codes of 2026-07-28.
-const (
-	codeHeaderMismatch             = -32020
-	codeUnsupportedProtocolVersion = -32022
+	metaPrefix             = mcpproto.MetaPrefix
+	metaProtocolVersion    = mcpproto.MetaProtocolVersion
+	metaClientCapabilities = mcpproto.MetaClientCapabilities
+	metaServerInfo         = mcpproto.MetaServerInfo
 )
 
 // statelessRequest checks a call against 2026-07-28 when it follows that protocol (or its
-// header says so) and returns the request info to answer it with; req.Params loses the
-// per-request _meta keys, which only the gateway reads. Failures are *jsonrpc.Error.
+// header says so; the rules are pkg/mcpproto's, which the services check too) and returns
+// the request info to answer it with; req.Params loses the per-request _meta keys, which
+// only the gateway reads. Failures are *jsonrpc.Error.
 func statelessRequest(info requestInfo, req *jsonrpc.Request) (requestInfo, error) {
-	var params struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
+	h := mcpproto.Headers{Version: cmp.Or(info.badVersion, info.protocolVersion), Method: info.method, Name: info.name}
+	stateless, jerr := mcpproto.Check(h, req.Method, req.Params)
+	if jerr != nil {
+		return info, jerr
 	}
-	if len(bytes.TrimSpace(req.Params)) > 0 && bytes.TrimSpace(req.Params)[0] == '{' {
-		// A params shape error is the method's to report; only _meta matters here.
-		_ = json.Unmarshal(req.Params, &params)
-	}
-	var version string
-	if raw, ok := params.Meta[metaProtocolVersion]; ok {
-		if json.Unmarshal(raw, &version) != nil || version == "" {
-			return info, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: _meta[%q] must be a protocol version string such as %q", metaProtocolVersion, StatelessProtocolVersion)
-		}
-	}
-	header := info.protocolVersion
-	if info.badVersion != "" {
-		header = info.badVersion
-	}
-	switch {
-	case version != "" && header != "" && header != version:
-		return info, jsonrpc.Errorf(codeHeaderMismatch, "header %s is %q, but params._meta[%q] is %q: they must be the same", HeaderProtocolVersion, clip(header, 32), metaProtocolVersion, clip(version, 32))
-	case info.badVersion != "" || version != "" && !slices.Contains(AllProtocolVersions(), version):
-		requested := cmp.Or(version, info.badVersion)
-		return info, jsonrpc.Errorf(codeUnsupportedProtocolVersion, "unsupported protocol version %q (supported: %s)", clip(requested, 32), strings.Join(AllProtocolVersions(), ", ")).
-			WithData(map[string]any{"supported": AllProtocolVersions(), "requested": requested})
-	}
-	if version == "" || version < StatelessProtocolVersion {
-		if info.protocolVersion >= StatelessProtocolVersion {
-			return info, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: header %s is %s, which puts the protocol version in every request: params._meta[%q] is missing", HeaderProtocolVersion, info.protocolVersion, metaProtocolVersion)
-		}
+	if !stateless {
 		return info, nil
-	}
-	switch {
-	case info.protocolVersion != version:
-		return info, jsonrpc.Errorf(codeHeaderMismatch, "header %s is %q, but params._meta[%q] is %q: they must be the same", HeaderProtocolVersion, info.protocolVersion, metaProtocolVersion, version)
-	case info.method != req.Method:
-		return info, jsonrpc.Errorf(codeHeaderMismatch, "header %s is %q, but the method is %q: they must be the same", HeaderMethod, clip(info.method, 64), clip(req.Method, 64))
-	}
-	if name, ok := nameOf(req); ok && info.name != name {
-		return info, jsonrpc.Errorf(codeHeaderMismatch, "header %s is %q, but the request names %q: they must be the same", HeaderName, clip(info.name, 64), clip(name, 64))
-	}
-	if caps, ok := params.Meta[metaClientCapabilities]; !ok || len(bytes.TrimSpace(caps)) == 0 || bytes.TrimSpace(caps)[0] != '{' {
-		return info, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: _meta[%q] must be an object (the client's capabilities; {} for none)", metaClientCapabilities)
 	}
 	stripped, err := stripProtocolMeta(req.Params)
 	if err != nil {
@@ -97,22 +57,6 @@ func statelessRequest(info requestInfo, req *jsonrpc.Request) (requestInfo, erro
 	info.stateless = true
 	info.protocolVersion = LatestProtocolVersion
 	return info, nil
-}
-
-// nameOf is what Mcp-Name must say: the tool of tools/call, the URI of resources/read.
-func nameOf(req *jsonrpc.Request) (string, bool) {
-	var p struct {
-		Name *string `json:"name"`
-		URI  *string `json:"uri"`
-	}
-	_ = json.Unmarshal(req.Params, &p)
-	switch {
-	case req.Method == methodToolsCall && p.Name != nil:
-		return *p.Name, true
-	case req.Method == methodResourcesRead && p.URI != nil:
-		return *p.URI, true
-	}
-	return "", false
 }
 
 // stripProtocolMeta removes the io.modelcontextprotocol/ keys from params._meta (and

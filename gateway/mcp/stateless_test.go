@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
+	"github.com/sensorgate/sensorgate/pkg/mcpproto"
 )
 
 // TestStatelessRequest checks a bare client's 2026-07-28 request: every disagreement
@@ -27,10 +28,10 @@ func TestStatelessRequest(t *testing.T) {
 		{"legacy passes", requestInfo{}, `{"name":"x"}`, 0, ""},
 		{"header without meta", hdr, `{"name":"get_readings"}`, jsonrpc.CodeInvalidParams, "_meta"},
 		{"unknown version", requestInfo{protocolVersion: "2031-01-01", method: methodToolsCall, name: "get_readings"},
-			strings.Replace(good, "2026-07-28", "2031-01-01", 1), codeUnsupportedProtocolVersion, "2031-01-01"},
-		{"version header missing", requestInfo{method: methodToolsCall, name: "get_readings"}, good, codeHeaderMismatch, HeaderProtocolVersion},
-		{"method header wrong", requestInfo{protocolVersion: StatelessProtocolVersion, method: "tools/list", name: "get_readings"}, good, codeHeaderMismatch, HeaderMethod},
-		{"name header wrong", requestInfo{protocolVersion: StatelessProtocolVersion, method: methodToolsCall, name: "other"}, good, codeHeaderMismatch, HeaderName},
+			strings.Replace(good, "2026-07-28", "2031-01-01", 1), mcpproto.CodeUnsupportedProtocolVersion, "2031-01-01"},
+		{"version header missing", requestInfo{method: methodToolsCall, name: "get_readings"}, good, mcpproto.CodeHeaderMismatch, HeaderProtocolVersion},
+		{"method header wrong", requestInfo{protocolVersion: StatelessProtocolVersion, method: "tools/list", name: "get_readings"}, good, mcpproto.CodeHeaderMismatch, HeaderMethod},
+		{"name header wrong", requestInfo{protocolVersion: StatelessProtocolVersion, method: methodToolsCall, name: "other"}, good, mcpproto.CodeHeaderMismatch, HeaderName},
 		{"no capabilities", hdr, strings.Replace(good, `"io.modelcontextprotocol/clientCapabilities":{},`, "", 1), jsonrpc.CodeInvalidParams, "clientCapabilities"},
 	}
 	for _, tt := range tests {

@@ -17,11 +17,14 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
+	"github.com/sensorgate/sensorgate/pkg/mcpproto"
 	"github.com/sensorgate/sensorgate/services/runtime/store"
 )
 
@@ -151,21 +154,39 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	trimmed := bytes.TrimSpace(body)
 	if !json.Valid(trimmed) {
-		writeRPCError(w, nil, -32700, "parse error: the body is not valid JSON")
+		writeRPCError(w, nil, http.StatusOK, -32700, "parse error: the body is not valid JSON")
 		return
 	}
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		writeRPCError(w, nil, -32600, "invalid request: send one JSON-RPC 2.0 message object")
+		writeRPCError(w, nil, http.StatusOK, -32600, "invalid request: send one JSON-RPC 2.0 message object")
 		return
 	}
 	var probe struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
 	}
 	if err := json.Unmarshal(trimmed, &probe); err != nil || probe.JSONRPC != "2.0" || probe.Method == "" {
-		writeRPCError(w, probe.ID, -32600, `invalid request: want {"jsonrpc": "2.0", "method": ..., "id": ...}`)
+		writeRPCError(w, probe.ID, http.StatusOK, -32600, `invalid request: want {"jsonrpc": "2.0", "method": ..., "id": ...}`)
 		return
+	}
+	// 2026-07-28's rules (pkg/mcpproto, as the gateway checks them), which the SDK's
+	// stateless handler does not enforce: a request that breaks them is 400, a method the
+	// protocol removed is 404. Notifications carry no per-request _meta.
+	stateless := false
+	if len(probe.ID) > 0 {
+		var jerr *jsonrpc.Error
+		stateless, jerr = mcpproto.Check(mcpproto.Headers{Version: strings.TrimSpace(r.Header.Get(mcpproto.HeaderProtocolVersion)),
+			Method: strings.TrimSpace(r.Header.Get(mcpproto.HeaderMethod)), Name: strings.TrimSpace(r.Header.Get(mcpproto.HeaderName))}, probe.Method, probe.Params)
+		if jerr != nil {
+			writeError(w, probe.ID, http.StatusBadRequest, jerr)
+			return
+		}
+		if stateless && removedIn2026[probe.Method] {
+			writeRPCError(w, probe.ID, http.StatusNotFound, -32601, "method not found: "+probe.Method+" is not part of protocol "+mcpproto.Stateless)
+			return
+		}
 	}
 	r2 := r.Clone(r.Context())
 	r2.Body = io.NopCloser(bytes.NewReader(trimmed))
@@ -176,8 +197,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{header: http.Header{}}
 	s.h.ServeHTTP(rec, r2)
 	// The SDK reports some protocol failures as plain-text HTTP errors; clients of this
-	// API get JSON-RPC errors for those.
-	if rec.status >= 400 {
+	// API get JSON-RPC errors for those. A JSON-RPC error it answers itself (at
+	// 2026-07-28, 404 for an unknown method) passes as it is.
+	if rec.status >= 400 && !isResponse(rec.body.Bytes()) {
 		s.log.Debug("mcp: sdk refused", "status", rec.status, "body", truncate(rec.body.String(), 200))
 		if rec.status == http.StatusForbidden {
 			// DNS rebinding protection of a loopback-bound service (a Host that is not
@@ -186,15 +208,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			apierr.Write(w, apierr.New(apierr.Forbidden, "%s", truncate(string(bytes.TrimSpace(rec.body.Bytes())), 200)))
 			return
 		}
-		code, msg := -32600, "invalid request: "
+		code, msg, status := -32600, "invalid request: ", http.StatusOK
 		switch {
 		case rec.status >= 500:
 			code = -32603
 		case bytes.HasPrefix(rec.body.Bytes(), []byte("JSON RPC not handled")):
-			// The SDK refuses methods it does not know before any handler runs.
+			// The SDK refuses methods it does not know before any handler runs; at
+			// 2026-07-28 that is a 404.
 			code, msg = -32601, "method not found: "
+			if stateless {
+				status = http.StatusNotFound
+			}
 		}
-		writeRPCError(w, probe.ID, code, msg+truncate(string(bytes.TrimSpace(rec.body.Bytes())), 200))
+		writeRPCError(w, probe.ID, status, code, msg+truncate(string(bytes.TrimSpace(rec.body.Bytes())), 200))
 		return
 	}
 	for k, v := range rec.header {
@@ -215,18 +241,34 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-func writeRPCError(w http.ResponseWriter, id json.RawMessage, code int, msg string) {
+// isResponse reports whether b is a JSON-RPC response.
+func isResponse(b []byte) bool {
+	msg, err := jsonrpc.Decode(b)
+	_, ok := msg.(*jsonrpc.Response)
+	return err == nil && ok
+}
+
+// removedIn2026 are the methods of older versions that 2026-07-28 no longer has.
+var removedIn2026 = map[string]bool{"initialize": true, "ping": true, "logging/setLevel": true,
+	"resources/subscribe": true, "resources/unsubscribe": true}
+
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, status, code int, msg string) {
+	writeError(w, id, status, &jsonrpc.Error{Code: code, Message: msg})
+}
+
+// writeError answers a JSON-RPC error with the HTTP status.
+func writeError(w http.ResponseWriter, id json.RawMessage, status int, e *jsonrpc.Error) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
 	if err != nil {
 		apierr.Write(w, errors.New("encode JSON-RPC error"))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
 
