@@ -77,6 +77,9 @@ curl -H "$KEY" -H 'Content-Type: application/json' "$GW/catalog/mcp" \
   -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
 curl -H "$KEY" -H 'Content-Type: application/json' "$GW/sensors/$ID/mcp" \
   -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ocean.latest_observation","arguments":{}}}'
+# Alert rules as MCP tools (create_alert_rule, list_alert_rules, ...): their own endpoint
+curl -H "$KEY" -H 'Content-Type: application/json' "$GW/alerts/mcp" \
+  -d '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_alert_rules","arguments":{}}}'
 # --- end of the README's block ---
 
 echo "tour: every call answered; files in $OUT" >&2

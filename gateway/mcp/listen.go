@@ -114,7 +114,6 @@ func (h *Handler) listen(c *gin.Context, sc *scope, info requestInfo, req *jsonr
 		agreed.ResourceSubscriptions = append(agreed.ResourceSubscriptions, uri)
 	}
 
-	var sel stream.Selection
 	var hub []watch
 	var alertURIs []string
 	for _, w := range watches {
@@ -124,14 +123,13 @@ func (h *Handler) listen(c *gin.Context, sc *scope, info requestInfo, req *jsonr
 		}
 		hub = append(hub, w)
 	}
-	sel = unionOf(hub)
 	var events <-chan stream.Event
 	var ended <-chan struct{}
 	var sub *stream.Sub
 	if len(watches) > 0 {
 		var closeSub func()
 		var ok bool
-		if sub, _, closeSub, ok = h.streams.Open(c, sel); !ok {
+		if sub, _, closeSub, ok = h.streams.Open(c, unionOf(hub)); !ok {
 			return
 		}
 		defer closeSub()
