@@ -41,9 +41,22 @@ type ruleSet struct {
 	bySensor  map[string][]*Rule
 	byProject map[string][]*Rule
 	area      []*Rule
-	stale     []*Rule
-	n         int
+	// grid holds the area rules by the cells of gridDeg degrees their box or circle
+	// overlaps: a reading is tried against the rules of its cell only (a rule appears
+	// once in a cell, in the order of area).
+	grid  [gridRows * gridCols][]*Rule
+	stale []*Rule
+	n     int
 }
+
+// The area rules' grid: cells of gridDeg degrees of latitude and longitude.
+const (
+	gridDeg  = 10
+	gridRows = 180 / gridDeg
+	gridCols = 360 / gridDeg
+	// kmPerDegree is a degree of latitude (and of longitude at the equator).
+	kmPerDegree = 111.19
+)
 
 func newRuleSet(rules []Rule) *ruleSet {
 	rs := &ruleSet{bySensor: map[string][]*Rule{}, byProject: map[string][]*Rule{}, n: len(rules)}
@@ -58,6 +71,7 @@ func newRuleSet(rules []Rule) *ruleSet {
 			rs.byProject[t.ProjectID] = append(rs.byProject[t.ProjectID], r)
 		default:
 			rs.area = append(rs.area, r)
+			rs.index(r)
 		}
 		if r.Condition.Op == OpStale {
 			rs.stale = append(rs.stale, r)
@@ -65,6 +79,45 @@ func newRuleSet(rules []Rule) *ruleSet {
 	}
 	return rs
 }
+
+// index adds area rule r to every grid cell its target's bounds overlap.
+func (rs *ruleSet) index(r *Rule) {
+	var minLat, maxLat, minLon, maxLon float64
+	switch t := r.Target; {
+	case t.BBox != nil:
+		minLat, maxLat, minLon, maxLon = t.BBox.MinLat, t.BBox.MaxLat, t.BBox.MinLon, t.BBox.MaxLon
+	case t.Near != nil:
+		dLat := t.Near.RadiusKM / kmPerDegree
+		minLat, maxLat = max(t.Near.Lat-dLat, -90), min(t.Near.Lat+dLat, 90)
+		// The circle's widest longitude span is at its latitude farthest from the equator;
+		// near a pole, or wider than half the globe, it spans every longitude.
+		cos := math.Cos(max(math.Abs(minLat), math.Abs(maxLat)) * math.Pi / 180)
+		if dLon := t.Near.RadiusKM / (kmPerDegree * cos); cos > 1e-6 && dLon < 180 {
+			minLon, maxLon = t.Near.Lon-dLon, t.Near.Lon+dLon
+		} else {
+			minLon, maxLon = -180, 180
+		}
+	default:
+		return
+	}
+	for row := gridRow(minLat); row <= gridRow(maxLat); row++ {
+		// A span past ±180 wraps around (a circle near the antimeridian).
+		for c := int(math.Floor((minLon + 180) / gridDeg)); c <= int(math.Floor((maxLon+180)/gridDeg)); c++ {
+			col := ((c % gridCols) + gridCols) % gridCols
+			cell := &rs.grid[row*gridCols+col]
+			if n := len(*cell); n == 0 || (*cell)[n-1] != r {
+				*cell = append(*cell, r)
+			}
+			if c-int(math.Floor((minLon+180)/gridDeg)) >= gridCols-1 {
+				break // every column of the row holds r
+			}
+		}
+	}
+}
+
+// gridRow and gridCol are the cell of a position (the edges +90 and +180 in the last).
+func gridRow(lat float64) int { return min(max(int(math.Floor((lat+90)/gridDeg)), 0), gridRows-1) }
+func gridCol(lon float64) int { return min(max(int(math.Floor((lon+180)/gridDeg)), 0), gridCols-1) }
 
 // needsInfo says whether matching sensorID needs its catalog record.
 func (rs *ruleSet) needsInfo() bool { return len(rs.area) > 0 || len(rs.byProject) > 0 }
@@ -86,7 +139,7 @@ func (rs *ruleSet) match(out []*Rule, rd reading, info *SensorInfo) []*Rule {
 	if lat == nil || lon == nil {
 		return out
 	}
-	for _, r := range rs.area {
+	for _, r := range rs.grid[gridRow(*lat)*gridCols+gridCol(*lon)] {
 		if r.Target.contains(*lat, *lon) {
 			out = append(out, r)
 		}

@@ -1,6 +1,9 @@
 package alerts
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -128,4 +131,45 @@ func equal(got []string, want ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestGridMatchesScan: the area rules' grid finds, for any position, exactly the rules a
+// scan of every area rule finds, in the same order: boxes, circles across the antimeridian
+// and around the poles, circles wider than half the globe, positions on cell edges.
+func TestGridMatchesScan(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 11))
+	coord := func(lo, hi float64) float64 {
+		if r.IntN(10) == 0 { // a cell edge, or the globe's
+			return lo + float64(r.IntN(int(hi-lo)/gridDeg+1)*gridDeg)
+		}
+		return lo + r.Float64()*(hi-lo)
+	}
+	var rules []Rule
+	for i := range 3000 {
+		ru := Rule{ID: fmt.Sprint(i)}
+		switch i % 3 {
+		case 0:
+			lat, lon := coord(-90, 80), coord(-180, 170)
+			ru.Target.BBox = &BBox{MinLat: lat, MinLon: lon, MaxLat: min(lat+r.Float64()*30, 90), MaxLon: min(lon+r.Float64()*60, 180)}
+		default:
+			radius := []float64{1, 50, 500, 3000, 15000}[r.IntN(5)]
+			ru.Target.Near = &Near{Lat: coord(-90, 90), Lon: coord(-180, 180), RadiusKM: radius}
+		}
+		rules = append(rules, ru)
+	}
+	rs := newRuleSet(rules)
+	for range 20000 {
+		lat, lon := coord(-90, 90), coord(-180, 180)
+		got := rs.match(nil, reading{SensorID: "s", Lat: &lat, Lon: &lon}, nil)
+		var want []*Rule
+		for _, ru := range rs.area {
+			if ru.Target.contains(lat, lon) {
+				want = append(want, ru)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("at %v,%v the grid matched %d rules, a scan %d", lat, lon, len(got), len(want))
+		}
+	}
 }
