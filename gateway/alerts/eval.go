@@ -100,16 +100,15 @@ func (rs *ruleSet) index(r *Rule) {
 	default:
 		return
 	}
+	// A span past ±180 wraps around (a circle near the antimeridian); one of a full turn or
+	// more holds every column.
+	c0, c1 := int(math.Floor((minLon+180)/gridDeg)), int(math.Floor((maxLon+180)/gridDeg))
+	c1 = min(c1, c0+gridCols-1)
 	for row := gridRow(minLat); row <= gridRow(maxLat); row++ {
-		// A span past ±180 wraps around (a circle near the antimeridian).
-		for c := int(math.Floor((minLon + 180) / gridDeg)); c <= int(math.Floor((maxLon+180)/gridDeg)); c++ {
-			col := ((c % gridCols) + gridCols) % gridCols
-			cell := &rs.grid[row*gridCols+col]
+		for c := c0; c <= c1; c++ {
+			cell := &rs.grid[row*gridCols+((c%gridCols)+gridCols)%gridCols]
 			if n := len(*cell); n == 0 || (*cell)[n-1] != r {
 				*cell = append(*cell, r)
-			}
-			if c-int(math.Floor((minLon+180)/gridDeg)) >= gridCols-1 {
-				break // every column of the row holds r
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
+	"github.com/sensorgate/sensorgate/pkg/mcpproto"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -421,14 +422,6 @@ func decodeObject(params json.RawMessage, v any) error {
 	return nil
 }
 
-// clip shortens client-supplied text before it goes into a message.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "..."
-}
+// clip shortens client-supplied text before it goes into a message (pkg/mcpproto's, which
+// the services use too).
+var clip = mcpproto.Clip

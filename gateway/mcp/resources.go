@@ -138,14 +138,14 @@ func (h *Handler) addLiveResources(ts *toolSet) {
 func (h *Handler) readLatest(ctx context.Context, uri string, s catalog.Sensor) (*sdk.ReadResourceResult, error) {
 	resp, err := h.readings.Answer(ctx, contract.RouteLatest, s.ID.String(), "")
 	if err != nil {
-		return nil, resourceError(h, ctx, uri, err)
+		return nil, h.resourceError(ctx, uri, err)
 	}
 	if resp.Status != http.StatusOK {
 		var e apierr.Error
 		if json.Unmarshal(resp.Body, &e) != nil || e.Code == "" {
-			return nil, resourceError(h, ctx, uri, apierr.New(apierr.UpstreamBadResponse, "service %s gave an answer the gateway does not pass on", s.ServiceID))
+			return nil, h.resourceError(ctx, uri, apierr.New(apierr.UpstreamBadResponse, "service %s gave an answer the gateway does not pass on", s.ServiceID))
 		}
-		return nil, resourceError(h, ctx, uri, &e)
+		return nil, h.resourceError(ctx, uri, &e)
 	}
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(resp.Body)}}}, nil
 }
@@ -158,15 +158,15 @@ func (h *Handler) readArea(ctx context.Context, uri string) (*sdk.ReadResourceRe
 	}
 	v, err := url.ParseQuery(strings.TrimPrefix(rest, "?"))
 	if err != nil {
-		return nil, resourceError(h, ctx, uri, apierr.Invalid("uri", "the query is not a URL query: %v", err))
+		return nil, h.resourceError(ctx, uri, apierr.Invalid("uri", "the query is not a URL query: %v", err))
 	}
 	q, err := latest.ParseArea(v, latest.MaxLimit)
 	if err != nil {
-		return nil, resourceError(h, ctx, uri, err)
+		return nil, h.resourceError(ctx, uri, err)
 	}
 	ans, err := h.area.Answer(ctx, q)
 	if err != nil {
-		return nil, resourceError(h, ctx, uri, err)
+		return nil, h.resourceError(ctx, uri, err)
 	}
 	return jsonResource(uri, ans)
 }
@@ -175,18 +175,18 @@ func (h *Handler) readArea(ctx context.Context, uri string) (*sdk.ReadResourceRe
 func (h *Handler) readAlertEvents(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	id, ok := auth.FromContext(ctx)
 	if !ok {
-		return nil, resourceError(h, ctx, req.Params.URI, apierr.New(apierr.MissingAPIKey, "the alert events belong to an API key: send x-api-key"))
+		return nil, h.resourceError(ctx, req.Params.URI, apierr.New(apierr.MissingAPIKey, "the alert events belong to an API key: send x-api-key"))
 	}
 	evs, err := h.alerts.Store.Recent(ctx, id.KeyIDText, recentAlertEvents)
 	if err != nil {
-		return nil, resourceError(h, ctx, req.Params.URI, err)
+		return nil, h.resourceError(ctx, req.Params.URI, err)
 	}
 	return jsonResource(req.Params.URI, map[string]any{"events": evs})
 }
 
 // resourceError is a failed read as the client sees it: the API error's message and
 // code (an internal one logged and not shown).
-func resourceError(h *Handler, ctx context.Context, uri string, err error) error {
+func (h *Handler) resourceError(ctx context.Context, uri string, err error) error {
 	e := apierr.From(asAPIError(err))
 	if e.Code == apierr.Internal {
 		h.log.ErrorContext(ctx, "mcp resource failed", "uri", clip(uri, 200), "err", err)
