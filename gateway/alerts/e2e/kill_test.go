@@ -101,12 +101,16 @@ func TestKillTheDeliveringReplicaDuringABurst(t *testing.T) {
 
 	var mu sync.Mutex
 	var hits []hit
-	cut := 0
+	cut, inFlight := 0, 0
 	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		inFlight++
+		mu.Unlock()
 		time.Sleep(500 * time.Millisecond) // slow: the burst is still being delivered at the kill
 		mu.Lock()
 		defer mu.Unlock()
+		inFlight--
 		if r.Context().Err() != nil {
 			// The sender died before it could read the answer: not delivered, as far as
 			// it knows; another replica must send it again after the lease.
@@ -116,10 +120,10 @@ func TestKillTheDeliveringReplicaDuringABurst(t *testing.T) {
 		hits = append(hits, hit{id: r.Header.Get("webhook-id"), body: string(body)})
 	}))
 	defer rc.Close()
-	count := func() int {
+	count := func() (delivered, open int) {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(hits)
+		return len(hits), inFlight
 	}
 
 	env := []string{"SENSORGATE_ENV=development", "DEV_API_KEY=" + devKey, "DATABASE_URL=" + testenv.Postgres(t),
@@ -136,22 +140,25 @@ func TestKillTheDeliveringReplicaDuringABurst(t *testing.T) {
 			t.Fatalf("create rule %d: %d %v", i, code, out)
 		}
 	}
+	// Each replica has up to workers attempts in flight; more than that at the receiver
+	// means both are sending, so the kill cuts off at least one of the killed replica's.
+	const workers = 16
 	deadline := time.Now().Add(150 * time.Second)
-	for count() < 30 {
+	for {
+		if _, open := count(); open > workers {
+			break
+		}
 		if time.Now().After(deadline) {
 			var evs, latest map[string]any
 			call(t, http.MethodGet, aURL+"/api/v1/alerts/events?limit=3", nil, &evs)
 			call(t, http.MethodGet, aURL+"/api/v1/readings/latest?min_lat=-90&min_lon=-180&max_lat=90&max_lon=180&limit=2", nil, &latest)
-			t.Fatalf("%d deliveries after 150 s; no burst to interrupt; events %v; latest %v", count(), evs, latest)
+			delivered, open := count()
+			t.Fatalf("%d deliveries and never more than %d in flight after 150 s; no burst to interrupt; events %v; latest %v", delivered, open, evs, latest)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
-	// The senders work in rounds of up to 16 attempts each, and the count grows when a
-	// round's answers come back: a quarter of an answer's time later, the next round is in
-	// flight.
-	time.Sleep(250 * time.Millisecond)
 	a.Kill()
-	atKill := count()
+	atKill, _ := count()
 
 	// All events, as the surviving replica lists them, once the list stops growing.
 	events := func() map[string]bool {
