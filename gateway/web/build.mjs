@@ -1,6 +1,7 @@
 // Builds the explorer and the account dashboard into dist/ (committed, embedded by the gateway with go:embed):
-// app.js and app.css bundled and minified by esbuild, index.html and the world map
-// (world-atlas countries-110m TopoJSON) copied, and SOURCES.sha256 listing the hash of every
+// app.js and app.css bundled and minified by esbuild, the favicon and the world map
+// (world-atlas countries-110m TopoJSON) copied (the gateway embeds index.html and
+// account.html from beside this file), and SOURCES.sha256 listing the hash of every
 // source file, so the gateway's Go test (sources_test.go) fails when dist/ is older than
 // its sources. Run by `make web` (npm ci first).
 import { build } from "esbuild";
@@ -39,8 +40,6 @@ await build({
   logLevel: "warning",
   charset: "utf8",
 });
-copyFileSync(join(root, "index.html"), join(dist, "index.html"));
-copyFileSync(join(root, "account.html"), join(dist, "account.html"));
 copyFileSync(join(root, "src/favicon.svg"), join(dist, "favicon.svg"));
 copyFileSync(join(root, "node_modules/world-atlas/countries-110m.json"), join(dist, "countries-110m.json"));
 

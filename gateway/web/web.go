@@ -42,8 +42,13 @@ const (
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
 	"connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-//go:embed dist
+// dist holds the built bundle; the two pages are served as written, not copied into it.
+//
+//go:embed dist index.html account.html
 var dist embed.FS
+
+// pages are the HTML pages the bundle's scripts and styles belong to.
+var pages = []string{"index.html", "account.html"}
 
 // notices are the licenses of the third-party code the gateway ships (the bundle's
 // libraries and map data, Redoc), served beside the bundle as NoticesFile; the repository's
@@ -64,7 +69,7 @@ type file struct {
 
 // Handler serves the landing page, the explorer page and its assets.
 type Handler struct {
-	files map[string]*file // by name under dist/
+	files map[string]*file // by name under dist/ (and the pages)
 	root  *file
 }
 
@@ -85,6 +90,13 @@ func New() (*Handler, error) {
 			return nil, fmt.Errorf("web: read %s: %w", e.Name(), err)
 		}
 		h.files[e.Name()] = newFile(e.Name(), b)
+	}
+	for _, name := range pages {
+		b, err := fs.ReadFile(dist, name)
+		if err != nil {
+			return nil, fmt.Errorf("web: read %s: %w", name, err)
+		}
+		h.files[name] = newFile(name, b)
 	}
 	if h.files["index.html"] == nil || h.files["app.js"] == nil {
 		return nil, fmt.Errorf("web: the bundle in dist/ is incomplete; rebuild it with: make web")
