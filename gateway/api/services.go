@@ -20,9 +20,9 @@ func (h *handlers) services(c *gin.Context) {
 		fail(c, storeErr("services", err))
 		return
 	}
-	out := make([]serviceJSON, len(ss))
+	out := make([]catalog.ServiceRecord, len(ss))
 	for i := range ss {
-		out[i] = serviceView(&ss[i])
+		out[i] = ss[i].Record()
 	}
 	writeJSON(c, out)
 }
@@ -56,7 +56,7 @@ func (h *handlers) service(c *gin.Context) {
 		last = &contract.Time{Time: *s.LastIngestAt}
 	}
 	writeJSON(c, serviceMetaJSON{
-		serviceJSON: serviceView(&s), Version: s.Version, Providers: providers,
+		ServiceRecord: s.Record(), Version: s.Version, Providers: providers,
 		Feeds: nonNil(s.Feeds), Tools: nonNil(s.Tools), SensorCount: s.SensorCount, LastIngestAt: last,
 	})
 }

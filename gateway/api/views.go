@@ -221,25 +221,9 @@ type projectList struct {
 	Pagination contract.Pagination `json:"pagination"`
 }
 
-// serviceJSON is docs/spec.md 2.7.
-type serviceJSON struct {
-	ID              string `json:"id"`
-	Name            string `json:"name"`
-	Description     string `json:"description"`
-	Domain          string `json:"domain"`
-	TemporalPattern string `json:"temporal_pattern"`
-	Port            int    `json:"port"`
-	Status          string `json:"status"`
-}
-
-func serviceView(s *catalog.Service) serviceJSON {
-	return serviceJSON{ID: s.ID, Name: s.Name, Description: s.Description, Domain: s.Domain,
-		TemporalPattern: s.TemporalPattern, Port: s.Port, Status: s.Status}
-}
-
 // serviceMetaJSON is /services/:id: the record plus what the service said about itself.
 type serviceMetaJSON struct {
-	serviceJSON
+	catalog.ServiceRecord
 	Version      string         `json:"version"`
 	Providers    []providerRef  `json:"providers"`
 	Feeds        []string       `json:"feeds"`

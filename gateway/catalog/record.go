@@ -31,6 +31,24 @@ type SensorRecord struct {
 	DistanceKM         *float64 `json:"distance_km,omitempty"`
 }
 
+// ServiceRecord is a backing service in the wire form of docs/spec.md 2.7, shared by the
+// REST API and the MCP tools like SensorRecord. The internal URL never leaves the gateway.
+type ServiceRecord struct {
+	ID              string `json:"id"`
+	Name            string `json:"name"`
+	Description     string `json:"description"`
+	Domain          string `json:"domain"`
+	TemporalPattern string `json:"temporal_pattern"`
+	Port            int    `json:"port"`
+	Status          string `json:"status"`
+}
+
+// Record returns s in its wire form.
+func (s *Service) Record() ServiceRecord {
+	return ServiceRecord{ID: s.ID, Name: s.Name, Description: s.Description, Domain: s.Domain,
+		TemporalPattern: s.TemporalPattern, Port: s.Port, Status: s.Status}
+}
+
 // Record returns s in its wire form.
 func (s *Sensor) Record() SensorRecord {
 	return SensorRecord{

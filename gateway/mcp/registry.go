@@ -90,10 +90,10 @@ type listSensorsResult struct {
 }
 
 type connectedServicesResult struct {
-	SensorID         string          `json:"sensor_id,omitempty" jsonschema:"The sensor asked about (UUID)"`
-	FeedID           string          `json:"feed_id,omitempty" jsonschema:"The feed asked about (UUID)"`
-	ConnectedService string          `json:"connected_service" jsonschema:"Id of the backing service"`
-	Services         []serviceRecord `json:"services" jsonschema:"The backing service record (SPEC 2.7)"`
+	SensorID         string                  `json:"sensor_id,omitempty" jsonschema:"The sensor asked about (UUID)"`
+	FeedID           string                  `json:"feed_id,omitempty" jsonschema:"The feed asked about (UUID)"`
+	ConnectedService string                  `json:"connected_service" jsonschema:"Id of the backing service"`
+	Services         []catalog.ServiceRecord `json:"services" jsonschema:"The backing service record (SPEC 2.7)"`
 }
 
 type cleanedStreamArgs struct {
@@ -189,16 +189,6 @@ func registryViewSchema() schema {
 		"longitude":         nullable(number("Degrees east")),
 		"distance_km":       number("Distance from the centre, with a radius filter"),
 	}, "id", "external_id", "name", "sensor_type", "status", "data_types", "provider_slug", "feed_id", "connected_service")
-}
-
-type serviceRecord struct {
-	ID              string `json:"id"`
-	Name            string `json:"name"`
-	Description     string `json:"description"`
-	Domain          string `json:"domain"`
-	TemporalPattern string `json:"temporal_pattern"`
-	Port            int    `json:"port"`
-	Status          string `json:"status"`
 }
 
 func serviceRecordSchema() schema {
@@ -383,7 +373,7 @@ func runConnectedServices(ctx context.Context, cc *callCtx, a targetArgs) (strin
 	if err != nil {
 		return "", none, err
 	}
-	out := connectedServicesResult{Services: []serviceRecord{}}
+	out := connectedServicesResult{Services: []catalog.ServiceRecord{}}
 	serviceID := ""
 	if s != nil {
 		out.SensorID, serviceID = s.ID.String(), s.ServiceID
@@ -398,10 +388,7 @@ func runConnectedServices(ctx context.Context, cc *callCtx, a targetArgs) (strin
 	if err != nil {
 		return "", none, notFound(err, apierr.NotFound, "%s: connected service %q is not known to the gateway", tool, serviceID)
 	}
-	out.Services = append(out.Services, serviceRecord{
-		ID: svc.ID, Name: svc.Name, Description: svc.Description, Domain: svc.Domain,
-		TemporalPattern: svc.TemporalPattern, Port: svc.Port, Status: svc.Status,
-	})
+	out.Services = append(out.Services, svc.Record())
 	return fmt.Sprintf("Connected service: %s (%s, %s).", svc.ID, svc.Name, svc.Status), out, nil
 }
 

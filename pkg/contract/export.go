@@ -43,13 +43,7 @@ type ExportQuery struct {
 func ParseExportQuery(v url.Values, now time.Time) (ExportQuery, error) {
 	var q ExportQuery
 	var err error
-	if q.Parameters, err = parseParameters(v); err != nil {
-		return q, err
-	}
-	if q.Lineage, err = parseLineage(v); err != nil {
-		return q, err
-	}
-	if q.QC, err = ParseQC(v, QCAll); err != nil {
+	if err := parseSelection(v, &q.Parameters, &q.Lineage, &q.QC); err != nil {
 		return q, err
 	}
 	days, since, until := v.Get("days"), v.Get("since"), v.Get("until")

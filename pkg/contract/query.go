@@ -54,16 +54,8 @@ func ParseLatestQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 	if q.Format, err = parseFormat(v); err != nil {
 		return q, err
 	}
-	if q.Parameters, err = parseParameters(v); err != nil {
-		return q, err
-	}
-	if q.Lineage, err = parseLineage(v); err != nil {
-		return q, err
-	}
-	if q.QC, err = ParseQC(v, QCAll); err != nil {
-		return q, err
-	}
-	return q, nil
+	err = parseSelection(v, &q.Parameters, &q.Lineage, &q.QC)
+	return q, err
 }
 
 // ParseReadingsQuery parses and validates the query of GET .../readings (docs/spec.md 4.8 and
@@ -74,13 +66,7 @@ func ParseReadingsQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 	if q.Format, err = parseFormat(v); err != nil {
 		return q, err
 	}
-	if q.Parameters, err = parseParameters(v); err != nil {
-		return q, err
-	}
-	if q.Lineage, err = parseLineage(v); err != nil {
-		return q, err
-	}
-	if q.QC, err = ParseQC(v, QCAll); err != nil {
+	if err := parseSelection(v, &q.Parameters, &q.Lineage, &q.QC); err != nil {
 		return q, err
 	}
 	if s := v.Get("limit"); s != "" {
@@ -170,6 +156,20 @@ func parseFormat(v url.Values) (string, error) {
 	default:
 		return "", apierr.Invalid("data_format", "want cleaned or raw, got %q", s)
 	}
+}
+
+// parseSelection reads what of each reading a readings, latest or export answer holds:
+// parameter, lineage and qc (default all), in that order of precedence for errors.
+func parseSelection(v url.Values, params *[]string, lineage *bool, qc *QCFilter) error {
+	var err error
+	if *params, err = parseParameters(v); err != nil {
+		return err
+	}
+	if *lineage, err = parseLineage(v); err != nil {
+		return err
+	}
+	*qc, err = ParseQC(v, QCAll)
+	return err
 }
 
 // parseLineage reads lineage=true|false (absent: false). It applies to cleaned readings
