@@ -148,26 +148,17 @@ func readingsPage(w io.Writer, hd http.Header, req *http.Request, body []byte, f
 	formats.SetPaging(hd, pg.Total, formats.NextPage(req.URL, pg.Page, pg.Limit, pg.Total))
 	switch f {
 	case formats.NDJSON:
-		n := formats.NewNDJSON(w)
-		for _, r := range p.Readings {
-			if err := n.Raw(r); err != nil {
-				return err
-			}
-		}
-		return n.Flush()
+		return ndjsonLines(w, p.Readings)
 	case formats.CSV:
 		c, err := formats.NewCSV(w, formats.ReadingHeader)
 		if err != nil {
 			return err
 		}
-		for _, raw := range p.Readings {
-			var r readingRow
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return fmt.Errorf("reading: %w", err)
-			}
-			if err := c.ReadingRows(p.SensorID, p.ExternalID, contract.FormatTime(r.Timestamp.Time), r.Measurements); err != nil {
-				return err
-			}
+		err = eachReading(p.Readings, func(r readingRow) error {
+			return c.ReadingRows(p.SensorID, p.ExternalID, contract.FormatTime(r.Timestamp.Time), r.Measurements)
+		})
+		if err != nil {
+			return err
 		}
 		return c.Flush()
 	case formats.GeoJSON:
@@ -175,24 +166,46 @@ func readingsPage(w io.Writer, hd http.Header, req *http.Request, body []byte, f
 		if err != nil {
 			return err
 		}
-		for _, raw := range p.Readings {
-			var r readingRow
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return fmt.Errorf("reading: %w", err)
-			}
+		err = eachReading(p.Readings, func(r readingRow) error {
 			ft := formats.Feature{ID: r.ID, Properties: formats.ReadingProperties(contract.FormatTime(r.Timestamp.Time), r.Measurements,
 				map[string]any{"sensor_id": p.SensorID, "external_id": p.ExternalID})}
 			if r.Location != nil {
 				lon, lat := r.Location.Coordinates[0], r.Location.Coordinates[1]
 				ft.Lon, ft.Lat = &lon, &lat
 			}
-			if err := g.Feature(ft); err != nil {
-				return err
-			}
+			return g.Feature(ft)
+		})
+		if err != nil {
+			return err
 		}
 		return g.Close(map[string]any{"pagination": pg})
 	}
 	return fmt.Errorf("format %s", f)
+}
+
+// eachReading decodes each reading of a page and hands it to row.
+func eachReading(raws []json.RawMessage, row func(readingRow) error) error {
+	for _, raw := range raws {
+		var r readingRow
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("reading: %w", err)
+		}
+		if err := row(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ndjsonLines writes each row, as the service wrote it, as one NDJSON line.
+func ndjsonLines(w io.Writer, rows []json.RawMessage) error {
+	n := formats.NewNDJSON(w)
+	for _, r := range rows {
+		if err := n.Raw(r); err != nil {
+			return err
+		}
+	}
+	return n.Flush()
 }
 
 // aggregateAnswer is the part of an aggregate answer the formats need.
@@ -224,13 +237,7 @@ func aggregatePage(w io.Writer, hd http.Header, _ *http.Request, body []byte, f 
 		if err := json.Unmarshal(body, &raw); err != nil {
 			return fmt.Errorf("aggregate: %w", err)
 		}
-		n := formats.NewNDJSON(w)
-		for _, b := range raw.Buckets {
-			if err := n.Raw(b); err != nil {
-				return err
-			}
-		}
-		return n.Flush()
+		return ndjsonLines(w, raw.Buckets)
 	case formats.CSV:
 		var a aggregateAnswer
 		if err := json.Unmarshal(body, &a); err != nil {
@@ -293,13 +300,7 @@ func List(w io.Writer, hd http.Header, req *http.Request, f string, items any, p
 	formats.SetPaging(hd, pg.Total, formats.NextPage(req.URL, pg.Page, pg.Limit, pg.Total))
 	switch f {
 	case formats.NDJSON:
-		n := formats.NewNDJSON(w)
-		for _, r := range rows {
-			if err := n.Raw(r); err != nil {
-				return err
-			}
-		}
-		return n.Flush()
+		return ndjsonLines(w, rows)
 	case formats.CSV:
 		var c *formats.CSVWriter
 		var cols []string
