@@ -126,13 +126,13 @@ func ParseAggregateQuery(v url.Values, now time.Time) (AggregateQuery, error) {
 		q.Since = q.Until.Add(-time.Duration(d * float64(24*time.Hour)))
 	default:
 		if until != "" {
-			if q.Until, err = ParseTime(until); err != nil {
-				return q, apierr.Invalid("until", "want an RFC 3339 time or a date YYYY-MM-DD, got %q", until)
+			if q.Until, err = timeParam("until", until); err != nil {
+				return q, err
 			}
 		}
 		if since != "" {
-			if q.Since, err = ParseTime(since); err != nil {
-				return q, apierr.Invalid("since", "want an RFC 3339 time or a date YYYY-MM-DD, got %q", since)
+			if q.Since, err = timeParam("since", since); err != nil {
+				return q, err
 			}
 		} else {
 			q.Since = q.Until.AddDate(0, 0, -defaultAggregateDays[iv.Name])

@@ -61,13 +61,13 @@ func ParseExportQuery(v url.Values, now time.Time) (ExportQuery, error) {
 	case since == "":
 		return q, apierr.Invalid("since", "an export needs a range: since (and until, default now) or days, at most %d days", MaxExportDays)
 	}
-	if q.Since, err = ParseTime(since); err != nil {
-		return q, apierr.Invalid("since", "want an RFC 3339 time or a date YYYY-MM-DD, got %q", since)
+	if q.Since, err = timeParam("since", since); err != nil {
+		return q, err
 	}
 	q.Until = now.UTC()
 	if until != "" {
-		if q.Until, err = ParseTime(until); err != nil {
-			return q, apierr.Invalid("until", "want an RFC 3339 time or a date YYYY-MM-DD, got %q", until)
+		if q.Until, err = timeParam("until", until); err != nil {
+			return q, err
 		}
 	}
 	if !q.Until.After(q.Since) {

@@ -115,19 +115,29 @@ func ParseReadingsQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 		return q, nil
 	}
 	if since != "" {
-		if q.Since, err = ParseTime(since); err != nil {
-			return q, apierr.Invalid("since", "want an RFC 3339 time or a date YYYY-MM-DD, got %q", since)
+		if q.Since, err = timeParam("since", since); err != nil {
+			return q, err
 		}
 	}
 	if until != "" {
-		if q.Until, err = ParseTime(until); err != nil {
-			return q, apierr.Invalid("until", "want an RFC 3339 time or a date YYYY-MM-DD, got %q", until)
+		if q.Until, err = timeParam("until", until); err != nil {
+			return q, err
 		}
 	}
 	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Until.After(q.Since) {
 		return q, apierr.Invalid("until", "must be after since")
 	}
 	return q, nil
+}
+
+// timeParam parses the time parameter name (since, until) with ParseTime; its error names
+// the parameter.
+func timeParam(name, s string) (time.Time, error) {
+	t, err := ParseTime(s)
+	if err != nil {
+		return t, apierr.Invalid(name, "want an RFC 3339 time or a date YYYY-MM-DD, got %q", s)
+	}
+	return t, nil
 }
 
 // ParseTime accepts RFC 3339 with or without fraction and offset (UTC assumed without
