@@ -25,6 +25,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 // DefaultQueryTimeout bounds one catalog query, so a stuck database gives an error, not a
@@ -102,9 +103,7 @@ func withDefaults(d Deps) Deps {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	if d.QueryTimeout <= 0 {
-		d.QueryTimeout = DefaultQueryTimeout
-	}
+	settings.Default(&d.QueryTimeout, DefaultQueryTimeout)
 	if d.Now == nil {
 		d.Now = time.Now
 	}

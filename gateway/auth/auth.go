@@ -14,6 +14,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
@@ -126,15 +127,11 @@ func New(store KeyStore, opt Options) (*Authenticator, error) {
 	if opt.CacheTTL < 0 {
 		return nil, fmt.Errorf("auth: negative cache TTL %s", opt.CacheTTL)
 	}
-	if opt.CacheSize <= 0 {
-		opt.CacheSize = DefaultCacheSize
-	}
+	settings.Default(&opt.CacheSize, DefaultCacheSize)
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.NegativeCacheSize <= 0 {
-		opt.NegativeCacheSize = DefaultNegativeCacheSize
-	}
+	settings.Default(&opt.NegativeCacheSize, DefaultNegativeCacheSize)
 	a := &Authenticator{
 		store: store, env: opt.Environment, ttl: opt.CacheTTL, now: opt.Now, met: opt.Metrics,
 		// Bounded in entries and in bytes (an entry with the longest names a key may have

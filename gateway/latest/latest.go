@@ -23,6 +23,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/formats"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 // DefaultTimeout bounds each service's batched call: a slower service is reported
@@ -52,12 +53,8 @@ type Handler struct{ o Options }
 
 // New returns the handler.
 func New(o Options) *Handler {
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.QueryTimeout <= 0 {
-		o.QueryTimeout = catalog.QueryTimeout
-	}
+	settings.Default(&o.Timeout, DefaultTimeout)
+	settings.Default(&o.QueryTimeout, catalog.QueryTimeout)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -347,9 +344,7 @@ func (h *Handler) lastReadings(ctx context.Context, sensors []catalog.Sensor, id
 
 // item builds one answer item; intervalS from the service wins over the catalog's.
 func (h *Handler) item(s *catalog.Sensor, ts *time.Time, intervalS int, meas json.RawMessage, q Area, now time.Time) Item {
-	if intervalS <= 0 {
-		intervalS = s.ReportingIntervalS
-	}
+	settings.Default(&intervalS, s.ReportingIntervalS)
 	v := q.Rule.Assess(ts, intervalS, now)
 	it := Item{SensorID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, Latitude: s.Latitude, Longitude: s.Longitude,
 		ServiceID: s.ServiceID, AgeSeconds: v.AgeSeconds, ExpectedIntervalSeconds: v.ExpectedIntervalSeconds,

@@ -14,6 +14,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 // Service statuses written to the catalog (catalog.Service.Status).
@@ -74,12 +75,8 @@ func New(clients map[string]HealthClient, store StatusStore, opt Options) (*Prob
 	if store == nil {
 		return nil, errors.New("prober: a StatusStore is required")
 	}
-	if opt.Interval <= 0 {
-		opt.Interval = DefaultInterval
-	}
-	if opt.Timeout <= 0 {
-		opt.Timeout = DefaultTimeout
-	}
+	settings.Default(&opt.Interval, DefaultInterval)
+	settings.Default(&opt.Timeout, DefaultTimeout)
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}

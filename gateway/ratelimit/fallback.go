@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 // DefaultRetryEvery is how often a degraded Fallback tries its primary again.
@@ -66,9 +67,7 @@ var _ Limiter = (*Fallback)(nil)
 
 // NewFallback wraps primary with local as the fallback.
 func NewFallback(primary, local Limiter, opt FallbackOptions) (*Fallback, error) {
-	if opt.RetryEvery <= 0 {
-		opt.RetryEvery = DefaultRetryEvery
-	}
+	settings.Default(&opt.RetryEvery, DefaultRetryEvery)
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
@@ -61,15 +62,9 @@ func NewCache(o CacheOptions) (*Cache, error) {
 	if o.TTL < 0 || o.TTL > MaxCacheTTL {
 		return nil, fmt.Errorf("readings: cache TTL %s: want 0 to %s", o.TTL, MaxCacheTTL)
 	}
-	if o.MaxItems <= 0 {
-		o.MaxItems = DefaultCacheItems
-	}
-	if o.MaxLen <= 0 {
-		o.MaxLen = DefaultCacheMaxLen
-	}
-	if o.MaxBytes <= 0 {
-		o.MaxBytes = DefaultCacheBytes
-	}
+	settings.Default(&o.MaxItems, DefaultCacheItems)
+	settings.Default(&o.MaxLen, DefaultCacheMaxLen)
+	settings.Default(&o.MaxBytes, DefaultCacheBytes)
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/latest"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 // Stream defaults (docs/live.md).
@@ -67,18 +68,10 @@ func NewHandler(o Options) *Handler {
 	if o.Cap.Limiter == nil {
 		o.Cap = NewCap(nil, o.Cap.Max)
 	}
-	if o.Heartbeat <= 0 {
-		o.Heartbeat = DefaultHeartbeat
-	}
-	if o.Retry <= 0 {
-		o.Retry = DefaultRetry
-	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = DefaultWriteTimeout
-	}
-	if o.MaxSensors <= 0 {
-		o.MaxSensors = DefaultMaxSensors
-	}
+	settings.Default(&o.Heartbeat, DefaultHeartbeat)
+	settings.Default(&o.Retry, DefaultRetry)
+	settings.Default(&o.WriteTimeout, DefaultWriteTimeout)
+	settings.Default(&o.MaxSensors, DefaultMaxSensors)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

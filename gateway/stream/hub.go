@@ -23,6 +23,7 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/jsonbytes"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 // Source is one service's log as the gateway reads it (contract.Client.Events).
@@ -143,15 +144,9 @@ type follower struct {
 
 // NewHub returns a hub; Run starts following.
 func NewHub(o HubOptions) *Hub {
-	if o.Wait <= 0 {
-		o.Wait = DefaultWait
-	}
-	if o.Buffer <= 0 {
-		o.Buffer = DefaultBuffer
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = time.Second
-	}
+	settings.Default(&o.Wait, DefaultWait)
+	settings.Default(&o.Buffer, DefaultBuffer)
+	settings.Default(&o.Backoff, time.Second)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/obs"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 // Route names a kind of call to a service; each has its own deadline in one table
@@ -132,41 +133,25 @@ type shared struct {
 }
 
 func newShared(opt Options) *shared {
-	if opt.Timeouts.Latest <= 0 {
-		opt.Timeouts.Latest = DefaultLatestTimeout
-	}
-	if opt.Timeouts.Readings <= 0 {
-		opt.Timeouts.Readings = DefaultReadingsTimeout
-	}
-	if opt.Timeouts.Health <= 0 {
-		opt.Timeouts.Health = DefaultHealthTimeout
-	}
-	if opt.Timeouts.Catalog <= 0 {
-		opt.Timeouts.Catalog = DefaultCatalogTimeout
-	}
+	settings.Default(&opt.Timeouts.Latest, DefaultLatestTimeout)
+	settings.Default(&opt.Timeouts.Readings, DefaultReadingsTimeout)
+	settings.Default(&opt.Timeouts.Health, DefaultHealthTimeout)
+	settings.Default(&opt.Timeouts.Catalog, DefaultCatalogTimeout)
 	if opt.Retries == 0 {
 		opt.Retries = DefaultRetries
 	} else if opt.Retries < 0 {
 		opt.Retries = 0
 	}
-	if opt.RetryWaitMin <= 0 {
-		opt.RetryWaitMin = DefaultRetryWaitMin
-	}
+	settings.Default(&opt.RetryWaitMin, DefaultRetryWaitMin)
 	if opt.RetryWaitMax < opt.RetryWaitMin {
 		opt.RetryWaitMax = max(DefaultRetryWaitMax, opt.RetryWaitMin)
 	}
-	if opt.MaxIdleConnsPerHost <= 0 {
-		opt.MaxIdleConnsPerHost = 256
-	}
-	if opt.MaxBody <= 0 {
-		opt.MaxBody = DefaultMaxBody
-	}
+	settings.Default(&opt.MaxIdleConnsPerHost, 256)
+	settings.Default(&opt.MaxBody, DefaultMaxBody)
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opt.RecycleEvery <= 0 {
-		opt.RecycleEvery = DefaultRecycleEvery
-	}
+	settings.Default(&opt.RecycleEvery, DefaultRecycleEvery)
 	if opt.Resolver == nil {
 		opt.Resolver = net.DefaultResolver
 	}

@@ -76,3 +76,12 @@ func orList(choices []string) string {
 	}
 	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
 }
+
+// Default sets *v to def when *v is zero or negative: the zero value of a component's
+// option means its default, and a negative one is no more meaningful (a ticker panics on
+// it).
+func Default[T ~int | ~int64 | ~float64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}

@@ -220,3 +220,18 @@ func TestParsers(t *testing.T) {
 		t.Errorf("URL: %v %v", u, err)
 	}
 }
+
+func TestDefault(t *testing.T) {
+	for _, tc := range []struct{ in, want time.Duration }{{0, time.Second}, {-5, time.Second}, {3 * time.Millisecond, 3 * time.Millisecond}} {
+		d := tc.in
+		settings.Default(&d, time.Second)
+		if d != tc.want {
+			t.Errorf("Default(%v, 1s) = %v, want %v", tc.in, d, tc.want)
+		}
+	}
+	n := 7
+	settings.Default(&n, 256)
+	if n != 7 {
+		t.Errorf("Default(7, 256) = %d", n)
+	}
+}
