@@ -108,22 +108,14 @@ func ParseAggregateQuery(v url.Values, now time.Time) (AggregateQuery, error) {
 		}
 		q.Zone = loc
 	}
-	days, since, until := v.Get("days"), v.Get("since"), v.Get("until")
-	if days != "" && (since != "" || until != "") {
-		other := "since"
-		if since == "" {
-			other = "until"
-		}
-		return q, apierr.Invalid("days", "cannot be combined with %s", other)
+	span, since, until, err := rangeParams(v)
+	if err != nil {
+		return q, err
 	}
 	q.Until = now.UTC()
 	switch {
-	case days != "":
-		d, err := strconv.ParseFloat(days, 64)
-		if err != nil || !(d > 0) || d > MaxDays {
-			return q, apierr.Invalid("days", "want a number of days greater than 0 and at most %d, got %q", MaxDays, days)
-		}
-		q.Since = q.Until.Add(-time.Duration(d * float64(24*time.Hour)))
+	case span > 0:
+		q.Since = q.Until.Add(-span)
 	default:
 		if until != "" {
 			if q.Until, err = timeParam("until", until); err != nil {

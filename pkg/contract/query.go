@@ -97,21 +97,13 @@ func ParseReadingsQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 	default:
 		return q, apierr.Invalid("sort", "want asc or desc, got %q", s)
 	}
-	days, since, until := v.Get("days"), v.Get("since"), v.Get("until")
-	if days != "" && (since != "" || until != "") {
-		name := "since"
-		if since == "" {
-			name = "until"
-		}
-		return q, apierr.Invalid("days", "cannot be combined with %s", name)
+	span, since, until, err := rangeParams(v)
+	if err != nil {
+		return q, err
 	}
-	if days != "" {
-		d, err := strconv.ParseFloat(days, 64)
-		if err != nil || math.IsNaN(d) || d <= 0 || d > MaxDays {
-			return q, apierr.Invalid("days", "want a number of days greater than 0 and at most %d, got %q", MaxDays, days)
-		}
+	if span > 0 {
 		q.Until = time.Time{}
-		q.Since = now.Add(-time.Duration(d * float64(24*time.Hour))).UTC()
+		q.Since = now.Add(-span).UTC()
 		return q, nil
 	}
 	if since != "" {
@@ -128,6 +120,27 @@ func ParseReadingsQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 		return q, apierr.Invalid("until", "must be after since")
 	}
 	return q, nil
+}
+
+// rangeParams reads a range's parameters: days (as span, 0 when absent), which excludes
+// since and until, or since and until as given.
+func rangeParams(v url.Values) (span time.Duration, since, until string, err error) {
+	days, since, until := v.Get("days"), v.Get("since"), v.Get("until")
+	if days == "" {
+		return 0, since, until, nil
+	}
+	if since != "" || until != "" {
+		name := "since"
+		if since == "" {
+			name = "until"
+		}
+		return 0, "", "", apierr.Invalid("days", "cannot be combined with %s", name)
+	}
+	d, err := strconv.ParseFloat(days, 64)
+	if err != nil || math.IsNaN(d) || d <= 0 || d > MaxDays {
+		return 0, "", "", apierr.Invalid("days", "want a number of days greater than 0 and at most %d, got %q", MaxDays, days)
+	}
+	return time.Duration(d * float64(24*time.Hour)), since, until, nil
 }
 
 // timeParam parses the time parameter name (since, until) with ParseTime; its error names
