@@ -54,17 +54,13 @@ func (s *Store) AuditEvents(ctx context.Context, cursor string, limit int) ([]Au
 	if err != nil {
 		return nil, "", fmt.Errorf("store: audit events: %w", err)
 	}
-	defer rows.Close()
-	out := []AuditEvent{}
-	for rows.Next() {
+	out, err := scanRows(rows, func(r rowScanner) (AuditEvent, error) {
 		var e AuditEvent
-		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.Target, &e.Address); err != nil {
-			return nil, "", fmt.Errorf("store: audit events: %w", err)
-		}
+		err := r.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.Target, &e.Address)
 		e.At = e.At.UTC()
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+		return e, err
+	})
+	if err != nil {
 		return nil, "", fmt.Errorf("store: audit events: %w", err)
 	}
 	next := ""
@@ -130,17 +126,16 @@ func (s *Store) Usage(ctx context.Context, keyID uuid.UUID, since time.Time) ([]
 	if err != nil {
 		return nil, fmt.Errorf("store: usage of key %s: %w", keyID, err)
 	}
-	defer rows.Close()
-	out := []HourCount{}
-	for rows.Next() {
+	out, err := scanRows(rows, func(r rowScanner) (HourCount, error) {
 		var h HourCount
-		if err := rows.Scan(&h.Hour, &h.Requests); err != nil {
-			return nil, fmt.Errorf("store: usage of key %s: %w", keyID, err)
-		}
+		err := r.Scan(&h.Hour, &h.Requests)
 		h.Hour = h.Hour.UTC()
-		out = append(out, h)
+		return h, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: usage of key %s: %w", keyID, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // PruneUsage deletes the hours older than before (UsageRetention ago).
@@ -179,16 +174,15 @@ func (s *Store) Credentials(ctx context.Context, account uuid.UUID) ([]Credentia
 	if err != nil {
 		return nil, fmt.Errorf("store: passkeys of %s: %w", account, err)
 	}
-	defer rows.Close()
-	out := []Credential{}
-	for rows.Next() {
+	out, err := scanRows(rows, func(r rowScanner) (Credential, error) {
 		var c Credential
-		if err := rows.Scan(&c.ID, &c.AccountID, &c.Data); err != nil {
-			return nil, fmt.Errorf("store: passkeys of %s: %w", account, err)
-		}
-		out = append(out, c)
+		err := r.Scan(&c.ID, &c.AccountID, &c.Data)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: passkeys of %s: %w", account, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // UpdateCredential stores a passkey's new state (its signature counter) after a sign-in.

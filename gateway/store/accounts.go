@@ -108,16 +108,11 @@ func (s *Store) Accounts(ctx context.Context) ([]Account, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: list accounts: %w", err)
 	}
-	defer rows.Close()
-	out := []Account{}
-	for rows.Next() {
-		a, err := scanAccount(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list accounts: %w", err)
-		}
-		out = append(out, a)
+	out, err := scanRows(rows, scanAccount)
+	if err != nil {
+		return nil, fmt.Errorf("store: list accounts: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // UpdateAccount sets an account's role and whether it is disabled (disabled accounts
@@ -151,16 +146,7 @@ func (s *Store) KeysOf(ctx context.Context, owner uuid.UUID) ([]catalog.APIKey, 
 	if err != nil {
 		return nil, fmt.Errorf("store: keys of %s: %w", owner, err)
 	}
-	defer rows.Close()
-	out := []catalog.APIKey{}
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	return scanRows(rows, scanKey)
 }
 
 // RotateKey stores next, a new key of old's owner, and makes old expire at oldExpires, in

@@ -54,18 +54,10 @@ func (s *Store) ListProjects(ctx context.Context, f catalog.ProjectFilter) ([]ca
 	if f.OwnerID != nil {
 		q.add("p.owner_id = ?", *f.OwnerID)
 	}
-	if f.Provider != "" {
-		q.add("pr.slug = ?", f.Provider)
-	}
-	if f.Domain != "" {
-		q.add("p.domain = ?", f.Domain)
-	}
-	if f.TemporalPattern != "" {
-		q.add("p.temporal_pattern = ?", f.TemporalPattern)
-	}
-	if f.FeedType != "" {
-		q.add("p.feed_type = ?", f.FeedType)
-	}
+	q.eq("pr.slug", f.Provider)
+	q.eq("p.domain", f.Domain)
+	q.eq("p.temporal_pattern", f.TemporalPattern)
+	q.eq("p.feed_type", f.FeedType)
 	if f.Search != "" {
 		fn := "instr(p.search_text, ?)"
 		if s.d.postgres {
@@ -89,15 +81,7 @@ func (s *Store) ListProjects(ctx context.Context, f catalog.ProjectFilter) ([]ca
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: list projects: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		p, err := scanProject(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+	if out, err = scanRows(rows, scanProject); err != nil {
 		return nil, 0, fmt.Errorf("store: list projects: %w", err)
 	}
 	return out, int(total), nil

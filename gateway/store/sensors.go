@@ -54,6 +54,20 @@ func (d dialect) sensorColumns(prefix string) string {
 
 type rowScanner interface{ Scan(dest ...any) error }
 
+// scanRows reads every row with scan, in order, and closes rows.
+func scanRows[T any](rows *sql.Rows, scan func(rowScanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func scanSensor(r rowScanner) (catalog.Sensor, error) {
 	var (
 		s                   catalog.Sensor
@@ -270,6 +284,13 @@ func (q *sensorQuery) add(cond string, args ...any) {
 	q.args = append(q.args, args...)
 }
 
+// eq adds "column = v" when v is set; an empty v filters nothing.
+func (q *sensorQuery) eq(column, v string) {
+	if v != "" {
+		q.add(column+" = ?", v)
+	}
+}
+
 // key identifies the query in the caches.
 func (q *sensorQuery) key() string {
 	return q.whereSQL() + "\x00" + fmt.Sprintf("%#v", q.args)
@@ -314,18 +335,10 @@ func (d dialect) buildSensorQuery(f catalog.SensorFilter, geoIndex bool) (sensor
 			q.add("instr(search_text, ?) > 0", term)
 		}
 	}
-	if f.SensorType != "" {
-		q.add("sensor_type = ?", f.SensorType)
-	}
-	if f.Status != "" {
-		q.add("status = ?", f.Status)
-	}
-	if f.Provider != "" {
-		q.add("provider_slug = ?", f.Provider)
-	}
-	if f.ServiceID != "" {
-		q.add("service_id = ?", f.ServiceID)
-	}
+	q.eq("sensor_type", f.SensorType)
+	q.eq("status", f.Status)
+	q.eq("provider_slug", f.Provider)
+	q.eq("service_id", f.ServiceID)
 	if f.FeedID != nil {
 		q.add("feed_id = ?", *f.FeedID)
 	}

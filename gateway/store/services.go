@@ -48,16 +48,8 @@ func (s *Store) Services(ctx context.Context) ([]catalog.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: list services: %w", err)
 	}
-	defer rows.Close()
-	out := []catalog.Service{}
-	for rows.Next() {
-		sv, err := scanService(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sv)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanRows(rows, scanService)
+	if err != nil {
 		return nil, fmt.Errorf("store: list services: %w", err)
 	}
 	return out, nil

@@ -117,16 +117,8 @@ func (s *Store) Keys(ctx context.Context) ([]catalog.APIKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: list keys: %w", err)
 	}
-	defer rows.Close()
-	out := []catalog.APIKey{}
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanRows(rows, scanKey)
+	if err != nil {
 		return nil, fmt.Errorf("store: list keys: %w", err)
 	}
 	return out, nil
@@ -143,7 +135,6 @@ func (s *Store) RevokeKey(ctx context.Context, idOrPrefix string, at time.Time) 
 		return k, errors.New("store: revoke key: empty id or prefix")
 	}
 	db := s.db.WithContext(ctx)
-	var matches []catalog.APIKey
 	query, arg := "SELECT "+keyColumns+" FROM api_keys WHERE prefix = ?", any(idOrPrefix)
 	if id, err := uuid.Parse(idOrPrefix); err == nil {
 		query, arg = "SELECT "+keyColumns+" FROM api_keys WHERE id = ?", id
@@ -152,16 +143,8 @@ func (s *Store) RevokeKey(ctx context.Context, idOrPrefix string, at time.Time) 
 	if err != nil {
 		return k, fmt.Errorf("store: revoke key %q: %w", idOrPrefix, err)
 	}
-	for rows.Next() {
-		m, err := scanKey(rows)
-		if err != nil {
-			rows.Close()
-			return k, err
-		}
-		matches = append(matches, m)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	matches, err := scanRows(rows, scanKey)
+	if err != nil {
 		return k, fmt.Errorf("store: revoke key %q: %w", idOrPrefix, err)
 	}
 	switch len(matches) {
