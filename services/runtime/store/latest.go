@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -137,24 +136,7 @@ func isMiss(err error) bool {
 
 // fillLatestBlocks reads every block that the readings of out point into with one query.
 func (s *sqlStore) fillLatestBlocks(ctx context.Context, out []StationLatest, refs []int64) error {
-	var blockIDs []any
-	seen := map[int64]bool{}
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for i, ref := range refs {
-		if ref == 0 {
-			continue
-		}
-		if id, _ := splitRef(ref); !seen[id] {
-			seen[id] = true
-			blockIDs = append(blockIDs, id)
-		}
-		ts := out[i].Reading.Time.UnixMilli()
-		lo, hi = min(lo, ts), max(hi, ts)
-	}
-	if len(blockIDs) == 0 {
-		return nil
-	}
-	blocks, err := s.readBlocks(ctx, blockIDs, lo, hi, false)
+	blocks, err := s.readBlocks(ctx, refs, func(i int) time.Time { return out[i].Reading.Time }, false)
 	if err != nil {
 		return fmt.Errorf("latest readings: %w", err)
 	}

@@ -177,24 +177,7 @@ type decodedBlock struct {
 // 500-row page touches ~16 blocks), and slices every reading's values out of its block
 // without copying them.
 func (s *sqlStore) fillFromBlocks(ctx context.Context, st stationRec, out []Reading, refs []int64, withRaw bool) error {
-	var blockIDs []any
-	seen := map[int64]bool{}
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for i, ref := range refs {
-		if ref == 0 {
-			continue
-		}
-		if id, _ := splitRef(ref); !seen[id] {
-			seen[id] = true
-			blockIDs = append(blockIDs, id)
-		}
-		ts := out[i].Time.UnixMilli()
-		lo, hi = min(lo, ts), max(hi, ts)
-	}
-	if len(blockIDs) == 0 {
-		return nil
-	}
-	blocks, err := s.readBlocks(ctx, blockIDs, lo, hi, withRaw)
+	blocks, err := s.readBlocks(ctx, refs, func(i int) time.Time { return out[i].Time }, withRaw)
 	if err != nil {
 		return fmt.Errorf("readings of %q: %w", st.ExternalID, err)
 	}
@@ -216,10 +199,28 @@ func (s *sqlStore) fillFromBlocks(ctx context.Context, st stationRec, out []Read
 	return nil
 }
 
-// readBlocks reads and decodes blocks by id. A block lies in the month of its readings,
-// between the start of the month of lo and hi, which lets PostgreSQL read only those
-// months' partitions.
-func (s *sqlStore) readBlocks(ctx context.Context, ids []any, lo, hi int64, withRaw bool) (map[int64]decodedBlock, error) {
+// readBlocks reads and decodes, each once, the blocks that refs point into (a ref of 0
+// points into none); at(i) is the time of the reading of refs[i]. A block lies in the
+// month of its readings, between the start of the month of the oldest and the newest,
+// which lets PostgreSQL read only those months' partitions.
+func (s *sqlStore) readBlocks(ctx context.Context, refs []int64, at func(i int) time.Time, withRaw bool) (map[int64]decodedBlock, error) {
+	var ids []any
+	seen := map[int64]bool{}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i, ref := range refs {
+		if ref == 0 {
+			continue
+		}
+		if id, _ := splitRef(ref); !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+		ts := at(i).UnixMilli()
+		lo, hi = min(lo, ts), max(hi, ts)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	cols := "id, measurements, raw_format, NULL"
 	if withRaw {
 		cols = "id, measurements, raw_format, raw"

@@ -147,6 +147,31 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
+// fillGaps adds the data types of o that st lacks and takes o's position, description,
+// sensor type, deployment date and reporting interval where st has none.
+func fillGaps(st *contract.Station, o contract.Station) {
+	for _, p := range o.DataTypes {
+		if !contains(st.DataTypes, p) {
+			st.DataTypes = append(st.DataTypes, p)
+		}
+	}
+	if st.Latitude == nil {
+		st.Latitude, st.Longitude = o.Latitude, o.Longitude
+	}
+	if st.Description == "" {
+		st.Description = o.Description
+	}
+	if st.SensorType == "" {
+		st.SensorType = o.SensorType
+	}
+	if st.DeploymentDate == "" {
+		st.DeploymentDate = o.DeploymentDate
+	}
+	if st.ReportingIntervalS == 0 {
+		st.ReportingIntervalS = o.ReportingIntervalS
+	}
+}
+
 // lockStations reads and locks the stored rows of stations in one query. Rows are locked
 // before any reading is written, and batches lock their stations in one order (by id,
 // as are the inserts of new ones that follow), so replicas writing the same stations
@@ -169,54 +194,16 @@ func (s *sqlStore) upsertStation(ctx context.Context, tx txn, st contract.Statio
 		in := st
 		st = cur.Station
 		st.DataTypes = append([]string(nil), cur.DataTypes...)
-		for _, p := range in.DataTypes {
-			if !contains(st.DataTypes, p) {
-				st.DataTypes = append(st.DataTypes, p)
-			}
-		}
-		if st.Latitude == nil {
-			st.Latitude, st.Longitude = in.Latitude, in.Longitude
-		}
+		fillGaps(&st, in)
 		if st.Name == "" || st.Name == st.ExternalID {
 			st.Name = in.Name
-		}
-		if st.Description == "" {
-			st.Description = in.Description
-		}
-		if st.SensorType == "" {
-			st.SensorType = in.SensorType
-		}
-		if st.DeploymentDate == "" {
-			st.DeploymentDate = in.DeploymentDate
-		}
-		if st.ReportingIntervalS == 0 {
-			st.ReportingIntervalS = in.ReportingIntervalS
 		}
 		if st.Status == "" || (st.Status == observation.StatusNeverReported && in.Status == observation.StatusActive) {
 			st.Status = in.Status // first reading of a station known from metadata
 		}
 	}
 	if exists {
-		for _, p := range cur.DataTypes {
-			if !contains(st.DataTypes, p) {
-				st.DataTypes = append(st.DataTypes, p)
-			}
-		}
-		if st.Latitude == nil {
-			st.Latitude, st.Longitude = cur.Latitude, cur.Longitude
-		}
-		if st.Description == "" {
-			st.Description = cur.Description
-		}
-		if st.SensorType == "" {
-			st.SensorType = cur.SensorType
-		}
-		if st.DeploymentDate == "" {
-			st.DeploymentDate = cur.DeploymentDate
-		}
-		if st.ReportingIntervalS == 0 {
-			st.ReportingIntervalS = cur.ReportingIntervalS
-		}
+		fillGaps(&st, cur.Station)
 		if st.Name == st.ExternalID && cur.Name != "" {
 			st.Name = cur.Name
 		}
