@@ -49,12 +49,9 @@ func (s *Store) AuditEvents(ctx context.Context, cursor string, limit int) ([]Au
 		}
 		before = n
 	}
-	rows, err := s.db.WithContext(ctx).Raw("SELECT id, at, actor, action, target, address FROM audit_events WHERE id < ? ORDER BY id DESC LIMIT ?",
-		before, limit+1).Rows()
-	if err != nil {
-		return nil, "", fmt.Errorf("store: audit events: %w", err)
-	}
-	out, err := scanRows(rows, func(r rowScanner) (AuditEvent, error) {
+	q := s.db.WithContext(ctx).Raw("SELECT id, at, actor, action, target, address FROM audit_events WHERE id < ? ORDER BY id DESC LIMIT ?",
+		before, limit+1)
+	out, err := queryRows(q, func(r rowScanner) (AuditEvent, error) {
 		var e AuditEvent
 		err := r.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.Target, &e.Address)
 		e.At = e.At.UTC()
@@ -121,12 +118,8 @@ func (s *Store) upsertUsage(ctx context.Context, hour time.Time, counts map[uuid
 // Usage returns a key's hourly counts from since on, oldest first (hours without requests
 // are absent).
 func (s *Store) Usage(ctx context.Context, keyID uuid.UUID, since time.Time) ([]HourCount, error) {
-	rows, err := s.db.WithContext(ctx).Raw("SELECT hour, requests FROM key_usage WHERE key_id = ? AND hour >= ? ORDER BY hour",
-		keyID, since.UTC()).Rows()
-	if err != nil {
-		return nil, fmt.Errorf("store: usage of key %s: %w", keyID, err)
-	}
-	out, err := scanRows(rows, func(r rowScanner) (HourCount, error) {
+	q := s.db.WithContext(ctx).Raw("SELECT hour, requests FROM key_usage WHERE key_id = ? AND hour >= ? ORDER BY hour", keyID, since.UTC())
+	out, err := queryRows(q, func(r rowScanner) (HourCount, error) {
 		var h HourCount
 		err := r.Scan(&h.Hour, &h.Requests)
 		h.Hour = h.Hour.UTC()
@@ -170,11 +163,8 @@ func (s *Store) AddCredential(ctx context.Context, c Credential) error {
 
 // Credentials lists an account's passkeys.
 func (s *Store) Credentials(ctx context.Context, account uuid.UUID) ([]Credential, error) {
-	rows, err := s.db.WithContext(ctx).Raw("SELECT id, account_id, credential FROM account_credentials WHERE account_id = ? ORDER BY created_at", account).Rows()
-	if err != nil {
-		return nil, fmt.Errorf("store: passkeys of %s: %w", account, err)
-	}
-	out, err := scanRows(rows, func(r rowScanner) (Credential, error) {
+	q := s.db.WithContext(ctx).Raw("SELECT id, account_id, credential FROM account_credentials WHERE account_id = ? ORDER BY created_at", account)
+	out, err := queryRows(q, func(r rowScanner) (Credential, error) {
 		var c Credential
 		err := r.Scan(&c.ID, &c.AccountID, &c.Data)
 		return c, err

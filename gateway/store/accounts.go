@@ -104,11 +104,7 @@ func (s *Store) AccountByEmail(ctx context.Context, email string) (Account, erro
 
 // Accounts lists every account, oldest first.
 func (s *Store) Accounts(ctx context.Context) ([]Account, error) {
-	rows, err := s.db.WithContext(ctx).Raw("SELECT " + accountColumns + " FROM users ORDER BY created_at, id").Rows()
-	if err != nil {
-		return nil, fmt.Errorf("store: list accounts: %w", err)
-	}
-	out, err := scanRows(rows, scanAccount)
+	out, err := queryRows(s.db.WithContext(ctx).Raw("SELECT "+accountColumns+" FROM users ORDER BY created_at, id"), scanAccount)
 	if err != nil {
 		return nil, fmt.Errorf("store: list accounts: %w", err)
 	}
@@ -142,11 +138,11 @@ func (s *Store) Key(ctx context.Context, id uuid.UUID) (catalog.APIKey, error) {
 
 // KeysOf lists an account's keys, newest first.
 func (s *Store) KeysOf(ctx context.Context, owner uuid.UUID) ([]catalog.APIKey, error) {
-	rows, err := s.db.WithContext(ctx).Raw("SELECT "+keyColumns+" FROM api_keys WHERE owner_id = ? ORDER BY created_at DESC, id", owner).Rows()
+	out, err := queryRows(s.db.WithContext(ctx).Raw("SELECT "+keyColumns+" FROM api_keys WHERE owner_id = ? ORDER BY created_at DESC, id", owner), scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("store: keys of %s: %w", owner, err)
 	}
-	return scanRows(rows, scanKey)
+	return out, nil
 }
 
 // RotateKey stores next, a new key of old's owner, and makes old expire at oldExpires, in

@@ -77,11 +77,7 @@ func (s *Store) ListProjects(ctx context.Context, f catalog.ProjectFilter) ([]ca
 		return out, int(total), nil
 	}
 	args := append(append([]any{}, q.args...), f.Limit, offset)
-	rows, err := db.Raw(projectSelect+q.whereSQL()+" ORDER BY p.name, p.id LIMIT ? OFFSET ?", args...).Rows()
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list projects: %w", err)
-	}
-	if out, err = scanRows(rows, scanProject); err != nil {
+	if out, err = queryRows(db.Raw(projectSelect+q.whereSQL()+" ORDER BY p.name, p.id LIMIT ? OFFSET ?", args...), scanProject); err != nil {
 		return nil, 0, fmt.Errorf("store: list projects: %w", err)
 	}
 	return out, int(total), nil

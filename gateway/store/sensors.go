@@ -54,8 +54,12 @@ func (d dialect) sensorColumns(prefix string) string {
 
 type rowScanner interface{ Scan(dest ...any) error }
 
-// scanRows reads every row with scan, in order, and closes rows.
-func scanRows[T any](rows *sql.Rows, scan func(rowScanner) (T, error)) ([]T, error) {
+// queryRows runs q and reads every row it returns with scan, in order.
+func queryRows[T any](q *gorm.DB, scan func(rowScanner) (T, error)) ([]T, error) {
+	rows, err := q.Rows()
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
 	out := []T{}
 	for rows.Next() {

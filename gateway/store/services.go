@@ -44,11 +44,7 @@ func scanService(r rowScanner) (catalog.Service, error) {
 
 // Services lists the known services ordered by id.
 func (s *Store) Services(ctx context.Context) ([]catalog.Service, error) {
-	rows, err := s.db.WithContext(ctx).Raw("SELECT " + serviceColumns + " FROM services ORDER BY id").Rows()
-	if err != nil {
-		return nil, fmt.Errorf("store: list services: %w", err)
-	}
-	out, err := scanRows(rows, scanService)
+	out, err := queryRows(s.db.WithContext(ctx).Raw("SELECT "+serviceColumns+" FROM services ORDER BY id"), scanService)
 	if err != nil {
 		return nil, fmt.Errorf("store: list services: %w", err)
 	}

@@ -113,11 +113,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (catalog.APIKey, err
 
 // Keys lists every key, newest first.
 func (s *Store) Keys(ctx context.Context) ([]catalog.APIKey, error) {
-	rows, err := s.db.WithContext(ctx).Raw("SELECT " + keyColumns + " FROM api_keys ORDER BY created_at DESC, id").Rows()
-	if err != nil {
-		return nil, fmt.Errorf("store: list keys: %w", err)
-	}
-	out, err := scanRows(rows, scanKey)
+	out, err := queryRows(s.db.WithContext(ctx).Raw("SELECT "+keyColumns+" FROM api_keys ORDER BY created_at DESC, id"), scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("store: list keys: %w", err)
 	}
@@ -139,11 +135,7 @@ func (s *Store) RevokeKey(ctx context.Context, idOrPrefix string, at time.Time) 
 	if id, err := uuid.Parse(idOrPrefix); err == nil {
 		query, arg = "SELECT "+keyColumns+" FROM api_keys WHERE id = ?", id
 	}
-	rows, err := db.Raw(query, arg).Rows()
-	if err != nil {
-		return k, fmt.Errorf("store: revoke key %q: %w", idOrPrefix, err)
-	}
-	matches, err := scanRows(rows, scanKey)
+	matches, err := queryRows(db.Raw(query, arg), scanKey)
 	if err != nil {
 		return k, fmt.Errorf("store: revoke key %q: %w", idOrPrefix, err)
 	}

@@ -144,10 +144,9 @@ func (s *sqlStore) fillLatestBlocks(ctx context.Context, out []StationLatest, re
 		if ref == 0 {
 			continue
 		}
-		id, idx := splitRef(ref)
-		b, ok := blocks[id]
-		if !ok || idx >= len(b.measurements) {
-			return fmt.Errorf("latest reading of %q: block %d (index %d) is missing", out[i].Station.ExternalID, id, idx)
+		b, idx, err := blockAt(blocks, ref)
+		if err != nil {
+			return fmt.Errorf("latest reading of %q: %w", out[i].Station.ExternalID, err)
 		}
 		out[i].Reading.Measurements = withQC(b.measurements[idx])
 	}

@@ -185,10 +185,9 @@ func (s *sqlStore) fillFromBlocks(ctx context.Context, st stationRec, out []Read
 		if ref == 0 {
 			continue
 		}
-		id, idx := splitRef(ref)
-		b, ok := blocks[id]
-		if !ok || idx >= len(b.measurements) {
-			return fmt.Errorf("reading %s of %q: block %d (index %d) is missing", out[i].Time.Format(time.RFC3339), st.ExternalID, id, idx)
+		b, idx, err := blockAt(blocks, ref)
+		if err != nil {
+			return fmt.Errorf("reading %s of %q: %w", out[i].Time.Format(time.RFC3339), st.ExternalID, err)
 		}
 		out[i].Measurements = withQC(b.measurements[idx])
 		out[i].RawFormat = b.rawFormat
@@ -197,6 +196,17 @@ func (s *sqlStore) fillFromBlocks(ctx context.Context, st stationRec, out []Read
 		}
 	}
 	return nil
+}
+
+// blockAt returns the values of the block that ref points into and the reading's index in
+// them; an error when that block was not read or holds fewer readings.
+func blockAt(blocks map[int64]decodedBlock, ref int64) (decodedBlock, int, error) {
+	id, idx := splitRef(ref)
+	b, ok := blocks[id]
+	if !ok || idx >= len(b.measurements) {
+		return b, idx, fmt.Errorf("block %d (index %d) is missing", id, idx)
+	}
+	return b, idx, nil
 }
 
 // readBlocks reads and decodes, each once, the blocks that refs point into (a ref of 0

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -74,21 +75,10 @@ func (s *sqlStore) mergeStations(ctx context.Context, b Batch) ([]contract.Stati
 	out := make([]contract.Station, 0, len(order))
 	for _, u := range order {
 		st := *byKey[u]
-		if st.ProviderSlug == "" {
-			st.ProviderSlug = b.Provider
-		}
-		if st.FeedSlug == "" {
-			st.FeedSlug = b.Feed
-		}
-		if st.FeedSlug == "" {
-			st.FeedSlug = b.Provider
-		}
-		if st.Name == "" {
-			st.Name = st.ExternalID
-		}
-		if st.Status == "" {
-			st.Status = "active"
-		}
+		st.ProviderSlug = cmp.Or(st.ProviderSlug, b.Provider)
+		st.FeedSlug = cmp.Or(st.FeedSlug, b.Feed, b.Provider)
+		st.Name = cmp.Or(st.Name, st.ExternalID)
+		st.Status = cmp.Or(st.Status, "active")
 		out = append(out, st)
 	}
 	return out, nil
@@ -158,18 +148,10 @@ func fillGaps(st *contract.Station, o contract.Station) {
 	if st.Latitude == nil {
 		st.Latitude, st.Longitude = o.Latitude, o.Longitude
 	}
-	if st.Description == "" {
-		st.Description = o.Description
-	}
-	if st.SensorType == "" {
-		st.SensorType = o.SensorType
-	}
-	if st.DeploymentDate == "" {
-		st.DeploymentDate = o.DeploymentDate
-	}
-	if st.ReportingIntervalS == 0 {
-		st.ReportingIntervalS = o.ReportingIntervalS
-	}
+	st.Description = cmp.Or(st.Description, o.Description)
+	st.SensorType = cmp.Or(st.SensorType, o.SensorType)
+	st.DeploymentDate = cmp.Or(st.DeploymentDate, o.DeploymentDate)
+	st.ReportingIntervalS = cmp.Or(st.ReportingIntervalS, o.ReportingIntervalS)
 }
 
 // lockStations reads and locks the stored rows of stations in one query. Rows are locked
