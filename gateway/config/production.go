@@ -15,17 +15,11 @@ func (c Config) ProductionMissing() []string {
 	if c.Env != EnvProduction {
 		return nil
 	}
-	var out []string
-	if c.InternalToken == "" {
-		out = append(out, "INTERNAL_TOKEN (flag -internal-token): the shared secret the backing services demand")
-	}
-	if c.RedisURL == "" {
-		out = append(out, "REDIS_URL (flag -redis-url): the shared rate-limit and wrong-key counters of all replicas")
-	}
-	if len(c.RateLimit.Plans) == 0 {
-		out = append(out, "RATE_LIMIT_PLANS (flag -rate-limit-plans): the budgets of production plans, e.g. default=1000/h,pro=10000/h")
-	}
-	return out
+	return holding(
+		when{c.InternalToken == "", "INTERNAL_TOKEN (flag -internal-token): the shared secret the backing services demand"},
+		when{c.RedisURL == "", "REDIS_URL (flag -redis-url): the shared rate-limit and wrong-key counters of all replicas"},
+		when{len(c.RateLimit.Plans) == 0, "RATE_LIMIT_PLANS (flag -rate-limit-plans): the budgets of production plans, e.g. default=1000/h,pro=10000/h"},
+	)
 }
 
 // CheckProduction is ProductionMissing as one error, or nil.
@@ -43,21 +37,28 @@ func (c Config) DevelopmentDefaults() []string {
 	if c.Env != EnvDevelopment {
 		return nil
 	}
+	return holding(
+		when{c.DevAPIKey == DefaultDevAPIKey, "the public development key"},
+		when{c.DatabaseURL == "", "the SQLite catalog " + c.SQLitePath},
+		when{c.InternalToken == "", "no internal token"},
+		when{c.RedisURL == "", "in-process rate limits"},
+		when{len(c.RateLimit.Plans) == 0, "the development budget for every key"},
+	)
+}
+
+// when is a line of a list that holds only when its condition does.
+type when struct {
+	cond bool
+	line string
+}
+
+// holding lists the lines whose condition holds, in order; nil when none does.
+func holding(ws ...when) []string {
 	var out []string
-	if c.DevAPIKey == DefaultDevAPIKey {
-		out = append(out, "the public development key")
-	}
-	if c.DatabaseURL == "" {
-		out = append(out, "the SQLite catalog "+c.SQLitePath)
-	}
-	if c.InternalToken == "" {
-		out = append(out, "no internal token")
-	}
-	if c.RedisURL == "" {
-		out = append(out, "in-process rate limits")
-	}
-	if len(c.RateLimit.Plans) == 0 {
-		out = append(out, "the development budget for every key")
+	for _, w := range ws {
+		if w.cond {
+			out = append(out, w.line)
+		}
 	}
 	return out
 }
