@@ -38,13 +38,7 @@ func ParseStations(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, fmt.Errorf("%w: stations payload type is %q, want FeatureCollection", ErrNotGeoJSON, batch.Truncate(env.Type, 40))
 	}
 	out := observation.Batch{Provider: ProviderSlug}
-	for i, raw := range env.Features {
-		n := i + 1
-		var f stationFeature
-		if err := json.Unmarshal(raw, &f); err != nil {
-			out.Reject("", n, "", batch.ReasonBadStationMetadata, fmt.Sprintf("feature %d: %v", n, err))
-			continue
-		}
+	for n, f := range batch.StationRecords[stationFeature](&out, "feature", env.Features) {
 		id := CanonicalID(f.Properties.StationIdentifier)
 		if id == "" {
 			id = CanonicalID(stationFromURL(f.ID))

@@ -379,13 +379,7 @@ func ParseLocations(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	out := observation.Batch{Provider: ProviderSlug}
-	for i, raw := range env.Results {
-		n := i + 1
-		var r locationResult
-		if err := json.Unmarshal(raw, &r); err != nil {
-			out.Reject("", n, "", batch.ReasonBadStationMetadata, fmt.Sprintf("result %d: %v", n, err))
-			continue
-		}
+	for n, r := range batch.StationRecords[locationResult](&out, "result", env.Results) {
 		id, ok := v1Location(&out, n, r.Country, r.Location)
 		if !ok {
 			continue

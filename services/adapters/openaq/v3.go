@@ -1,7 +1,6 @@
 package openaq
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -34,6 +33,24 @@ type v3Time struct {
 	UTC string `json:"utc"`
 }
 
+// v3Location is one location of /v3/locations.
+type v3Location struct {
+	ID       *int64  `json:"id"`
+	Name     string  `json:"name"`
+	Locality *string `json:"locality"`
+	Country  struct {
+		Code string `json:"code"`
+		Name string `json:"name"`
+	} `json:"country"`
+	Provider struct {
+		Name string `json:"name"`
+	} `json:"provider"`
+	Sensors []struct {
+		Parameter v3Parameter `json:"parameter"`
+	} `json:"sensors"`
+	Coordinates *coordinates `json:"coordinates"`
+}
+
 // ParseV3Locations reads /v3/locations into station records (no observations).
 func ParseV3Locations(data []byte) (observation.Batch, error) {
 	env, err := decodeEnvelope(data)
@@ -41,28 +58,7 @@ func ParseV3Locations(data []byte) (observation.Batch, error) {
 		return observation.Batch{}, err
 	}
 	out := observation.Batch{Provider: ProviderSlug}
-	for i, raw := range env.Results {
-		n := i + 1
-		var r struct {
-			ID       *int64  `json:"id"`
-			Name     string  `json:"name"`
-			Locality *string `json:"locality"`
-			Country  struct {
-				Code string `json:"code"`
-				Name string `json:"name"`
-			} `json:"country"`
-			Provider struct {
-				Name string `json:"name"`
-			} `json:"provider"`
-			Sensors []struct {
-				Parameter v3Parameter `json:"parameter"`
-			} `json:"sensors"`
-			Coordinates *coordinates `json:"coordinates"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			out.Reject("", n, "", batch.ReasonBadStationMetadata, fmt.Sprintf("location %d: %v", n, err))
-			continue
-		}
+	for n, r := range batch.StationRecords[v3Location](&out, "location", env.Results) {
 		if r.ID == nil || *r.ID < 0 {
 			out.Reject("", n, "id", batch.ReasonMissingStation, fmt.Sprintf("location %d has no id", n))
 			continue

@@ -387,3 +387,23 @@ func Records[T any](b *Builder, station, noun string, raws []json.RawMessage) it
 		}
 	}
 }
+
+// StationRecords decodes the records of a station metadata payload one by one into T, for
+// a range loop over the record's 1-based number and its value. A record that does not
+// decode is a bad_station_metadata rejection in out, detailed as "<noun> <n>: <error>",
+// and the loop goes on without it.
+func StationRecords[T any](out *observation.Batch, noun string, raws []json.RawMessage) iter.Seq2[int, T] {
+	return func(yield func(int, T) bool) {
+		for i, raw := range raws {
+			n := i + 1
+			var v T
+			if err := json.Unmarshal(raw, &v); err != nil {
+				out.Reject("", n, "", ReasonBadStationMetadata, fmt.Sprintf("%s %d: %v", noun, n, err))
+				continue
+			}
+			if !yield(n, v) {
+				return
+			}
+		}
+	}
+}
