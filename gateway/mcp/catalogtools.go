@@ -360,29 +360,12 @@ func runSearchSensors(ctx context.Context, cc *callCtx, a searchArgs) (string, s
 	}
 	cursorless := a
 	cursorless.Cursor, cursorless.Limit = "", nil
-	qh := queryHash(cursorless)
-	page := 1
-	if a.Cursor != "" {
-		c, err := decodeCursor(tool, a.Cursor, qh)
-		if err != nil {
-			return "", none, err
-		}
-		page, limit = c.Page, c.Limit
-	}
-	f.Page, f.Limit = page, limit
-	res, err := cc.h.store.ListSensors(ctx, f)
+	sp, err := cc.sensorPage(ctx, tool, a.Cursor, queryHash(cursorless), limit, f)
 	if err != nil {
 		return "", none, asAPIError(fmt.Errorf("list sensors: %w", err))
 	}
-	out := searchResult{Sensors: []sensorSummary{}, Total: res.Total, Limit: limit}
-	for _, s := range res.Sensors {
-		out.Sensors = append(out.Sensors, summarize(s, cc.now))
-	}
-	out.Units = unitsOfSensors(res.Sensors)
-	if page*limit < res.Total && len(res.Sensors) > 0 {
-		out.NextCursor = encodeCursor(pageCursor{Page: page + 1, Limit: limit, Query: qh})
-	}
-	summary := fmt.Sprintf("%d of %d matching sensors (page %d, %d per page).", len(out.Sensors), out.Total, page, limit)
+	out := searchResult{Sensors: sp.sensors, Units: sp.units, Total: sp.total, Limit: sp.limit, NextCursor: sp.next}
+	summary := fmt.Sprintf("%d of %d matching sensors (page %d, %d per page).", len(out.Sensors), out.Total, sp.page, sp.limit)
 	if out.NextCursor != "" {
 		summary += " More: call again with cursor=nextCursor."
 	}

@@ -96,26 +96,11 @@ func runListProjectSensors(ctx context.Context, cc *callCtx, a projectSensorsArg
 		return "", none, err
 	}
 	qh := queryHash(struct{ Project, Status string }{p.ID.String(), a.Status})
-	page := 1
-	if a.Cursor != "" {
-		c, err := decodeCursor(tool, a.Cursor, qh)
-		if err != nil {
-			return "", none, err
-		}
-		page, limit = c.Page, c.Limit
-	}
 	id := p.ID
-	res, err := cc.h.store.ListSensors(ctx, catalog.SensorFilter{FeedID: &id, Status: a.Status, Page: page, Limit: limit})
+	sp, err := cc.sensorPage(ctx, tool, a.Cursor, qh, limit, catalog.SensorFilter{FeedID: &id, Status: a.Status})
 	if err != nil {
-		return "", none, fmt.Errorf("list project sensors: %w", err)
+		return "", none, asAPIError(fmt.Errorf("list project sensors: %w", err))
 	}
-	out := projectSensors{ProjectID: p.ID.String(), Sensors: []sensorSummary{}, Total: res.Total, Limit: limit}
-	for _, s := range res.Sensors {
-		out.Sensors = append(out.Sensors, summarize(s, cc.now))
-	}
-	out.Units = unitsOfSensors(res.Sensors)
-	if page*limit < res.Total && len(res.Sensors) > 0 {
-		out.NextCursor = encodeCursor(pageCursor{Page: page + 1, Limit: limit, Query: qh})
-	}
-	return fmt.Sprintf("%d of %d sensors of project %s (page %d).", len(out.Sensors), res.Total, p.Slug, page), out, nil
+	out := projectSensors{ProjectID: p.ID.String(), Sensors: sp.sensors, Units: sp.units, Total: sp.total, Limit: sp.limit, NextCursor: sp.next}
+	return fmt.Sprintf("%d of %d sensors of project %s (page %d).", len(out.Sensors), sp.total, p.Slug, sp.page), out, nil
 }

@@ -262,6 +262,40 @@ func (h *Handler) serviceOf(ctx context.Context, s catalog.Sensor) (catalog.Serv
 	return svc, notFound(err, apierr.NoFeed, "sensor %s is connected to service %q, which the gateway does not know", s.ID, s.ServiceID)
 }
 
+// sensorPage is a page of sensor summaries, as search_sensors and list_project_sensors
+// return them.
+type sensorPage struct {
+	sensors            []sensorSummary
+	units              map[string]string // canonical unit of every parameter of the page's sensors
+	total, page, limit int
+	next               string // cursor of the next page; empty on the last one
+}
+
+// sensorPage lists the sensors of f on the page that cursor, issued for the arguments
+// hashed as query, continues; without a cursor, the first page of limit sensors.
+func (cc *callCtx) sensorPage(ctx context.Context, tool, cursor string, query uint64, limit int, f catalog.SensorFilter) (sensorPage, error) {
+	f.Page, f.Limit = 1, limit
+	if cursor != "" {
+		c, err := decodeCursor(tool, cursor, query)
+		if err != nil {
+			return sensorPage{}, err
+		}
+		f.Page, f.Limit = c.Page, c.Limit
+	}
+	res, err := cc.h.store.ListSensors(ctx, f)
+	if err != nil {
+		return sensorPage{}, err
+	}
+	out := sensorPage{sensors: []sensorSummary{}, units: unitsOfSensors(res.Sensors), total: res.Total, page: f.Page, limit: f.Limit}
+	for _, s := range res.Sensors {
+		out.sensors = append(out.sensors, summarize(s, cc.now))
+	}
+	if f.Page*f.Limit < res.Total && len(res.Sensors) > 0 {
+		out.next = encodeCursor(pageCursor{Page: f.Page + 1, Limit: f.Limit, Query: query})
+	}
+	return out, nil
+}
+
 // pageCursor is the opaque cursor of the gateway's paginated tools (pkg/pagecursor, which
 // the services' tools use too).
 type pageCursor = pagecursor.Cursor
