@@ -362,41 +362,32 @@ func (s *Store) refreshDenormalized(tx *gorm.DB, providerIDs, projectIDs []uuid.
 		conds = append(conds, "feed_id IN ?")
 		args = append(args, projectIDs)
 	}
-	rows, err := tx.Raw("SELECT id, name, description, external_id, provider_id, feed_id FROM sensors WHERE "+
-		strings.Join(conds, " OR "), args...).Rows()
+	q := tx.Raw("SELECT id, name, description, external_id, provider_id, feed_id FROM sensors WHERE "+strings.Join(conds, " OR "), args...)
+	rs, err := queryRows(q, func(sc rowScanner) (row, error) {
+		var r row
+		err := sc.Scan(&r.id, &r.name, &r.desc, &r.extID, &r.providerID, &r.feedID)
+		return r, err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("store: read renamed sensors: %w", err)
 	}
-	var rs []row
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.id, &r.name, &r.desc, &r.extID, &r.providerID, &r.feedID); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("store: read renamed sensors: %w", err)
-		}
-		rs = append(rs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("store: read renamed sensors: %w", err)
-	}
-	var provs map[uuid.UUID]catalog.Provider
-	var projs map[uuid.UUID]catalog.Project
-	if provs, err = loadProviders(tx); err != nil {
+	provs, err := loadSlugNames(tx, "providers")
+	if err != nil {
 		return 0, err
 	}
-	if projs, err = loadProjectNames(tx); err != nil {
+	projs, err := loadSlugNames(tx, "projects")
+	if err != nil {
 		return 0, err
 	}
 	for _, r := range rs {
 		sn := catalog.Sensor{Name: r.name, Description: r.desc, ExternalID: r.extID}
 		if r.providerID.Valid {
 			p := provs[r.providerID.UUID]
-			sn.ProviderName, sn.ProviderSlug = p.Name, p.Slug
+			sn.ProviderName, sn.ProviderSlug = p.name, p.slug
 		}
 		if r.feedID.Valid {
 			p := projs[r.feedID.UUID]
-			sn.FeedName, sn.FeedSlug = p.Name, p.Slug
+			sn.FeedName, sn.FeedSlug = p.name, p.slug
 		}
 		err := tx.Exec("UPDATE sensors SET provider_name = ?, provider_slug = ?, feed_name = ?, feed_slug = ?, search_text = ?, updated_at = ? WHERE id = ?",
 			sn.ProviderName, sn.ProviderSlug, sn.FeedName, sn.FeedSlug, sensorSearchText(sn), now, r.id).Error
@@ -407,38 +398,31 @@ func (s *Store) refreshDenormalized(tx *gorm.DB, providerIDs, projectIDs []uuid.
 	return len(rs), nil
 }
 
-func loadProviders(tx *gorm.DB) (map[uuid.UUID]catalog.Provider, error) {
-	out := map[uuid.UUID]catalog.Provider{}
-	rows, err := tx.Raw("SELECT id, slug, name FROM providers").Rows()
-	if err != nil {
-		return nil, fmt.Errorf("store: read providers: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var p catalog.Provider
-		if err := rows.Scan(&p.ID, &p.Slug, &p.Name); err != nil {
-			return nil, fmt.Errorf("store: read providers: %w", err)
-		}
-		out[p.ID] = p
-	}
-	return out, rows.Err()
-}
+// slugName is the slug and name of a provider or project, which its sensors copy.
+type slugName struct{ slug, name string }
 
-func loadProjectNames(tx *gorm.DB) (map[uuid.UUID]catalog.Project, error) {
-	out := map[uuid.UUID]catalog.Project{}
-	rows, err := tx.Raw("SELECT id, slug, name FROM projects").Rows()
+// loadSlugNames reads the slug and name of every row of table (providers or projects), by id.
+func loadSlugNames(tx *gorm.DB, table string) (map[uuid.UUID]slugName, error) {
+	out := map[uuid.UUID]slugName{}
+	rows, err := tx.Raw("SELECT id, slug, name FROM " + table).Rows()
 	if err != nil {
-		return nil, fmt.Errorf("store: read projects: %w", err)
+		return nil, fmt.Errorf("store: read %s: %w", table, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var p catalog.Project
-		if err := rows.Scan(&p.ID, &p.Slug, &p.Name); err != nil {
-			return nil, fmt.Errorf("store: read projects: %w", err)
+		var (
+			id uuid.UUID
+			n  slugName
+		)
+		if err := rows.Scan(&id, &n.slug, &n.name); err != nil {
+			return nil, fmt.Errorf("store: read %s: %w", table, err)
 		}
-		out[p.ID] = p
+		out[id] = n
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: read %s: %w", table, err)
+	}
+	return out, nil
 }
 
 // sensorHash covers every field Sync writes from the batch except last_reading_at, which
