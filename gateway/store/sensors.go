@@ -54,22 +54,33 @@ func (d dialect) sensorColumns(prefix string) string {
 
 type rowScanner interface{ Scan(dest ...any) error }
 
+// eachRow runs q and calls read on every row it returns, in order, until read fails.
+func eachRow(q *gorm.DB, read func(rowScanner) error) error {
+	rows, err := q.Rows()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := read(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // queryRows runs q and reads every row it returns with scan, in order.
 func queryRows[T any](q *gorm.DB, scan func(rowScanner) (T, error)) ([]T, error) {
-	rows, err := q.Rows()
+	out := []T{}
+	err := eachRow(q, func(r rowScanner) error {
+		v, err := scan(r)
+		out = append(out, v)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func scanSensor(r rowScanner) (catalog.Sensor, error) {

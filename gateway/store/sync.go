@@ -221,20 +221,15 @@ func upsertService(tx *gorm.DB, sv catalog.Service, now time.Time) error {
 // name (the batch's and the stored ones) and the ids of those whose name or slug changed.
 func (s *Store) syncProviders(tx *gorm.DB, in []catalog.Provider, now time.Time) (map[uuid.UUID]catalog.Provider, []uuid.UUID, error) {
 	all := map[uuid.UUID]catalog.Provider{}
-	rows, err := tx.Raw("SELECT id, slug, name, description, url, license FROM providers").Rows()
-	if err != nil {
-		return nil, nil, fmt.Errorf("store: read providers: %w", err)
-	}
-	for rows.Next() {
+	err := eachRow(tx.Raw("SELECT id, slug, name, description, url, license FROM providers"), func(r rowScanner) error {
 		var p catalog.Provider
-		if err := rows.Scan(&p.ID, &p.Slug, &p.Name, &p.Description, &p.URL, &p.License); err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("store: read providers: %w", err)
+		if err := r.Scan(&p.ID, &p.Slug, &p.Name, &p.Description, &p.URL, &p.License); err != nil {
+			return err
 		}
 		all[p.ID] = p
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, nil, fmt.Errorf("store: read providers: %w", err)
 	}
 	var renamed []uuid.UUID
@@ -264,27 +259,23 @@ func (s *Store) syncProviders(tx *gorm.DB, in []catalog.Provider, now time.Time)
 // every project the sensors may name and the ids of those whose name or slug changed.
 func (s *Store) syncProjects(tx *gorm.DB, serviceID string, in []catalog.Project, providers map[uuid.UUID]catalog.Provider, now time.Time) (map[uuid.UUID]catalog.Project, []uuid.UUID, error) {
 	all := map[uuid.UUID]catalog.Project{}
-	rows, err := tx.Raw("SELECT id, slug, name, description, provider_id, domain, temporal_pattern, feed_type, service_id, owner_id, visibility FROM projects").Rows()
-	if err != nil {
-		return nil, nil, fmt.Errorf("store: read projects: %w", err)
-	}
-	for rows.Next() {
+	q := tx.Raw("SELECT id, slug, name, description, provider_id, domain, temporal_pattern, feed_type, service_id, owner_id, visibility FROM projects")
+	err := eachRow(q, func(r rowScanner) error {
 		var (
 			p   catalog.Project
 			pid uuid.NullUUID
 		)
-		if err := rows.Scan(&p.ID, &p.Slug, &p.Name, &p.Description, &pid, &p.Domain, &p.TemporalPattern,
+		if err := r.Scan(&p.ID, &p.Slug, &p.Name, &p.Description, &pid, &p.Domain, &p.TemporalPattern,
 			&p.FeedType, &p.ServiceID, &p.OwnerID, &p.Visibility); err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("store: read projects: %w", err)
+			return err
 		}
 		if pid.Valid {
 			p.ProviderID = &pid.UUID
 		}
 		all[p.ID] = p
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, nil, fmt.Errorf("store: read projects: %w", err)
 	}
 	var renamed []uuid.UUID
@@ -404,22 +395,18 @@ type slugName struct{ slug, name string }
 // loadSlugNames reads the slug and name of every row of table (providers or projects), by id.
 func loadSlugNames(tx *gorm.DB, table string) (map[uuid.UUID]slugName, error) {
 	out := map[uuid.UUID]slugName{}
-	rows, err := tx.Raw("SELECT id, slug, name FROM " + table).Rows()
-	if err != nil {
-		return nil, fmt.Errorf("store: read %s: %w", table, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := eachRow(tx.Raw("SELECT id, slug, name FROM "+table), func(r rowScanner) error {
 		var (
 			id uuid.UUID
 			n  slugName
 		)
-		if err := rows.Scan(&id, &n.slug, &n.name); err != nil {
-			return nil, fmt.Errorf("store: read %s: %w", table, err)
+		if err := r.Scan(&id, &n.slug, &n.name); err != nil {
+			return err
 		}
 		out[id] = n
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("store: read %s: %w", table, err)
 	}
 	return out, nil
@@ -456,24 +443,20 @@ func timeString(t *time.Time) string {
 // list (anything but last_reading_at).
 func (s *Store) syncSensors(tx *gorm.DB, b catalog.SyncBatch, providers map[uuid.UUID]catalog.Provider, projects map[uuid.UUID]catalog.Project, now time.Time, res *catalog.SyncResult) (bool, error) {
 	existing := map[uuid.UUID]existingSensor{}
-	rows, err := tx.Raw("SELECT id, content_hash, missing_since, last_reading_at FROM sensors WHERE service_id = ?", b.Service.ID).Rows()
-	if err != nil {
-		return false, fmt.Errorf("store: read sensors of %s: %w", b.Service.ID, err)
-	}
-	for rows.Next() {
+	q := tx.Raw("SELECT id, content_hash, missing_since, last_reading_at FROM sensors WHERE service_id = ?", b.Service.ID)
+	err := eachRow(q, func(r rowScanner) error {
 		var (
 			id               uuid.UUID
 			h                string
 			missing, reading sql.NullTime
 		)
-		if err := rows.Scan(&id, &h, &missing, &reading); err != nil {
-			rows.Close()
-			return false, fmt.Errorf("store: read sensors of %s: %w", b.Service.ID, err)
+		if err := r.Scan(&id, &h, &missing, &reading); err != nil {
+			return err
 		}
 		existing[id] = existingSensor{hash: h, missing: missing.Valid, lastReading: timeString(nullTime(reading))}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return false, fmt.Errorf("store: read sensors of %s: %w", b.Service.ID, err)
 	}
 
