@@ -48,9 +48,7 @@ func ParseText(data []byte, ref time.Time) (observation.Batch, error) {
 			b.Reject(r.Station, n, "", batch.ReasonMalformedRow, err.Error())
 			continue
 		}
-		ms := b.Start(r.Station, n)
-		r.add(ms, func(field, reason, detail string) { b.Reject(r.Station, n, field, reason, detail) })
-		ms.Emit(t, nil, nil, raw, RawText)
+		r.emit(b, n, t, nil, nil, raw, RawText)
 	}
 	if err := sc.Err(); err != nil {
 		return observation.Batch{}, fmt.Errorf("%w: %w", ErrNotMETAR, err)
@@ -143,10 +141,16 @@ func ParseADDSJSON(data []byte) (observation.Batch, error) {
 			b.Reject(r.Station, n, "", batch.ReasonMalformedRow, err.Error())
 			continue
 		}
-		ms := b.Start(r.Station, n)
-		r.add(ms, func(field, reason, detail string) { b.Reject(r.Station, n, field, reason, detail) })
-		ms.Emit(t, lat, lon, compact, RawRecord)
+		r.emit(b, n, t, lat, lon, compact, RawRecord)
 		b.Note(r.Station, lat, lon)
 	}
 	return b.Finish(base), nil
+}
+
+// emit stores the report, record n of its payload, as the observation at t with its raw
+// fragment; values it reports but not exactly are rejections of record n.
+func (r Report) emit(b *batch.Builder, n int, t time.Time, lat, lon *float64, raw json.RawMessage, rawFormat string) {
+	ms := b.Start(r.Station, n)
+	r.add(ms, func(field, reason, detail string) { b.Reject(r.Station, n, field, reason, detail) })
+	ms.Emit(t, lat, lon, raw, rawFormat)
 }
