@@ -282,33 +282,18 @@ func ParseStdmet(stationID string, data []byte) (observation.Batch, error) {
 
 // rowTime reads the time columns; years of two digits are 19xx from 50 on, else 20xx.
 func rowTime(f []string, yc, moc, dc, hc, mic int) (time.Time, error) {
-	num := func(i int, name string) (int, error) {
-		if i < 0 {
-			return 0, nil
+	var err error // the first column that is not an integer
+	num := func(i int, name string) int {
+		if i < 0 || err != nil {
+			return 0
 		}
-		v, err := strconv.Atoi(f[i])
-		if err != nil {
-			return 0, fmt.Errorf("%s = %q is not an integer", name, batch.Truncate(f[i], 20))
+		v, e := strconv.Atoi(f[i])
+		if e != nil {
+			err = fmt.Errorf("%s = %q is not an integer", name, batch.Truncate(f[i], 20))
 		}
-		return v, nil
+		return v
 	}
-	y, err := num(yc, "year")
-	if err != nil {
-		return time.Time{}, err
-	}
-	mo, err := num(moc, "month")
-	if err != nil {
-		return time.Time{}, err
-	}
-	d, err := num(dc, "day")
-	if err != nil {
-		return time.Time{}, err
-	}
-	hr, err := num(hc, "hour")
-	if err != nil {
-		return time.Time{}, err
-	}
-	mi, err := num(mic, "minute")
+	y, mo, d, hr, mi := num(yc, "year"), num(moc, "month"), num(dc, "day"), num(hc, "hour"), num(mic, "minute")
 	if err != nil {
 		return time.Time{}, err
 	}
