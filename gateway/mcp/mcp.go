@@ -166,42 +166,28 @@ func New(cfg Config) (*Handler, error) {
 }
 
 func (h *Handler) sensor(ctx context.Context, id uuid.UUID) (catalog.Sensor, error) {
-	now := h.now()
-	if s, _, ok := h.sensors.Get(id, now); ok {
-		return s, nil
-	}
-	s, err := h.store.Sensor(ctx, id)
-	if err != nil {
-		return s, err
-	}
-	h.sensors.Put(id, s, now, now)
-	return s, nil
+	return cached(ctx, h.sensors, h.now(), id, h.store.Sensor)
 }
 
 func (h *Handler) service(ctx context.Context, id string) (catalog.Service, error) {
-	now := h.now()
-	if s, _, ok := h.services.Get(id, now); ok {
-		return s, nil
-	}
-	s, err := h.store.Service(ctx, id)
-	if err != nil {
-		return s, err
-	}
-	h.services.Put(id, s, now, now)
-	return s, nil
+	return cached(ctx, h.services, h.now(), id, h.store.Service)
 }
 
 func (h *Handler) project(ctx context.Context, idOrSlug string) (catalog.Project, error) {
-	now := h.now()
-	if p, _, ok := h.projects.Get(idOrSlug, now); ok {
-		return p, nil
+	return cached(ctx, h.projects, h.now(), idOrSlug, h.store.Project)
+}
+
+// cached returns the value of key in c, or loads it and keeps it in c; errors are not kept.
+func cached[K comparable, V any](ctx context.Context, c *ttlcache.Cache[K, V], now time.Time, key K, load func(context.Context, K) (V, error)) (V, error) {
+	if v, _, ok := c.Get(key, now); ok {
+		return v, nil
 	}
-	p, err := h.store.Project(ctx, idOrSlug)
+	v, err := load(ctx, key)
 	if err != nil {
-		return p, err
+		return v, err
 	}
-	h.projects.Put(idOrSlug, p, now, now)
-	return p, nil
+	c.Put(key, v, now, now)
+	return v, nil
 }
 
 // newCache is the one TTL cache type (pkg/ttlcache) for catalog lookups: nil, a disabled
