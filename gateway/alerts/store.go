@@ -437,30 +437,27 @@ func (s *Store) cursor(ctx context.Context, service, head string) (string, error
 	return pos[0], nil
 }
 
-// states loads the state rows of the given rules and sensor.
+// states loads every state row of a sensor, by rule.
 func (s *Store) states(ctx context.Context, sensorID string) (map[string]stateRow, error) {
-	var rows []stateRow
-	if err := s.db.WithContext(ctx).Raw("SELECT rule_id, sensor_id, state, since_ms, last_ms FROM alert_state WHERE sensor_id = ?", sensorID).
-		Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("alerts: state of %s: %w", sensorID, err)
-	}
-	out := make(map[string]stateRow, len(rows))
-	for _, r := range rows {
-		out[r.RuleID] = r
-	}
-	return out, nil
+	return s.stateRows(ctx, "sensor_id", sensorID, "state of "+sensorID, func(r stateRow) string { return r.RuleID })
 }
 
 // ruleStates loads every state row of a rule, by sensor.
 func (s *Store) ruleStates(ctx context.Context, ruleID string) (map[string]stateRow, error) {
+	return s.stateRows(ctx, "rule_id", ruleID, "state of rule "+ruleID, func(r stateRow) string { return r.SensorID })
+}
+
+// stateRows loads the state rows whose column (rule_id or sensor_id) is id, by key; what
+// names them in an error.
+func (s *Store) stateRows(ctx context.Context, column, id, what string, key func(stateRow) string) (map[string]stateRow, error) {
 	var rows []stateRow
-	if err := s.db.WithContext(ctx).Raw("SELECT rule_id, sensor_id, state, since_ms, last_ms FROM alert_state WHERE rule_id = ?", ruleID).
+	if err := s.db.WithContext(ctx).Raw("SELECT rule_id, sensor_id, state, since_ms, last_ms FROM alert_state WHERE "+column+" = ?", id).
 		Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("alerts: state of rule %s: %w", ruleID, err)
+		return nil, fmt.Errorf("alerts: %s: %w", what, err)
 	}
 	out := make(map[string]stateRow, len(rows))
 	for _, r := range rows {
-		out[r.SensorID] = r
+		out[key(r)] = r
 	}
 	return out, nil
 }
