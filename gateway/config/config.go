@@ -228,14 +228,7 @@ func Settings() []setting {
 			c.RedisURL = v
 			return nil
 		}},
-		{Env: "KEY_CACHE_TTL", Flag: "key-cache-ttl", Default: DefaultKeyCacheTTL.String(), Usage: "how long a replica trusts a cached key lookup, so a revocation takes effect everywhere within it (0 disables the cache, at most 1m)", Set: func(c *Config, v string) error {
-			d, err := settings.Duration(v, 0, MaxKeyCacheTTL)
-			if err != nil {
-				return err
-			}
-			c.KeyCacheTTL = d
-			return nil
-		}},
+		{Env: "KEY_CACHE_TTL", Flag: "key-cache-ttl", Default: DefaultKeyCacheTTL.String(), Usage: "how long a replica trusts a cached key lookup, so a revocation takes effect everywhere within it (0 disables the cache, at most 1m)", Set: setDuration(0, MaxKeyCacheTTL, func(c *Config) *time.Duration { return &c.KeyCacheTTL })},
 		{Env: "SYNC_INTERVAL", Flag: "sync-interval", Default: DefaultSyncInterval.String(), Usage: "how often the catalog is synced from the backing services (0 turns the sync off: the catalog then comes from catalog import only)", Set: func(c *Config, v string) error {
 			d, err := settings.Duration(v, 0, settings.Unbounded)
 			if err != nil {
@@ -282,75 +275,19 @@ func Settings() []setting {
 			c.RateLimit.FailClosed = b
 			return err
 		}},
-		{Env: "UPSTREAM_TIMEOUT", Flag: "upstream-timeout", Default: "10s", Usage: "deadline of one readings call to a backing service, retries included (then 504 upstream_timeout)", Set: func(c *Config, v string) error {
-			d, err := settings.Duration(v, 100*time.Millisecond, 5*time.Minute)
-			if err != nil {
-				return err
-			}
-			c.Proxy.Timeout = d
-			return nil
-		}},
-		{Env: "UPSTREAM_HEALTH_TIMEOUT", Flag: "upstream-health-timeout", Default: "2s", Usage: "deadline of a service health call and of each background probe (a service that misses it is down)", Set: func(c *Config, v string) error {
-			d, err := settings.Duration(v, 100*time.Millisecond, time.Minute)
-			if err != nil {
-				return err
-			}
-			c.Proxy.HealthTimeout = d
-			return nil
-		}},
-		{Env: "READINGS_CACHE_TTL", Flag: "readings-cache-ttl", Default: "3s", Usage: "freshness bound of cached readings answers (0 to 1m; 0 keeps only the coalescing of identical concurrent requests)", Set: func(c *Config, v string) error {
-			d, err := settings.Duration(v, 0, time.Minute)
-			if err != nil {
-				return err
-			}
-			c.Proxy.CacheTTL = d
-			return nil
-		}},
-		{Env: "PROBE_INTERVAL", Flag: "probe-interval", Default: "15s", Usage: "how often every backing service's health is probed for the service list status", Set: func(c *Config, v string) error {
-			d, err := settings.Duration(v, time.Second, settings.Unbounded)
-			if err != nil {
-				return err
-			}
-			c.Proxy.ProbeInterval = d
-			return nil
-		}},
+		{Env: "UPSTREAM_TIMEOUT", Flag: "upstream-timeout", Default: "10s", Usage: "deadline of one readings call to a backing service, retries included (then 504 upstream_timeout)", Set: setDuration(100*time.Millisecond, 5*time.Minute, func(c *Config) *time.Duration { return &c.Proxy.Timeout })},
+		{Env: "UPSTREAM_HEALTH_TIMEOUT", Flag: "upstream-health-timeout", Default: "2s", Usage: "deadline of a service health call and of each background probe (a service that misses it is down)", Set: setDuration(100*time.Millisecond, time.Minute, func(c *Config) *time.Duration { return &c.Proxy.HealthTimeout })},
+		{Env: "READINGS_CACHE_TTL", Flag: "readings-cache-ttl", Default: "3s", Usage: "freshness bound of cached readings answers (0 to 1m; 0 keeps only the coalescing of identical concurrent requests)", Set: setDuration(0, time.Minute, func(c *Config) *time.Duration { return &c.Proxy.CacheTTL })},
+		{Env: "PROBE_INTERVAL", Flag: "probe-interval", Default: "15s", Usage: "how often every backing service's health is probed for the service list status", Set: setDuration(time.Second, settings.Unbounded, func(c *Config) *time.Duration { return &c.Proxy.ProbeInterval })},
 		{Env: "UPSTREAM_HTTP2", Flag: "upstream-http2", Default: "false", Usage: "speak HTTP/2 without TLS (prior knowledge) to the backing services instead of HTTP/1.1", Set: func(c *Config, v string) error {
 			b, err := settings.Bool(v)
 			c.Proxy.HTTP2 = b
 			return err
 		}},
-		{Env: "STREAM_MAX_PER_KEY", Flag: "stream-max-per-key", Default: "5", Usage: "streams one API key may hold open at once on a replica (429 beyond)", Set: func(c *Config, v string) error {
-			n, err := settings.Int(v, 1, 10000)
-			if err != nil {
-				return err
-			}
-			c.Stream.MaxPerKey = n
-			return nil
-		}},
-		{Env: "STREAM_BUFFER", Flag: "stream-buffer", Default: "1024", Usage: "events a stream may fall behind before it is disconnected as a slow consumer", Set: func(c *Config, v string) error {
-			n, err := settings.Int(v, 1, 1<<20)
-			if err != nil {
-				return err
-			}
-			c.Stream.Buffer = n
-			return nil
-		}},
-		{Env: "STREAM_HEARTBEAT", Flag: "stream-heartbeat", Default: "15s", Usage: "interval of the keep-alive comment of every stream (1s to 15s)", Set: func(c *Config, v string) error {
-			d, err := settings.Duration(v, time.Second, 15*time.Second)
-			if err != nil {
-				return err
-			}
-			c.Stream.Heartbeat = d
-			return nil
-		}},
-		{Env: "STREAM_FLUSH_INTERVAL", Flag: "stream-flush-interval", Default: "0s", Usage: "least time between two writes to a stream's client, so that a burst of readings is gathered into few writes (0 to 1s; 0 writes each batch at once)", Set: func(c *Config, v string) error {
-			d, err := settings.Duration(v, 0, time.Second)
-			if err != nil {
-				return err
-			}
-			c.Stream.FlushInterval = d
-			return nil
-		}},
+		{Env: "STREAM_MAX_PER_KEY", Flag: "stream-max-per-key", Default: "5", Usage: "streams one API key may hold open at once on a replica (429 beyond)", Set: setInt(1, 10000, func(c *Config) *int { return &c.Stream.MaxPerKey })},
+		{Env: "STREAM_BUFFER", Flag: "stream-buffer", Default: "1024", Usage: "events a stream may fall behind before it is disconnected as a slow consumer", Set: setInt(1, 1<<20, func(c *Config) *int { return &c.Stream.Buffer })},
+		{Env: "STREAM_HEARTBEAT", Flag: "stream-heartbeat", Default: "15s", Usage: "interval of the keep-alive comment of every stream (1s to 15s)", Set: setDuration(time.Second, 15*time.Second, func(c *Config) *time.Duration { return &c.Stream.Heartbeat })},
+		{Env: "STREAM_FLUSH_INTERVAL", Flag: "stream-flush-interval", Default: "0s", Usage: "least time between two writes to a stream's client, so that a burst of readings is gathered into few writes (0 to 1s; 0 writes each batch at once)", Set: setDuration(0, time.Second, func(c *Config) *time.Duration { return &c.Stream.FlushInterval })},
 		{Env: "ALERT_WEBHOOK_ALLOW", Flag: "alert-webhook-allow", Default: "", Usage: "comma-separated address ranges (CIDR) alert webhooks may reach although loopback, private, link-local or metadata, e.g. 10.1.0.0/16 (development adds loopback)", Set: func(c *Config, v string) error {
 			c.Alerts.WebhookAllow = nil
 			for _, item := range strings.Split(v, ",") {
@@ -381,14 +318,7 @@ func Settings() []setting {
 			c.Alerts.Quotas = q
 			return nil
 		}},
-		{Env: "SHUTDOWN_DELAY", Flag: "shutdown-delay", Default: "0s", Usage: "after SIGTERM, how long to keep serving with /readyz at 503 before no longer accepting connections (set it to the load balancer's probe period)", Set: func(c *Config, v string) error {
-			d, err := settings.Duration(v, 0, time.Minute)
-			if err != nil {
-				return err
-			}
-			c.ShutdownDelay = d
-			return nil
-		}},
+		{Env: "SHUTDOWN_DELAY", Flag: "shutdown-delay", Default: "0s", Usage: "after SIGTERM, how long to keep serving with /readyz at 503 before no longer accepting connections (set it to the load balancer's probe period)", Set: setDuration(0, time.Minute, func(c *Config) *time.Duration { return &c.ShutdownDelay })},
 		{Env: "SHUTDOWN_TIMEOUT", Flag: "shutdown-timeout", Default: DefaultShutdownTimeout.String(), Usage: "grace period of shutdown: how long in-flight requests (REST, MCP, health, streams) get to finish once the gateway stops accepting", Set: func(c *Config, v string) error {
 			d, err := settings.Duration(v, 0, settings.Unbounded)
 			if err != nil {
@@ -459,6 +389,31 @@ func Settings() []setting {
 			return nil
 		}},
 	}, append(settings.Externals[Config](obs.TracingEnv...), settings.Externals[Config](gctune.Env...)...)...)
+}
+
+// setDuration is the Set of a duration between lo and hi that goes into the field at
+// returns.
+func setDuration(lo, hi time.Duration, at func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := settings.Duration(v, lo, hi)
+		if err != nil {
+			return err
+		}
+		*at(c) = d
+		return nil
+	}
+}
+
+// setInt is the Set of a whole number between lo and hi that goes into the field at returns.
+func setInt(lo, hi int, at func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := settings.Int(v, lo, hi)
+		if err != nil {
+			return err
+		}
+		*at(c) = n
+		return nil
+	}
 }
 
 // Vars lists every row of the gateway's table, in order.
