@@ -1,6 +1,7 @@
 package catalogsync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,6 +62,14 @@ type Syncer struct {
 	busy  map[string]*sync.Mutex
 }
 
+// positiveOr is v when it is positive, else def.
+func positiveOr[T ~int | ~int64](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
 // New returns a Syncer of the configured services.
 func New(st catalog.Store, cfg Config) (*Syncer, error) {
 	if st == nil {
@@ -69,18 +78,10 @@ func New(st catalog.Store, cfg Config) (*Syncer, error) {
 	if len(cfg.Services) == 0 {
 		return nil, errors.New("catalogsync: no services configured")
 	}
-	if cfg.PageSize <= 0 {
-		cfg.PageSize = DefaultPageSize
-	}
-	if cfg.FullEvery <= 0 {
-		cfg.FullEvery = DefaultFullEvery
-	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = DefaultMaxBackoff
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.PageSize = positiveOr(cfg.PageSize, DefaultPageSize)
+	cfg.FullEvery = positiveOr(cfg.FullEvery, DefaultFullEvery)
+	cfg.MaxBackoff = positiveOr(cfg.MaxBackoff, DefaultMaxBackoff)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	s := &Syncer{store: st, cfg: cfg, log: cfg.Logger, clients: map[string]*contract.Client{},
 		state: map[string]*serviceState{}, busy: map[string]*sync.Mutex{}}
 	for id, c := range cfg.Services {
