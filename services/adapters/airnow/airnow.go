@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sensorgate/sensorgate/pkg/canon"
+	"github.com/sensorgate/sensorgate/services/adapters/internal/batch"
 	"github.com/sensorgate/sensorgate/services/adapters/internal/synth"
 	"github.com/sensorgate/sensorgate/services/observation"
 )
@@ -67,17 +68,8 @@ var pollutants = map[string]struct{ param, unit string }{
 // code is kept byte for byte (identity is exact: no case folding).
 func SiteID(code string) string {
 	c := strings.TrimSpace(code)
-	if len(c) == 9 && isDigits(c) {
+	if len(c) == 9 && batch.IsDigits(c) {
 		return "840" + c
 	}
 	return c
-}
-
-func isDigits(s string) bool {
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return s != ""
 }

@@ -144,7 +144,7 @@ func stationFromXML(xs xmlStation, n int) (contract.Station, *observation.Reject
 	default:
 		// "other" holds NDBC's own weather buoys too (41002 is listed so): an all-digit
 		// id is a moored buoy, as in stationFromID.
-		if isDigits(id) {
+		if batch.IsDigits(id) {
 			buoyLike = true
 			break
 		}

@@ -324,22 +324,10 @@ func stationFromID(id string) contract.Station {
 		FeedSlug:     FeedSlug,
 		Status:       "active",
 	}
-	if isDigits(id) {
+	if batch.IsDigits(id) {
 		st.SensorType, st.ReportingIntervalS = SensorTypeBuoy, 600
 	} else {
 		st.SensorType, st.ReportingIntervalS = SensorTypeFixed, 3600
 	}
 	return st
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }

@@ -407,3 +407,13 @@ func StationRecords[T any](out *observation.Batch, noun string, raws []json.RawM
 		}
 	}
 }
+
+// IsDigits reports whether s is one or more ASCII digits (an all-digit station id).
+func IsDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
