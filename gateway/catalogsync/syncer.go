@@ -13,6 +13,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 // Defaults of Config.
@@ -62,14 +63,6 @@ type Syncer struct {
 	busy  map[string]*sync.Mutex
 }
 
-// positiveOr is v when it is positive, else def.
-func positiveOr[T ~int | ~int64](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
-}
-
 // New returns a Syncer of the configured services.
 func New(st catalog.Store, cfg Config) (*Syncer, error) {
 	if st == nil {
@@ -78,9 +71,9 @@ func New(st catalog.Store, cfg Config) (*Syncer, error) {
 	if len(cfg.Services) == 0 {
 		return nil, errors.New("catalogsync: no services configured")
 	}
-	cfg.PageSize = positiveOr(cfg.PageSize, DefaultPageSize)
-	cfg.FullEvery = positiveOr(cfg.FullEvery, DefaultFullEvery)
-	cfg.MaxBackoff = positiveOr(cfg.MaxBackoff, DefaultMaxBackoff)
+	settings.Default(&cfg.PageSize, DefaultPageSize)
+	settings.Default(&cfg.FullEvery, DefaultFullEvery)
+	settings.Default(&cfg.MaxBackoff, DefaultMaxBackoff)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	s := &Syncer{store: st, cfg: cfg, log: cfg.Logger, clients: map[string]*contract.Client{},
 		state: map[string]*serviceState{}, busy: map[string]*sync.Mutex{}}
