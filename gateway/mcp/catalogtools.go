@@ -160,7 +160,10 @@ func runDescribeCatalog(ctx context.Context, cc *callCtx, _ noArgs) (string, cat
 		}
 		return p.Total, first, nil
 	}
-	out := catalogDescription{GeneratedAt: contract.FormatTime(cc.now)}
+	out := catalogDescription{
+		Services: []serviceSummary{}, Providers: []providerCount{}, SensorTypes: []typeCount{}, Statuses: []statusCount{},
+		GeneratedAt: contract.FormatTime(cc.now),
+	}
 	var err error
 	if out.TotalSensors, _, err = count(catalog.SensorFilter{}); err != nil {
 		return "", none, err
@@ -226,18 +229,6 @@ func runDescribeCatalog(ctx context.Context, cc *callCtx, _ noArgs) (string, cat
 			return "", none, err
 		}
 		out.Statuses = append(out.Statuses, statusCount{Status: s, Count: n})
-	}
-	if out.Services == nil {
-		out.Services = []serviceSummary{}
-	}
-	if out.Providers == nil {
-		out.Providers = []providerCount{}
-	}
-	if out.SensorTypes == nil {
-		out.SensorTypes = []typeCount{}
-	}
-	if out.Statuses == nil {
-		out.Statuses = []statusCount{}
 	}
 	summary := fmt.Sprintf("The catalog holds %d sensors from %d providers, served by %d services; %d canonical parameters, each with one unit.",
 		out.TotalSensors, len(out.Providers), len(out.Services), len(out.Parameters))
