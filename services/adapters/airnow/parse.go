@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"strconv"
 	"strings"
@@ -22,6 +23,17 @@ var ErrNotAirNow = errors.New("airnow: not an AirNow JSON record array")
 
 // missing is AirNow's missing-value marker.
 const missing = -999
+
+// startRecords decodes an AirNow array payload for a range loop over its records, each
+// decoded into T, and starts the parser that reads them.
+func startRecords[T any](data []byte) (*parser, iter.Seq2[batch.Record, T], error) {
+	recs, err := decodeArray(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := newParser()
+	return p, batch.Records[T](p.b, "", "record", recs), nil
+}
 
 func decodeArray(data []byte) ([]json.RawMessage, error) {
 	t := bytes.TrimSpace(data)
@@ -189,12 +201,11 @@ type dataRecord struct {
 // unsupported_parameter. The site is IntlAQSCode, byte for byte (FullAQSCode only when a
 // record has no international code).
 func ParseData(data []byte) (observation.Batch, error) {
-	recs, err := decodeArray(data)
+	p, records, err := startRecords[dataRecord](data)
 	if err != nil {
 		return observation.Batch{}, err
 	}
-	p := newParser()
-	for rec, r := range batch.Records[dataRecord](p.b, "", "record", recs) {
+	for rec, r := range records {
 		n, raw := rec.N, rec.Raw
 		code := r.IntlAQSCode
 		if strings.TrimSpace(code) == "" {
@@ -275,12 +286,11 @@ var zoneOffsets = map[string]int{
 // category stays in the raw fragment and aqi.CategoryOf names it. Local date, hour and
 // zone abbreviation are converted to UTC.
 func ParseObservations(data []byte) (observation.Batch, error) {
-	recs, err := decodeArray(data)
+	p, records, err := startRecords[obsRecord](data)
 	if err != nil {
 		return observation.Batch{}, err
 	}
-	p := newParser()
-	for rec, r := range batch.Records[obsRecord](p.b, "", "record", recs) {
+	for rec, r := range records {
 		n, raw := rec.N, rec.Raw
 		area := strings.TrimSpace(r.ReportingAreaName)
 		if area == "" {
