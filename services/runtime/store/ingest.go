@@ -496,10 +496,8 @@ func (s *sqlStore) setDicts(ctx context.Context, rows []row, extKeys []string) e
 	return nil
 }
 
-// parallel runs fn over [0, n) in contiguous chunks on every CPU; small inputs run inline.
-func parallel(n int, fn func(lo, hi int) error) error { return parallelMin(n, 2048, fn) }
-
-// parallelMin is parallel for units of work worth a goroutine from least of them up.
+// parallelMin runs fn over [0, n) in contiguous chunks on every CPU once n reaches least
+// (units of work worth a goroutine); smaller inputs run inline.
 func parallelMin(n, least int, fn func(lo, hi int) error) error {
 	workers := runtime.GOMAXPROCS(0)
 	if n < least || workers < 2 {

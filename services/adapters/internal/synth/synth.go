@@ -181,9 +181,6 @@ func Round(v float64, digits int) float64 {
 	return math.Round(v*p) / p
 }
 
-// Clamp bounds v to [lo, hi].
-func Clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
-
 // Place is a named anchor position that synthetic stations are scattered around.
 type Place struct {
 	Name     string
