@@ -185,9 +185,16 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			if i, ok = skipValue(b, skipSpace(b, i+1), depth); !ok {
 				return i, false
 			}
-			var more bool
-			if i, more, ok = afterMember(b, i, '}'); !more {
-				return i, ok
+			if i = skipSpace(b, i); i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+			case '}':
+				return i + 1, true
+			default:
+				return i, false
 			}
 		}
 	case c == '[':
@@ -203,9 +210,16 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			if i, ok = skipValue(b, i, depth); !ok {
 				return i, false
 			}
-			var more bool
-			if i, more, ok = afterMember(b, i, ']'); !more {
-				return i, ok
+			if i = skipSpace(b, i); i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+			case ']':
+				return i + 1, true
+			default:
+				return i, false
 			}
 		}
 	case c == '-' || c >= '0' && c <= '9':
@@ -359,20 +373,4 @@ func plainStringList(s string) ([]string, bool) {
 		}
 		body = body[1:]
 	}
-}
-
-// afterMember reads what follows a member of an object or array: a comma, when more
-// members follow (next is the start of the next one), or closing, which ends it (next is
-// past it; ok). Anything else is not JSON.
-func afterMember(b []byte, i int, closing byte) (next int, more, ok bool) {
-	if i = skipSpace(b, i); i >= len(b) {
-		return i, false, false
-	}
-	switch b[i] {
-	case ',':
-		return skipSpace(b, i+1), true, true
-	case closing:
-		return i + 1, false, true
-	}
-	return i, false, false
 }
