@@ -166,28 +166,15 @@ func New(cfg Config) (*Handler, error) {
 }
 
 func (h *Handler) sensor(ctx context.Context, id uuid.UUID) (catalog.Sensor, error) {
-	return cached(ctx, h.sensors, h.now(), id, h.store.Sensor)
+	return h.sensors.GetOrLoad(ctx, id, h.now(), h.store.Sensor)
 }
 
 func (h *Handler) service(ctx context.Context, id string) (catalog.Service, error) {
-	return cached(ctx, h.services, h.now(), id, h.store.Service)
+	return h.services.GetOrLoad(ctx, id, h.now(), h.store.Service)
 }
 
 func (h *Handler) project(ctx context.Context, idOrSlug string) (catalog.Project, error) {
-	return cached(ctx, h.projects, h.now(), idOrSlug, h.store.Project)
-}
-
-// cached returns the value of key in c, or loads it and keeps it in c; errors are not kept.
-func cached[K comparable, V any](ctx context.Context, c *ttlcache.Cache[K, V], now time.Time, key K, load func(context.Context, K) (V, error)) (V, error) {
-	if v, _, ok := c.Get(key, now); ok {
-		return v, nil
-	}
-	v, err := load(ctx, key)
-	if err != nil {
-		return v, err
-	}
-	c.Put(key, v, now, now)
-	return v, nil
+	return h.projects.GetOrLoad(ctx, idOrSlug, h.now(), h.store.Project)
 }
 
 // newCache is the one TTL cache type (pkg/ttlcache) for catalog lookups: nil, a disabled

@@ -7,6 +7,7 @@
 package ttlcache
 
 import (
+	"context"
 	"sync"
 	"time"
 	"unsafe"
@@ -86,6 +87,21 @@ func (m *Cache[K, V]) Get(key K, now time.Time) (V, time.Time, bool) {
 		return zero, time.Time{}, false
 	}
 	return e.v, e.at, true
+}
+
+// GetOrLoad returns the entry of key fresh at now, or calls load and keeps what it returns
+// as of now; an error is returned and not kept. A nil cache calls load every time.
+// Concurrent misses of one key each call load (callers that must coalesce them wrap load).
+func (m *Cache[K, V]) GetOrLoad(ctx context.Context, key K, now time.Time, load func(context.Context, K) (V, error)) (V, error) {
+	if v, _, ok := m.Get(key, now); ok {
+		return v, nil
+	}
+	v, err := load(ctx, key)
+	if err != nil {
+		return v, err
+	}
+	m.Put(key, v, now, now)
+	return v, nil
 }
 
 // Put stores v as of at, then drops what has expired by now and, past a bound, the oldest.

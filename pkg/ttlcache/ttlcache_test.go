@@ -1,9 +1,12 @@
 package ttlcache
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -181,4 +184,66 @@ func TestCacheConcurrentClear(t *testing.T) {
 	if b := m.Bytes(); b != sum {
 		t.Errorf("byte count %d, entries hold %d", b, sum)
 	}
+}
+
+// TestGetOrLoad: a fresh entry is returned without loading, a stale or missing one is
+// loaded and kept, an error is not kept, and a nil cache loads every time; run by many
+// goroutines at once (under -race in make test), every caller gets its own key's value.
+func TestGetOrLoad(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Unix(0, 0)
+	var loads atomic.Int64
+	load := func(_ context.Context, key string) (string, error) {
+		loads.Add(1)
+		if key == "bad" {
+			return "", errors.New("no such key")
+		}
+		return "v" + key, nil
+	}
+	m := New(time.Minute, 100, 1<<20, func(k, v string) int64 { return int64(len(k) + len(v)) })
+	for range 3 {
+		if v, err := m.GetOrLoad(ctx, "a", now, load); err != nil || v != "va" {
+			t.Fatalf("GetOrLoad(a) = %q, %v", v, err)
+		}
+	}
+	if n := loads.Load(); n != 1 {
+		t.Errorf("%d loads of a fresh key, want 1", n)
+	}
+	if _, err := m.GetOrLoad(ctx, "a", now.Add(time.Minute), load); err != nil || loads.Load() != 2 {
+		t.Errorf("a stale entry was not loaded again (%d loads, %v)", loads.Load(), err)
+	}
+	for range 2 {
+		if _, err := m.GetOrLoad(ctx, "bad", now, load); err == nil {
+			t.Fatal("GetOrLoad(bad): no error")
+		}
+	}
+	if n := loads.Load(); n != 4 {
+		t.Errorf("%d loads after two failing ones, want 4 (errors are not kept)", n)
+	}
+	var disabled *Cache[string, string]
+	for range 2 {
+		if v, err := disabled.GetOrLoad(ctx, "a", now, load); err != nil || v != "va" {
+			t.Fatalf("nil cache: GetOrLoad(a) = %q, %v", v, err)
+		}
+	}
+	if n := loads.Load(); n != 6 {
+		t.Errorf("%d loads after two through a nil cache, want 6", n)
+	}
+
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 300 {
+				key := strconv.Itoa((g*5 + i) % 41)
+				if v, err := m.GetOrLoad(ctx, key, now, load); err != nil || v != "v"+key {
+					t.Errorf("GetOrLoad(%s) = %q, %v", key, v, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
