@@ -7,7 +7,7 @@ import (
 )
 
 // checkInput refuses, before any handler or store call, a request whose query or path
-// parameters break ParseRawQuery's rules or CheckText: a 400 naming the parameter.
+// parameters break CheckRawQuery's rules or CheckText: a 400 naming the parameter.
 func checkInput() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if err := sensorquery.CheckRawQuery(c.Request.URL.RawQuery); err != nil {

@@ -150,30 +150,12 @@ func New(store KeyStore, opt Options) (*Authenticator, error) {
 	return a, nil
 }
 
-// Environment is the gateway environment the Authenticator admits keys of.
-func (a *Authenticator) Environment() string { return a.env }
-
-// Authenticate returns the identity of a presented key. The errors are *apierr.Error:
+// authenticate returns the cached, shared identity of a presented key (the middleware
+// puts it in the request context without copying it). The errors are *apierr.Error:
 // missing_api_key for an empty key, invalid_api_key for an unknown, revoked or
-// other-environment key. A store failure is returned wrapped (an internal error), never
+// other-environment key, and past the throttle's limit 429 rate_limited, a *ThrottledError
+// saying when to retry. A store failure is returned wrapped (an internal error), never
 // mistaken for an invalid key, and is not cached.
-func (a *Authenticator) Authenticate(ctx context.Context, secret string) (Identity, error) {
-	return a.AuthenticateFrom(ctx, secret, "")
-}
-
-// AuthenticateFrom is Authenticate for a caller at a client address (an IP), which the
-// throttle counts wrong keys by: past its limit the error is 429 rate_limited, a
-// *ThrottledError saying when to retry.
-func (a *Authenticator) AuthenticateFrom(ctx context.Context, secret, addr string) (Identity, error) {
-	id, err := a.authenticate(ctx, secret, func() string { return addr })
-	if err != nil {
-		return Identity{}, err
-	}
-	return *id, nil
-}
-
-// authenticate is AuthenticateFrom returning the cached, shared identity (the middleware
-// puts it in the request context without copying it).
 //
 // The order bounds what a wrong key costs: a key in the positive cache answers at once; a
 // hash missed recently (negative cache) is refused without a lookup; an address over the

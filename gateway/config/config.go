@@ -416,9 +416,6 @@ func setInt(lo, hi int, at func(*Config) *int) func(*Config, string) error {
 	}
 }
 
-// Vars lists every row of the gateway's table, in order.
-func Vars() []settings.Var { return settings.Vars(Settings()) }
-
 // EnvVars lists the names of every environment variable the gateway binary reads, for
 // deployment checks that compare them with compose and Kubernetes manifests.
 func EnvVars() []string { return settings.EnvNames(Settings()) }
@@ -478,14 +475,4 @@ func ParseServices(s string) ([]Service, error) {
 		return nil, errors.New("no service given; want id=url pairs, e.g. " + DefaultServiceURLs)
 	}
 	return out, nil
-}
-
-// ServiceURL returns the base URL of a configured service.
-func (c Config) ServiceURL(id string) (string, bool) {
-	for _, s := range c.Services {
-		if s.ID == id {
-			return s.URL, true
-		}
-	}
-	return "", false
 }

@@ -83,9 +83,6 @@ func TestEnvironmentAndFlags(t *testing.T) {
 	if !slices.Equal(c.Services, []Service{{"ocean", "http://ocean:8081"}, {"tides", "https://tides.internal"}}) {
 		t.Errorf("services %+v", c.Services)
 	}
-	if u, ok := c.ServiceURL("tides"); !ok || u != "https://tides.internal" {
-		t.Errorf("ServiceURL(tides) = %q %v", u, ok)
-	}
 	// Production logs JSON unless told otherwise.
 	c, _ = load(t, map[string]string{"SENSORGATE_ENV": "production"})
 	if c.LogFormat != "json" {

@@ -34,9 +34,6 @@ var documentYAML []byte
 //go:embed assets
 var assets embed.FS
 
-// YAML returns the document as written (a copy, so callers cannot change the embedded one).
-func YAML() []byte { return bytes.Clone(documentYAML) }
-
 // Load parses and validates the embedded document. Each call returns a fresh copy, so a
 // caller may change its copy (the validator drops the servers) without affecting others.
 func Load() (*openapi3.T, error) {

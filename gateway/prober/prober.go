@@ -164,14 +164,3 @@ func (p *Prober) Probe(ctx context.Context, id string, c HealthClient) Result {
 	}
 	return r
 }
-
-// Last returns the latest result of each probed service.
-func (p *Prober) Last() map[string]Result {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make(map[string]Result, len(p.last))
-	for k, v := range p.last {
-		out[k] = v
-	}
-	return out
-}

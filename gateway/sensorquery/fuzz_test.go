@@ -39,6 +39,23 @@ func wantParamError(t *testing.T, raw string, err error) {
 	}
 }
 
+// ParseRawQuery parses a raw query by CheckRawQuery's rules (the same scanner) into the
+// values it accepts: what the fuzz target compares with url.ParseQuery.
+func ParseRawQuery(raw string) (url.Values, error) {
+	v := url.Values{}
+	err := scanRawQuery(raw, func(key, val string) bool {
+		if _, dup := v[key]; dup {
+			return false
+		}
+		v[key] = []string{val}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 func FuzzParseRawQuery(f *testing.F) {
 	for _, s := range []string{"", "a=1&b=2", "search=%00", "sensor_type=buoy;x", "status=a&status=b", "x=%ff", "&&=&a", "a=%3B"} {
 		f.Add(s)

@@ -19,7 +19,7 @@ const (
 	MaxPathParam = 256
 )
 
-// ParseRawQuery parses a raw query string strictly (docs/gateway.md "Input rules"):
+// CheckRawQuery checks a raw query string strictly (docs/gateway.md "Input rules"):
 //
 //   - only & separates parameters; a raw ; is refused (Go's own parser drops such a pair
 //     silently, which turned sensor_type=buoy;x into no filter at all);
@@ -29,24 +29,8 @@ const (
 //     would otherwise be ignored without a word.
 //
 // Every error is an *apierr.Error naming the parameter. Empty pieces (a&&b) are skipped.
-func ParseRawQuery(raw string) (url.Values, error) {
-	v := url.Values{}
-	err := scanRawQuery(raw, func(key, val string) bool {
-		if _, dup := v[key]; dup {
-			return false
-		}
-		v[key] = []string{val}
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// CheckRawQuery applies ParseRawQuery's rules without building the values: what
-// checkInput runs on every /api/v1 request, with no map and, for a query without
-// percent-escapes, no allocation at all. Names already seen are kept in a fixed array
+// It is what checkInput runs on every /api/v1 request, without building the values: no
+// map and, for a query without percent-escapes, no allocation at all. Names already seen are kept in a fixed array
 // (MaxQueryParams bounds them) and compared in turn.
 func CheckRawQuery(raw string) error {
 	var seen [MaxQueryParams]string
@@ -123,7 +107,7 @@ func CheckText(name, s string) error {
 	return nil
 }
 
-// CheckValues applies ParseRawQuery's rules to already parsed values: one value per
+// CheckValues applies CheckRawQuery's rules to already parsed values: one value per
 // parameter, each valid text. Names are checked in sorted order, so the error names the
 // same parameter every time.
 func CheckValues(v url.Values) error {

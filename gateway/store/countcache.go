@@ -7,24 +7,23 @@ import (
 )
 
 // countCache keeps what list queries learn about one catalog generation: exact totals,
-// distinct-value lists, and the ordered ids of filters with few matches. When the
+// the ordered ids of filters with few matches, and the facets. When the
 // generation moves (a Sync changed sensors) the whole cache is stale and dropped; when a
 // part is full it is dropped too, which is cheap compared with tracking recency and only
 // costs a recount.
 type countCache struct {
 	mu     sync.Mutex
-	max    int // entries of ints and lists together
+	max    int // entries of ints
 	maxIDs int // ids of all id lists together
 	gen    int64
 	ints   map[string]int
-	lists  map[string][]string
 	ids    map[string][]uuid.UUID
 	nIDs   int
 	facets []facet // nil: not read for this generation
 }
 
 func newCountCache(max, maxIDs int) *countCache {
-	return &countCache{max: max, maxIDs: maxIDs, ints: map[string]int{}, lists: map[string][]string{}, ids: map[string][]uuid.UUID{}}
+	return &countCache{max: max, maxIDs: maxIDs, ints: map[string]int{}, ids: map[string][]uuid.UUID{}}
 }
 
 // at switches the cache to generation gen; the caller holds mu. It reports false when gen
@@ -35,10 +34,10 @@ func (c *countCache) at(gen int64) bool {
 		return false
 	case gen > c.gen:
 		c.gen = gen
-		c.ints, c.lists, c.ids, c.nIDs, c.facets = map[string]int{}, map[string][]string{}, map[string][]uuid.UUID{}, 0, nil
+		c.ints, c.ids, c.nIDs, c.facets = map[string]int{}, map[string][]uuid.UUID{}, 0, nil
 	}
-	if len(c.ints)+len(c.lists) >= c.max {
-		c.ints, c.lists = map[string]int{}, map[string][]string{}
+	if len(c.ints) >= c.max {
+		c.ints = map[string]int{}
 	}
 	return true
 }
@@ -58,24 +57,6 @@ func (c *countCache) put(gen int64, key string, n int) {
 	defer c.mu.Unlock()
 	if c.at(gen) {
 		c.ints[key] = n
-	}
-}
-
-func (c *countCache) getList(gen int64, key string) ([]string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if gen != c.gen {
-		return nil, false
-	}
-	v, ok := c.lists[key]
-	return append([]string(nil), v...), ok
-}
-
-func (c *countCache) putList(gen int64, key string, v []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.at(gen) {
-		c.lists[key] = append([]string(nil), v...)
 	}
 }
 

@@ -18,12 +18,6 @@ type Cursor map[string]contract.Position
 // maxCursorLen bounds a Last-Event-ID read (a handful of services fit in ~200 bytes).
 const maxCursorLen = 1024
 
-// String is the opaque id form.
-func (c Cursor) String() string {
-	var e cursorEncoder
-	return string(e.append(nil, c))
-}
-
 // cursorEncoder appends a stream's cursor as its id text without allocating: every event
 // of every stream carries its own cursor, so a burst of 330 readings to 1,000 streams
 // encodes 330,000 of them (docs/live.md "Figures"). One encoder belongs to one stream.

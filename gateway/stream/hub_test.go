@@ -24,6 +24,12 @@ type logSource struct {
 	notify chan struct{}
 }
 
+// String is the cursor's opaque id form, as a stream writes it.
+func (c Cursor) String() string {
+	var e cursorEncoder
+	return string(e.append(nil, c))
+}
+
 func newLogSource() *logSource { return &logSource{notify: make(chan struct{})} }
 
 func (l *logSource) add(n int, sensor func(i int) string) {
