@@ -9,6 +9,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/account"
 	"github.com/sensorgate/sensorgate/gateway/auth"
+	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/gateway/openapi"
 	"github.com/sensorgate/sensorgate/gateway/web"
@@ -111,8 +112,8 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 	// Sensors catalog (docs/spec.md 4.2-4.6). The literal paths types, statuses and registry
 	// are static routes, which Gin matches before the :id parameter.
 	v1.GET("/sensors", h.listSensors(false))
-	v1.GET("/sensors/types", h.sensorTypes)
-	v1.GET("/sensors/statuses", h.sensorStatuses)
+	v1.GET("/sensors/types", h.distinct("sensor types", catalog.Store.SensorTypes))
+	v1.GET("/sensors/statuses", h.distinct("sensor statuses", catalog.Store.SensorStatuses))
 	v1.GET("/sensors/registry", h.listSensors(true))
 	v1.GET("/sensors/:id", h.sensor)
 

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
@@ -48,26 +50,19 @@ func (h *handlers) listSensors(registry bool) gin.HandlerFunc {
 	}
 }
 
-func (h *handlers) sensorTypes(c *gin.Context) {
-	ctx, cancel := h.queryCtx(c)
-	defer cancel()
-	v, err := h.d.Store.SensorTypes(ctx)
-	if err != nil {
-		fail(c, storeErr("sensor types", err))
-		return
+// distinct serves a list of a facet's distinct values (GET /sensors/types and
+// /sensors/statuses): what the store lists, as a JSON array, never null.
+func (h *handlers) distinct(what string, list func(catalog.Store, context.Context) ([]string, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx, cancel := h.queryCtx(c)
+		defer cancel()
+		v, err := list(h.d.Store, ctx)
+		if err != nil {
+			fail(c, storeErr(what, err))
+			return
+		}
+		writeJSON(c, nonNil(v))
 	}
-	writeJSON(c, nonNil(v))
-}
-
-func (h *handlers) sensorStatuses(c *gin.Context) {
-	ctx, cancel := h.queryCtx(c)
-	defer cancel()
-	v, err := h.d.Store.SensorStatuses(ctx)
-	if err != nil {
-		fail(c, storeErr("sensor statuses", err))
-		return
-	}
-	writeJSON(c, nonNil(v))
 }
 
 // sensor serves GET /sensors/:id, by UUID or external id.

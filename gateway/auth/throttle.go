@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 // Defaults of the failed-key throttle: an address that presents more than
@@ -67,12 +69,8 @@ type missWindow struct {
 // NewMemoryThrottle returns a throttle allowing limit misses per window per address
 // (defaults DefaultMissLimit, DefaultMissWindow for zero values; now defaults to time.Now).
 func NewMemoryThrottle(limit int, window time.Duration, now func() time.Time) *MemoryThrottle {
-	if limit <= 0 {
-		limit = DefaultMissLimit
-	}
-	if window <= 0 {
-		window = DefaultMissWindow
-	}
+	settings.Default(&limit, DefaultMissLimit)
+	settings.Default(&window, DefaultMissWindow)
 	if now == nil {
 		now = time.Now
 	}

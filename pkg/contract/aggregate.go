@@ -108,25 +108,20 @@ func ParseAggregateQuery(v url.Values, now time.Time) (AggregateQuery, error) {
 		}
 		q.Zone = loc
 	}
-	span, since, until, err := rangeParams(v)
+	r, err := parseRange(v)
 	if err != nil {
 		return q, err
 	}
 	q.Until = now.UTC()
 	switch {
-	case span > 0:
-		q.Since = q.Until.Add(-span)
+	case r.span > 0:
+		q.Since = q.Until.Add(-r.span)
 	default:
-		if until != "" {
-			if q.Until, err = timeParam("until", until); err != nil {
-				return q, err
-			}
+		if !r.until.IsZero() {
+			q.Until = r.until
 		}
-		if since != "" {
-			if q.Since, err = timeParam("since", since); err != nil {
-				return q, err
-			}
-		} else {
+		q.Since = r.since
+		if q.Since.IsZero() {
 			q.Since = q.Until.AddDate(0, 0, -defaultAggregateDays[iv.Name])
 		}
 		if !q.Until.After(q.Since) {

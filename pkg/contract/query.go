@@ -83,64 +83,79 @@ func ParseReadingsQuery(v url.Values, now time.Time) (ReadingsQuery, error) {
 		}
 		q.Page = n
 	}
-	switch s := v.Get("revisions"); s {
-	case "", "false":
-	case "true":
-		q.Revisions = true
-	default:
-		return q, apierr.Invalid("revisions", "want true or false, got %q", s)
+	if q.Revisions, err = choice(v, "revisions", "true", "false"); err != nil {
+		return q, err
 	}
-	switch s := v.Get("sort"); s {
-	case "", "desc":
-	case "asc":
-		q.Ascending = true
-	default:
-		return q, apierr.Invalid("sort", "want asc or desc, got %q", s)
+	if q.Ascending, err = choice(v, "sort", "asc", "desc"); err != nil {
+		return q, err
 	}
-	span, since, until, err := rangeParams(v)
+	r, err := parseRange(v)
 	if err != nil {
 		return q, err
 	}
-	if span > 0 {
-		q.Until = time.Time{}
-		q.Since = now.Add(-span).UTC()
+	if r.span > 0 {
+		q.Since = now.Add(-r.span).UTC()
 		return q, nil
 	}
-	if since != "" {
-		if q.Since, err = timeParam("since", since); err != nil {
-			return q, err
-		}
-	}
-	if until != "" {
-		if q.Until, err = timeParam("until", until); err != nil {
-			return q, err
-		}
-	}
+	q.Since, q.Until = r.since, r.until
 	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Until.After(q.Since) {
 		return q, apierr.Invalid("until", "must be after since")
 	}
 	return q, nil
 }
 
-// rangeParams reads a range's parameters: days (as span, 0 when absent), which excludes
-// since and until, or since and until as given.
-func rangeParams(v url.Values) (span time.Duration, since, until string, err error) {
+// timeRange is a query's range as given: days as span (0 when absent), or since and until
+// (each zero when absent).
+type timeRange struct {
+	span         time.Duration
+	since, until time.Time
+}
+
+// parseRange reads a range's parameters: days, which excludes since and until, or either of
+// those as a time (timeParam). Each error names the parameter.
+func parseRange(v url.Values) (timeRange, error) {
+	var r timeRange
 	days, since, until := v.Get("days"), v.Get("since"), v.Get("until")
 	if days == "" {
-		return 0, since, until, nil
+		var err error
+		if since != "" {
+			if r.since, err = timeParam("since", since); err != nil {
+				return r, err
+			}
+		}
+		if until != "" {
+			if r.until, err = timeParam("until", until); err != nil {
+				return r, err
+			}
+		}
+		return r, nil
 	}
 	if since != "" || until != "" {
 		name := "since"
 		if since == "" {
 			name = "until"
 		}
-		return 0, "", "", apierr.Invalid("days", "cannot be combined with %s", name)
+		return r, apierr.Invalid("days", "cannot be combined with %s", name)
 	}
 	d, err := strconv.ParseFloat(days, 64)
 	if err != nil || math.IsNaN(d) || d <= 0 || d > MaxDays {
-		return 0, "", "", apierr.Invalid("days", "want a number of days greater than 0 and at most %d, got %q", MaxDays, days)
+		return r, apierr.Invalid("days", "want a number of days greater than 0 and at most %d, got %q", MaxDays, days)
 	}
-	return time.Duration(d * float64(24*time.Hour)), since, until, nil
+	r.span = time.Duration(d * float64(24*time.Hour))
+	return r, nil
+}
+
+// choice reads a two-valued parameter: yes gives true, no or nothing false; anything else
+// is an error naming the parameter.
+func choice(v url.Values, name, yes, no string) (bool, error) {
+	switch s := v.Get(name); s {
+	case "", no:
+		return false, nil
+	case yes:
+		return true, nil
+	default:
+		return false, apierr.Invalid(name, "want %s or %s, got %q", yes, no, s)
+	}
 }
 
 // timeParam parses the time parameter name (since, until) with ParseTime; its error names

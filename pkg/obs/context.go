@@ -34,6 +34,27 @@ func info(ctx context.Context) *requestInfo {
 	return ri
 }
 
+// field reads one text field of ctx's request info under its lock; "" outside a request.
+func field(ctx context.Context, at func(*requestInfo) *string) string {
+	ri := info(ctx)
+	if ri == nil {
+		return ""
+	}
+	ri.mu.Lock()
+	defer ri.mu.Unlock()
+	return *at(ri)
+}
+
+// setField sets one text field of ctx's request info under its lock; a no-op outside a
+// request.
+func setField(ctx context.Context, at func(*requestInfo) *string, v string) {
+	if ri := info(ctx); ri != nil {
+		ri.mu.Lock()
+		*at(ri) = v
+		ri.mu.Unlock()
+	}
+}
+
 // WithRequestID returns a context that carries the request id id (and fresh slots for the
 // route and key id). The HTTP middleware calls it; tests and background jobs may too.
 func WithRequestID(ctx context.Context, id string) context.Context {
@@ -42,12 +63,7 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 
 // RequestID returns the request id of ctx, or "" outside a request.
 func RequestID(ctx context.Context) string {
-	if ri := info(ctx); ri != nil {
-		ri.mu.Lock()
-		defer ri.mu.Unlock()
-		return ri.id
-	}
-	return ""
+	return field(ctx, func(ri *requestInfo) *string { return &ri.id })
 }
 
 // RequestIDValues is the request id of ctx as a header value, for calls that pass it on:
@@ -73,39 +89,21 @@ func RequestIDValues(ctx context.Context) []string {
 // request, for metrics labels, span names and the access log. Routers that the middleware
 // cannot see into (Gin) call it; a no-op outside a request.
 func SetRoute(ctx context.Context, route string) {
-	if ri := info(ctx); ri != nil {
-		ri.mu.Lock()
-		ri.route = route
-		ri.mu.Unlock()
-	}
+	setField(ctx, func(ri *requestInfo) *string { return &ri.route }, route)
 }
 
 // Route returns the route template recorded with SetRoute, or "".
 func Route(ctx context.Context) string {
-	if ri := info(ctx); ri != nil {
-		ri.mu.Lock()
-		defer ri.mu.Unlock()
-		return ri.route
-	}
-	return ""
+	return field(ctx, func(ri *requestInfo) *string { return &ri.route })
 }
 
 // SetKeyID records the id (never the secret) of the API key that authenticated the
 // request, so every later log line of the request names it. A no-op outside a request.
 func SetKeyID(ctx context.Context, keyID string) {
-	if ri := info(ctx); ri != nil {
-		ri.mu.Lock()
-		ri.keyID = keyID
-		ri.mu.Unlock()
-	}
+	setField(ctx, func(ri *requestInfo) *string { return &ri.keyID }, keyID)
 }
 
 // KeyID returns the key id recorded with SetKeyID, or "".
 func KeyID(ctx context.Context) string {
-	if ri := info(ctx); ri != nil {
-		ri.mu.Lock()
-		defer ri.mu.Unlock()
-		return ri.keyID
-	}
-	return ""
+	return field(ctx, func(ri *requestInfo) *string { return &ri.keyID })
 }
