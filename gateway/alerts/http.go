@@ -143,22 +143,14 @@ func decodeBody(body io.Reader, v any) error {
 }
 
 func (h *Handlers) list(c *gin.Context) {
-	id, err := auth.Caller(c)
-	if err != nil {
-		ginerr.Fail(c, err)
-		return
-	}
-	rules, err := h.Store.Rules(c.Request.Context(), id.KeyIDText)
-	if err != nil {
-		ginerr.Fail(c, err)
-		return
-	}
-	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusOK, gin.H{"rules": rules})
+	answer(c, http.StatusOK, func(ctx context.Context, key string) (any, error) {
+		rules, err := h.Store.Rules(ctx, key)
+		return gin.H{"rules": rules}, err
+	})
 }
 
 func (h *Handlers) get(c *gin.Context) {
-	h.withRule(c, func(ctx context.Context, key, rule string) (any, error) { return h.Store.Rule(ctx, key, rule) })
+	answer(c, http.StatusOK, func(ctx context.Context, key string) (any, error) { return h.Store.Rule(ctx, key, c.Param("id")) })
 }
 
 func (h *Handlers) delete(c *gin.Context) {
@@ -180,33 +172,30 @@ func (h *Handlers) deliveries(c *gin.Context) {
 		ginerr.Fail(c, err)
 		return
 	}
-	h.withRule(c, func(ctx context.Context, key, rule string) (any, error) {
-		d, err := h.Store.Deliveries(ctx, key, rule, limit)
+	answer(c, http.StatusOK, func(ctx context.Context, key string) (any, error) {
+		d, err := h.Store.Deliveries(ctx, key, c.Param("id"), limit)
 		return gin.H{"deliveries": d}, err
 	})
 }
 
-func (h *Handlers) withRule(c *gin.Context, fn func(ctx context.Context, key, rule string) (any, error)) {
+// answer answers for the calling key: fn's result as JSON with status, never stored by a
+// cache (rules, secrets and events are the caller's own), or the error of either step.
+func answer(c *gin.Context, status int, fn func(ctx context.Context, key string) (any, error)) {
 	id, err := auth.Caller(c)
 	if err != nil {
 		ginerr.Fail(c, err)
 		return
 	}
-	v, err := fn(c.Request.Context(), id.KeyIDText, c.Param("id"))
+	v, err := fn(c.Request.Context(), id.KeyIDText)
 	if err != nil {
 		ginerr.Fail(c, err)
 		return
 	}
 	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusOK, v)
+	c.JSON(status, v)
 }
 
 func (h *Handlers) events(c *gin.Context) {
-	id, err := auth.Caller(c)
-	if err != nil {
-		ginerr.Fail(c, err)
-		return
-	}
 	limit, err := parseLimit(c.Query("limit"))
 	if err != nil {
 		ginerr.Fail(c, err)
@@ -227,27 +216,15 @@ func (h *Handlers) events(c *gin.Context) {
 			return
 		}
 	}
-	page, err := h.Store.Events(c.Request.Context(), id.KeyIDText, since, after, limit)
-	if err != nil {
-		ginerr.Fail(c, err)
-		return
-	}
-	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusOK, page)
+	answer(c, http.StatusOK, func(ctx context.Context, key string) (any, error) {
+		return h.Store.Events(ctx, key, since, after, limit)
+	})
 }
 
 func (h *Handlers) replay(c *gin.Context) {
-	id, err := auth.Caller(c)
-	if err != nil {
-		ginerr.Fail(c, err)
-		return
-	}
-	ev, err := h.Store.Replay(c.Request.Context(), id.KeyIDText, c.Param("id"))
-	if err != nil {
-		ginerr.Fail(c, err)
-		return
-	}
-	c.JSON(http.StatusAccepted, ev)
+	answer(c, http.StatusAccepted, func(ctx context.Context, key string) (any, error) {
+		return h.Store.Replay(ctx, key, c.Param("id"))
+	})
 }
 
 func parseLimit(s string) (int, error) {
@@ -287,11 +264,6 @@ type rotated struct {
 }
 
 func (h *Handlers) rotate(c *gin.Context) {
-	id, err := auth.Caller(c)
-	if err != nil {
-		ginerr.Fail(c, err)
-		return
-	}
 	var req rotateRequest
 	if err := decodeBody(c.Request.Body, &req); err != nil {
 		ginerr.Fail(c, err)
@@ -302,11 +274,8 @@ func (h *Handlers) rotate(c *gin.Context) {
 		ginerr.Fail(c, apierr.Invalid("grace", "want an ISO 8601 duration of at most P7D, e.g. PT1H"))
 		return
 	}
-	secret, until, err := h.Store.RotateSecret(c.Request.Context(), id.KeyIDText, c.Param("id"), grace)
-	if err != nil {
-		ginerr.Fail(c, err)
-		return
-	}
-	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusCreated, rotated{WebhookSecret: secret, PreviousValidUntil: until})
+	answer(c, http.StatusCreated, func(ctx context.Context, key string) (any, error) {
+		secret, until, err := h.Store.RotateSecret(ctx, key, c.Param("id"), grace)
+		return rotated{WebhookSecret: secret, PreviousValidUntil: until}, err
+	})
 }
