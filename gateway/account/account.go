@@ -32,6 +32,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/store"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/settings"
 )
 
 // Paths of the dashboard.
@@ -106,9 +107,7 @@ func New(st *store.Store, cfg Config) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.SignInFloor <= 0 {
-		cfg.SignInFloor = 250 * time.Millisecond
-	}
+	settings.Default(&cfg.SignInFloor, 250*time.Millisecond)
 	if cfg.Throttle == nil {
 		cfg.Throttle = auth.NewMemoryThrottle(signInMissLimit, signInMissWindow, nil)
 	}

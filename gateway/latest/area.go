@@ -76,17 +76,12 @@ func ParseArea(v url.Values, maxLimit int) (Area, error) {
 	} else if s != "" {
 		a.Filter.ServiceID = s
 	}
-	if s := strings.TrimSpace(v.Get("sensor_ids")); s != "" {
-		seen := map[string]bool{}
-		for _, ref := range strings.Split(s, ",") {
-			ref = strings.TrimSpace(ref)
-			if ref == "" || seen[ref] {
-				continue
-			}
-			seen[ref] = true
-			if len(seen) > maxSensorIDs {
-				return a, apierr.Invalid("sensor_ids", "at most %d ids", maxSensorIDs)
-			}
+	if s := v.Get("sensor_ids"); s != "" {
+		refs, more := sensorquery.List(s, maxSensorIDs)
+		if more {
+			return a, apierr.Invalid("sensor_ids", "at most %d ids", maxSensorIDs)
+		}
+		for _, ref := range refs {
 			if id, ok := catalog.IsSensorUUID(ref); ok {
 				a.Filter.IDs = append(a.Filter.IDs, id)
 			}

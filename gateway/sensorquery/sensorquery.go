@@ -118,25 +118,29 @@ func TextParam(v url.Values, name string) (string, error) {
 	return s, nil
 }
 
-// listParam splits a comma-separated list, trimming and dropping empty and repeated items.
+// listParam splits a comma-separated list, trimming and dropping empty and repeated
+// items, and keeps the first maxListItems.
 func listParam(s string) []string {
-	if s == "" {
-		return nil
-	}
-	var out []string
+	items, _ := List(s, maxListItems)
+	return items
+}
+
+// List splits a comma-separated list, trimming and dropping empty and repeated items. It
+// stops at max items and reports whether a further distinct item followed.
+func List(s string, max int) (items []string, more bool) {
 	seen := map[string]bool{}
 	for _, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" || seen[item] {
 			continue
 		}
-		seen[item] = true
-		out = append(out, item)
-		if len(out) == maxListItems {
-			break
+		if len(items) == max {
+			return items, true
 		}
+		seen[item] = true
+		items = append(items, item)
 	}
-	return out
+	return items, false
 }
 
 func dataTypesParam(v url.Values) ([]string, error) {
