@@ -57,7 +57,6 @@ func OpenAQ() ingest.Provider {
 }
 
 func openAQTargets(base string, stations []string, apiKey string) []ingest.Target {
-	base = strings.TrimRight(base, "/")
 	h := http.Header{"Accept": {"application/json"}, "X-API-Key": {apiKey}}
 	var out []ingest.Target
 	for _, s := range stations {
@@ -118,7 +117,6 @@ func AirNow() ingest.Provider {
 			DefaultStations: []string{"90012", "10001", "60601", "98101", "80202"},
 			NeedsAPIKey:     true,
 			Targets: func(base string, zips []string, key string) []ingest.Target {
-				base = strings.TrimRight(base, "/")
 				var out []ingest.Target
 				for _, z := range zips {
 					q := url.Values{"format": {"application/json"}, "zipCode": {z}, "distance": {"25"}, "API_KEY": {key}}

@@ -51,7 +51,6 @@ func NDBC() ingest.Provider {
 			DefaultBaseURL:  "https://www.ndbc.noaa.gov",
 			DefaultStations: []string{"44013", "46026", "41008", "42036", "46042", "TPLM2"},
 			Targets: func(base string, stations []string, _ string) []ingest.Target {
-				base = strings.TrimRight(base, "/")
 				out := []ingest.Target{{URL: base + "/activestations.xml", Format: ndbc.FormatActiveStations, MetadataOnly: true, Header: http.Header{}}}
 				for _, s := range stations {
 					id := ndbc.CanonicalID(s)
@@ -100,7 +99,6 @@ func COOPS() ingest.Provider {
 			DefaultBaseURL:  "https://api.tidesandcurrents.noaa.gov",
 			DefaultStations: []string{"8723970", "8454000", "8518750", "9414290", "8724580", "8775237"},
 			Targets: func(base string, stations []string, _ string) []ingest.Target {
-				base = strings.TrimRight(base, "/")
 				var out []ingest.Target
 				for _, s := range stations {
 					for _, p := range coopsProducts {

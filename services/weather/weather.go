@@ -50,7 +50,6 @@ func NWS() ingest.Provider {
 			DefaultBaseURL:  "https://api.weather.gov",
 			DefaultStations: []string{"KBOS", "KJFK", "KORD", "KSEA", "KDEN", "KFLL"},
 			Targets: func(base string, stations []string, _ string) []ingest.Target {
-				base = strings.TrimRight(base, "/")
 				ids := make([]string, 0, len(stations))
 				for _, s := range stations {
 					ids = append(ids, nws.CanonicalID(s))
@@ -93,7 +92,6 @@ func Ambient() ingest.Provider {
 			DefaultBaseURL: "https://rt.ambientweather.net",
 			NeedsAPIKey:    true,
 			Targets: func(base string, stations []string, key string) []ingest.Target {
-				base = strings.TrimRight(base, "/")
 				apiKey, appKey, _ := strings.Cut(key, ":")
 				auth := url.Values{"apiKey": {apiKey}, "applicationKey": {appKey}}
 				out := []ingest.Target{{URL: base + "/v1/devices?" + auth.Encode(), Format: ambient.FormatDevices, MetadataOnly: true}}
@@ -137,7 +135,6 @@ func Davis() ingest.Provider {
 			DefaultBaseURL: "https://api.weatherlink.com",
 			NeedsAPIKey:    true,
 			Targets: func(base string, stations []string, key string) []ingest.Target {
-				base = strings.TrimRight(base, "/")
 				apiKey, secret, _ := strings.Cut(key, ":")
 				var out []ingest.Target
 				for _, s := range stations {
@@ -177,7 +174,7 @@ func METAR() ingest.Provider {
 			DefaultStations: []string{"KSEA", "KBFI", "KPAE", "KOLM"},
 			Targets: func(base string, stations []string, _ string) []ingest.Target {
 				q := url.Values{"ids": {strings.Join(stations, ",")}, "format": {"raw"}, "hours": {"3"}}
-				return []ingest.Target{{URL: strings.TrimRight(base, "/") + "/api/data/metar?" + q.Encode(), Format: metar.FormatText}}
+				return []ingest.Target{{URL: base + "/api/data/metar?" + q.Encode(), Format: metar.FormatText}}
 			},
 		},
 		Classify: func(rel string, body []byte) (observation.Payload, bool) {

@@ -44,7 +44,8 @@ type LiveSpec struct {
 	DefaultStations []string
 	// NeedsAPIKey: without a key the provider is skipped in live mode, with a health error.
 	NeedsAPIKey bool
-	// Targets lists the documents to poll for the given stations.
+	// Targets lists the documents to poll for the given stations. The runtime trims the
+	// base URL's trailing slashes once, so every provider can append its paths to it.
 	Targets func(baseURL string, stations []string, apiKey string) []Target
 }
 

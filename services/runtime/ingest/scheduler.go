@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -198,7 +199,8 @@ func (s *Scheduler) source(p Provider) (source, error) {
 		if every <= 0 {
 			every = cadence
 		}
-		return &liveSource{client: s.o.HTTPClient, targets: p.Live.Targets(base, stations, lc.APIKey), userAgent: s.o.UserAgent,
+		targets := p.Live.Targets(strings.TrimRight(base, "/"), stations, lc.APIKey)
+		return &liveSource{client: s.o.HTTPClient, targets: targets, userAgent: s.o.UserAgent,
 			every: every, maxBody: 64 << 20, now: s.o.Now, state: map[string]*validators{}}, nil
 	default:
 		return nil, fmt.Errorf("ingest: source mode must be %s, %s or %s, got %q", ModeSimulate, ModeFiles, ModeLive, s.o.Mode)
