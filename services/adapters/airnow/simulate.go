@@ -11,12 +11,15 @@ import (
 	"github.com/sensorgate/sensorgate/services/observation"
 )
 
-// metros are US anchors for synthetic monitoring sites (10 km scatter), with typical PM2.5.
-var metros = []struct {
+// metro is an anchor for synthetic monitoring sites, with its air agency and typical PM2.5.
+type metro struct {
 	synth.Place
 	agency string
 	pm25   float64
-}{
+}
+
+// metros are US anchors for synthetic monitoring sites (10 km scatter).
+var metros = []metro{
 	{synth.At("Los Angeles", 34.05, -118.24), "South Coast AQMD", 12}, {synth.At("Fresno", 36.74, -119.79), "San Joaquin Valley APCD", 14},
 	{synth.At("Phoenix", 33.45, -112.07), "Maricopa County AQD", 9}, {synth.At("Houston", 29.76, -95.37), "Texas CEQ", 10},
 	{synth.At("Chicago", 41.88, -87.63), "Illinois EPA", 9}, {synth.At("Pittsburgh", 40.44, -79.99), "Allegheny County Health Dept", 10},
@@ -34,17 +37,13 @@ type simSite struct {
 }
 
 func simSites(w synth.World) []simSite {
-	out := make([]simSite, w.Stations)
-	for i := range out {
-		m := metros[i%len(metros)]
-		lat, lon := w.Scatter(i, m.Place, 10)
-		out[i] = simSite{
+	return synth.Spread(w, metros, 10, func(i int, m metro, lat, lon float64) simSite {
+		return simSite{
 			i: i, code: fmt.Sprintf("840999%06d", i+1), // state code 99 is no state: never a real site
 			name: fmt.Sprintf("%s Synthetic Site %d", m.Name, i/len(metros)+1), agency: m.agency,
 			lat: lat, lon: lon, pm25: m.pm25,
 		}
-	}
-	return out
+	})
 }
 
 type simDataRecord struct {

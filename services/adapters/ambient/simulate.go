@@ -34,16 +34,12 @@ func simMAC(i int) string {
 }
 
 func simStations(w synth.World) []simStation {
-	out := make([]simStation, w.Stations)
-	for i := range out {
-		tn := towns[i%len(towns)]
-		lat, lon := w.Scatter(i, tn, 20)
-		out[i] = simStation{
+	return synth.Spread(w, towns, 20, func(i int, tn synth.Place, lat, lon float64) simStation {
+		return simStation{
 			i: i, mac: simMAC(i + 1), name: fmt.Sprintf("Backyard %d (synthetic)", i+1), town: tn.Name,
 			lat: lat, lon: lon, elev: 50 + 1500*w.Unit(uint64(i), synth.Channel("ambient-elev")),
 		}
-	}
-	return out
+	})
 }
 
 // simStationList writes a GET /v1/devices list of the synthetic devices (MACs

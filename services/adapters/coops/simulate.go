@@ -28,17 +28,13 @@ type simStation struct {
 }
 
 func simStations(w synth.World) []simStation {
-	out := make([]simStation, w.Stations)
-	for i := range out {
-		a := piers[i%len(piers)]
-		lat, lon := w.Scatter(i, a, 3)
+	return synth.Spread(w, piers, 3, func(i int, a synth.Place, lat, lon float64) simStation {
 		name := a.Name + " (synthetic)"
 		if i >= len(piers) {
 			name = fmt.Sprintf("%s %d (synthetic)", a.Name, i/len(piers)+1)
 		}
-		out[i] = simStation{i: i, id: fmt.Sprintf("SGC%04d", i+1), name: name, lat: lat, lon: lon}
-	}
-	return out
+		return simStation{i: i, id: fmt.Sprintf("SGC%04d", i+1), name: name, lat: lat, lon: lon}
+	})
 }
 
 func simMetadata(s simStation) []byte {

@@ -39,16 +39,12 @@ func simID(i int) string {
 }
 
 func simStations(w synth.World) []simStation {
-	out := make([]simStation, w.Stations)
-	for i := range out {
-		a := landAnchors[i%len(landAnchors)]
-		lat, lon := w.Scatter(i, a, 30)
-		out[i] = simStation{
+	return synth.Spread(w, landAnchors, 30, func(i int, a synth.Place, lat, lon float64) simStation {
+		return simStation{
 			i: i, id: simID(i), name: fmt.Sprintf("%s Synthetic Field %d", a.Name, i/len(landAnchors)+1),
 			lat: lat, lon: lon, elevation: synth.Round(150+1400*w.Unit(uint64(i), synth.Channel("elev")), 1),
 		}
-	}
-	return out
+	})
 }
 
 type qv struct {

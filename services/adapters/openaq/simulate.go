@@ -38,13 +38,9 @@ type simStation struct {
 }
 
 func simStations(w synth.World) []simStation {
-	out := make([]simStation, w.Stations)
-	for i := range out {
-		c := cities[i%len(cities)]
-		lat, lon := w.Scatter(i, c.Place, 12)
-		out[i] = simStation{i: i, c: c, name: fmt.Sprintf("%s Synthetic Monitor %d", c.Name, i/len(cities)+1), lat: lat, lon: lon, ppm: i%3 == 0}
-	}
-	return out
+	return synth.Spread(w, cities, 12, func(i int, c city, lat, lon float64) simStation {
+		return simStation{i: i, c: c, name: fmt.Sprintf("%s Synthetic Monitor %d", c.Name, i/len(cities)+1), lat: lat, lon: lon, ppm: i%3 == 0}
+	})
 }
 
 type simCoords struct {

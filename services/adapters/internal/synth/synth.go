@@ -198,3 +198,23 @@ func (w World) Scatter(i int, anchor Place, radiusKm float64) (lat, lon float64)
 
 // At is a Place literal.
 func At(name string, lat, lon float64) Place { return Place{Name: name, Lat: lat, Lon: lon} }
+
+// place is the anchor's position. A provider's anchor type embeds Place to carry its own
+// values beside it (an agency, a typical level) and so is an anchor too.
+func (p Place) place() Place { return p }
+
+// anchor is a Place or a struct that embeds one.
+type anchor interface{ place() Place }
+
+// Spread makes the world's stations: station i is scattered within radiusKm of anchor
+// i mod len(anchors), so a world with more stations than anchors cycles through them
+// again, and station makes the provider's station of i, its anchor and its position.
+func Spread[A anchor, S any](w World, anchors []A, radiusKm float64, station func(i int, a A, lat, lon float64) S) []S {
+	out := make([]S, w.Stations)
+	for i := range out {
+		a := anchors[i%len(anchors)]
+		lat, lon := w.Scatter(i, a.place(), radiusKm)
+		out[i] = station(i, a, lat, lon)
+	}
+	return out
+}
