@@ -67,58 +67,58 @@ func CategoryOf(index int) (Category, error) {
 	return categories[len(categories)-1], nil
 }
 
-// breakpoint maps a concentration band [CLow, CHigh] onto an AQI band [ILow, IHigh].
-type breakpoint struct {
-	cLow, cHigh float64
-	iLow, iHigh int
-}
+// band is a concentration range [low, high] of a pollutant. EPA's breakpoint tables have
+// one row per category, in the same order, and a row's AQI range is its category's: so a
+// pollutant's table lists the concentrations only, and its length is the categories'.
+type band struct{ low, high float64 }
 
 // pm25 are the 2024 PM2.5 (24-hour, µg/m³) breakpoints.
-var pm25 = [...]breakpoint{
-	{0.0, 9.0, 0, 50},
-	{9.1, 35.4, 51, 100},
-	{35.5, 55.4, 101, 150},
-	{55.5, 125.4, 151, 200},
-	{125.5, 225.4, 201, 300},
-	{225.5, 325.4, 301, 500},
+var pm25 = [len(categories)]band{
+	{0.0, 9.0},
+	{9.1, 35.4},
+	{35.5, 55.4},
+	{55.5, 125.4},
+	{125.5, 225.4},
+	{225.5, 325.4},
 }
 
 // pm10 are the PM10 (24-hour, µg/m³) breakpoints.
-var pm10 = [...]breakpoint{
-	{0, 54, 0, 50},
-	{55, 154, 51, 100},
-	{155, 254, 101, 150},
-	{255, 354, 151, 200},
-	{355, 424, 201, 300},
-	{425, 604, 301, 500},
+var pm10 = [len(categories)]band{
+	{0, 54},
+	{55, 154},
+	{155, 254},
+	{255, 354},
+	{355, 424},
+	{425, 604},
 }
 
 // FromPM25 returns the AQI of a PM2.5 concentration in µg/m³, truncated to 0.1 µg/m³ as
 // EPA prescribes. Concentrations above the top breakpoint (325.4) are beyond the AQI and
 // give 500.
 func FromPM25(ugm3 float64) (int, error) {
-	return compute("PM2.5", ugm3, 10, pm25[:])
+	return compute("PM2.5", ugm3, 10, &pm25)
 }
 
 // FromPM10 returns the AQI of a PM10 concentration in µg/m³, truncated to 1 µg/m³.
 func FromPM10(ugm3 float64) (int, error) {
-	return compute("PM10", ugm3, 1, pm10[:])
+	return compute("PM10", ugm3, 1, &pm10)
 }
 
-func compute(name string, c, scale float64, table []breakpoint) (int, error) {
+func compute(name string, c, scale float64, table *[len(categories)]band) (int, error) {
 	if math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
 		return 0, fmt.Errorf("%w: %s concentration %v", ErrInvalid, name, c)
 	}
 	// Truncate, with a small epsilon so 35.4 stored as 35.39999... stays 35.4.
 	t := math.Floor(c*scale+1e-9) / scale
-	for _, bp := range table {
-		if t <= bp.cHigh {
-			if t < bp.cLow { // cannot happen after truncation; guard the gap anyway
-				t = bp.cLow
+	for k, bp := range table {
+		if t <= bp.high {
+			if t < bp.low { // cannot happen after truncation; guard the gap anyway
+				t = bp.low
 			}
-			v := float64(bp.iHigh-bp.iLow)/(bp.cHigh-bp.cLow)*(t-bp.cLow) + float64(bp.iLow)
+			cat := &categories[k]
+			v := float64(cat.High-cat.Low)/(bp.high-bp.low)*(t-bp.low) + float64(cat.Low)
 			return int(math.Round(v)), nil
 		}
 	}
-	return table[len(table)-1].iHigh, nil
+	return categories[len(categories)-1].High, nil
 }
