@@ -92,12 +92,40 @@ func TestLostConnectionGivesTheLeaseUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	res, err := db.Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sensorgate-ocean-lease' AND datname = current_database() AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory')")
+	var pids []int
+	rows, err := db.Query("SELECT pid FROM pg_stat_activity WHERE application_name = 'sensorgate-ocean-lease' AND datname = current_database() AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory')")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		t.Fatalf("terminated %d lease sessions, want the holder's one", n)
+	for rows.Next() {
+		var pid int
+		if err := rows.Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) != 1 {
+		t.Fatalf("%d lease sessions hold advisory locks, want the holder's one", len(pids))
+	}
+	if _, err := db.Exec("SELECT pg_terminate_backend($1)", pids[0]); err != nil {
+		t.Fatal(err)
+	}
+	// pg_terminate_backend only signals the session: its locks go when its process has
+	// exited, which is when it leaves pg_stat_activity.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := db.QueryRow("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pids[0]).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the holder's session %d is still there 10 s after pg_terminate_backend", pids[0])
+		}
 	}
 	if !hold(t, b, "ndbc") {
 		t.Fatal("b: the holder's session ended, yet Hold = false")
