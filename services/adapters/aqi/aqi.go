@@ -82,26 +82,11 @@ var pm25 = [len(categories)]band{
 	{225.5, 325.4},
 }
 
-// pm10 are the PM10 (24-hour, µg/m³) breakpoints.
-var pm10 = [len(categories)]band{
-	{0, 54},
-	{55, 154},
-	{155, 254},
-	{255, 354},
-	{355, 424},
-	{425, 604},
-}
-
 // FromPM25 returns the AQI of a PM2.5 concentration in µg/m³, truncated to 0.1 µg/m³ as
 // EPA prescribes. Concentrations above the top breakpoint (325.4) are beyond the AQI and
 // give 500.
 func FromPM25(ugm3 float64) (int, error) {
 	return compute("PM2.5", ugm3, 10, &pm25)
-}
-
-// FromPM10 returns the AQI of a PM10 concentration in µg/m³, truncated to 1 µg/m³.
-func FromPM10(ugm3 float64) (int, error) {
-	return compute("PM10", ugm3, 1, &pm10)
 }
 
 func compute(name string, c, scale float64, table *[len(categories)]band) (int, error) {

@@ -42,15 +42,6 @@ func TestFromPM25(t *testing.T) {
 	}
 }
 
-func TestFromPM10(t *testing.T) {
-	t.Parallel()
-	for c, want := range map[float64]int{0: 0, 54: 50, 54.9: 50, 55: 51, 154: 100, 254: 150, 354: 200, 424: 300, 604: 500, 700: 500} {
-		if got, err := FromPM10(c); err != nil || got != want {
-			t.Errorf("FromPM10(%v) = %d, %v; want %d", c, got, err, want)
-		}
-	}
-}
-
 func TestInvalid(t *testing.T) {
 	t.Parallel()
 	for _, c := range []float64{-0.1, math.NaN(), math.Inf(1)} {

@@ -107,13 +107,3 @@ func StationID(country, location string) string {
 	}
 	return b.String()
 }
-
-// SplitStationID returns the country code and location name of an id made by StationID,
-// e.g. for the location= parameter of a /v1/measurements request. An id without a country
-// prefix is all location.
-func SplitStationID(id string) (country, location string) {
-	if c, l, ok := strings.Cut(id, ":"); ok && len(c) == 2 && strings.ToUpper(c) == c {
-		return c, l
-	}
-	return "", id
-}

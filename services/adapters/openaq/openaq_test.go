@@ -172,19 +172,6 @@ func TestStationID(t *testing.T) {
 	}
 }
 
-func TestSplitStationID(t *testing.T) {
-	t.Parallel()
-	for id, want := range map[string][2]string{
-		"IN:Velachery Res. Area, Chennai - CPCB": {"IN", "Velachery Res. Area, Chennai - CPCB"},
-		"CN:淮河道":                                 {"CN", "淮河道"},
-		"Station: A":                             {"", "Station: A"},
-	} {
-		if c, l := SplitStationID(id); c != want[0] || l != want[1] {
-			t.Errorf("SplitStationID(%q) = %q, %q; want %q", id, c, l, want)
-		}
-	}
-}
-
 func TestParseBadInput(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

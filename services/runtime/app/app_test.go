@@ -37,7 +37,7 @@ func echoTool(s *mcp.Server, d mcpserver.Deps) error {
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: mcpserver.ToolName(d.ServiceID, "station_name"), Description: "Name of a station."},
 		func(ctx context.Context, req *mcp.CallToolRequest, a in) (*mcp.CallToolResult, out, error) {
-			id := mcpserver.StationArg(req, a.StationID)
+			id := stationArg(req, a.StationID)
 			st, err := d.Store.Station(ctx, id)
 			if err != nil {
 				return nil, out{}, err
@@ -463,4 +463,16 @@ func TestFilesReplayRealNDBCOnPostgres(t *testing.T) {
 	if got := r.Readings[0].Timestamp.Format(time.RFC3339); got != "2022-06-29T00:00:00Z" {
 		t.Fatalf("oldest reading at %s", got)
 	}
+}
+
+// stationArg returns the station a tool should act on: the caller's argument when given,
+// else the sensor_external_id the gateway injected at sensor scope, else "".
+func stationArg(req *mcp.CallToolRequest, given string) string {
+	if given != "" || req == nil || req.Params == nil {
+		return given
+	}
+	if v, ok := req.Params.GetMeta()[mcpserver.MetaSensorExternalID].(string); ok {
+		return v
+	}
+	return ""
 }

@@ -116,11 +116,6 @@ func EnvNames(providerSlugs []string) []string {
 	return settings.EnvNames(Settings("service", 0, providerSlugs))
 }
 
-// Vars lists every row of a service's table, in order.
-func Vars(serviceID string, defaultPort int, providerSlugs []string) []settings.Var {
-	return settings.Vars(Settings(serviceID, defaultPort, providerSlugs))
-}
-
 // DefaultSQLitePath is the embedded store of a service in a source mode. Each mode has its
 // own file, so that the recorded stations of files mode never sit beside the simulated
 // ones (answering 404 on latest while listed active) when the same checkout runs the other

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -527,11 +526,4 @@ func (s *Scheduler) LastIngest() *time.Time {
 		return nil
 	}
 	return &last
-}
-
-// Slugs lists the providers in order.
-func (s *Scheduler) Slugs() []string {
-	out := append([]string(nil), s.order...)
-	sort.Strings(out)
-	return out
 }

@@ -54,18 +54,6 @@ const (
 	MetaFeedSlug         = "feed_slug"
 )
 
-// StationArg returns the station a tool should act on: the caller's argument when given,
-// else the sensor_external_id the gateway injected at sensor scope, else "".
-func StationArg(req *mcp.CallToolRequest, given string) string {
-	if given != "" || req == nil || req.Params == nil {
-		return given
-	}
-	if v, ok := req.Params.GetMeta()[MetaSensorExternalID].(string); ok {
-		return v
-	}
-	return ""
-}
-
 // Server is a service's MCP endpoint.
 type Server struct {
 	srv   *mcp.Server

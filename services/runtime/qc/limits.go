@@ -1,7 +1,7 @@
 // Package qc holds the QARTOD tests the services run on every measurement at ingest
 // (gross range, spike, rate of change, flat line) and the one table of their thresholds
-// per canonical parameter (docs/quality.md). The store calls Assess with each station's
-// series. The tests only look back: a value gets the same flags whether it arrives alone
+// per canonical parameter (docs/quality.md). The store runs Step on each value of a
+// station's series (Assess is that over a whole series). The tests only look back: a value gets the same flags whether it arrives alone
 // (a live poll) or inside a file of many, so replaying a file never revises a flag.
 package qc
 
@@ -123,23 +123,6 @@ var byParam = func() map[string]*Limits {
 	}
 	return m
 }()
-
-// Table returns the thresholds of every parameter (for documentation and tests).
-func Table() []Limits {
-	out := make([]Limits, 0, len(table))
-	for _, l := range table {
-		out = append(out, *byParam[l.Param])
-	}
-	return out
-}
-
-// For returns the thresholds of param.
-func For(param string) (Limits, bool) {
-	if l := byParam[param]; l != nil {
-		return *l, true
-	}
-	return Limits{}, false
-}
 
 // Of returns the thresholds of param, shared and read-only (Step's receiver), or nil for
 // a parameter without them: the store looks them up once per station and parameter of a

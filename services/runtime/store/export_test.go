@@ -27,3 +27,12 @@ func SetBlockZstd(on bool) bool {
 	blockZstd = on
 	return old
 }
+
+// snapshot returns the accumulated time per phase name.
+func (p *phaseTimes) snapshot() map[string]time.Duration {
+	out := make(map[string]time.Duration, phaseCount)
+	for i := range p.ns {
+		out[phaseNames[i]] = time.Duration(p.ns[i].Load())
+	}
+	return out
+}

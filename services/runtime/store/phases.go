@@ -39,12 +39,3 @@ func (c *phaseClock) done(i int) {
 	c.p.ns[i].Add(int64(now.Sub(c.last)))
 	c.last = now
 }
-
-// snapshot returns the accumulated time per phase name.
-func (p *phaseTimes) snapshot() map[string]time.Duration {
-	out := make(map[string]time.Duration, phaseCount)
-	for i := range p.ns {
-		out[phaseNames[i]] = time.Duration(p.ns[i].Load())
-	}
-	return out
-}

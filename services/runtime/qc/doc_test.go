@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// MarkdownTable is the thresholds table as docs/quality.md shows it (a test keeps the
-// two equal, so the documentation is the table that runs).
+// MarkdownTable is the thresholds table as docs/quality.md shows it (TestDocumentedTable
+// keeps the two equal, so the documentation is the table that runs).
 func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| parameter | sensor range (fail) | user range (suspect) | spike suspect / fail | rate of change (suspect) | flat line: tolerance, suspect / fail | window |\n")
@@ -45,4 +45,21 @@ func dur(d time.Duration) string {
 		return strconv.Itoa(int(d/(24*time.Hour))) + " d"
 	}
 	return strconv.Itoa(int(d/time.Hour)) + " h"
+}
+
+// Table returns the thresholds of every parameter, in the table's order.
+func Table() []Limits {
+	out := make([]Limits, 0, len(table))
+	for _, l := range table {
+		out = append(out, *byParam[l.Param])
+	}
+	return out
+}
+
+// For returns the thresholds of param.
+func For(param string) (Limits, bool) {
+	if l := byParam[param]; l != nil {
+		return *l, true
+	}
+	return Limits{}, false
 }
