@@ -115,11 +115,21 @@ type cleanedStreamResult struct {
 	SensorsTotal *int             `json:"sensors_total,omitempty" jsonschema:"Sensors in the feed (streams holds at most 20)"`
 }
 
+// sensorRef is the sensor a legacy registry result is about: sensor_last_reading's, and
+// each envelope of sensor_cleaned_stream.
+type sensorRef struct {
+	SensorID   string `json:"sensor_id" jsonschema:"Sensor UUID"`
+	ExternalID string `json:"external_id" jsonschema:"Provider's id"`
+	Name       string `json:"name" jsonschema:"Sensor name"`
+	ServiceID  string `json:"service_id" jsonschema:"Backing service"`
+}
+
+func refOf(s catalog.Sensor) sensorRef {
+	return sensorRef{SensorID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, ServiceID: s.ServiceID}
+}
+
 type lastReadingResult struct {
-	SensorID     string              `json:"sensor_id" jsonschema:"Sensor the reading belongs to (UUID)"`
-	ExternalID   string              `json:"external_id" jsonschema:"Provider's id"`
-	Name         string              `json:"name" jsonschema:"Sensor name"`
-	ServiceID    string              `json:"service_id" jsonschema:"Backing service"`
+	sensorRef
 	FeedID       string              `json:"feed_id,omitempty" jsonschema:"The feed asked about, when feed_id was given"`
 	Timestamp    string              `json:"timestamp" jsonschema:"Observation time, ISO 8601 UTC"`
 	Measurements map[string]float64  `json:"measurements" jsonschema:"Legacy flat object: canonical parameter id to value in its canonical unit"`
@@ -393,10 +403,7 @@ func runConnectedServices(ctx context.Context, cc *callCtx, a targetArgs) (strin
 }
 
 type streamEnvelope struct {
-	SensorID   string               `json:"sensor_id" jsonschema:"Sensor UUID"`
-	ExternalID string               `json:"external_id" jsonschema:"Provider's id"`
-	Name       string               `json:"name" jsonschema:"Sensor name"`
-	ServiceID  string               `json:"service_id" jsonschema:"Backing service"`
+	sensorRef
 	Readings   []contract.Reading   `json:"readings" jsonschema:"Readings, newest first: measurements (cleaned) or raw and source_format (raw)"`
 	Units      map[string]string    `json:"units,omitempty" jsonschema:"Canonical unit of every parameter, by parameter id"`
 	Provenance *contract.Provenance `json:"provenance,omitempty" jsonschema:"Where the readings came from"`
@@ -472,7 +479,7 @@ func runCleanedStream(ctx context.Context, cc *callCtx, a cleanedStreamArgs) (st
 			defer func() { <-sem }()
 			env, err := cc.stream(ctx, sensor, up)
 			if err != nil {
-				env = streamEnvelope{SensorID: sensor.ID.String(), ExternalID: sensor.ExternalID, Name: sensor.Name, ServiceID: sensor.ServiceID, Readings: []contract.Reading{}, Error: apierr.From(asAPIError(err)).Message}
+				env = streamEnvelope{sensorRef: refOf(sensor), Readings: []contract.Reading{}, Error: apierr.From(asAPIError(err)).Message}
 				if apierr.From(asAPIError(err)).Code == apierr.Internal {
 					cc.h.log.ErrorContext(ctx, "feed stream failed", "sensor", sensor.ID, "err", err)
 				}
@@ -496,8 +503,8 @@ func (cc *callCtx) stream(ctx context.Context, s catalog.Sensor, q url.Values) (
 		return streamEnvelope{}, asAPIError(err)
 	}
 	env := streamEnvelope{
-		SensorID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, ServiceID: s.ServiceID,
-		Readings: rr.Readings, Provenance: &rr.Provenance, Pagination: &rr.Pagination, Units: map[string]string{},
+		sensorRef: refOf(s),
+		Readings:  rr.Readings, Provenance: &rr.Provenance, Pagination: &rr.Pagination, Units: map[string]string{},
 	}
 	if env.Readings == nil {
 		env.Readings = []contract.Reading{}
@@ -550,7 +557,7 @@ func runLastReading(ctx context.Context, cc *callCtx, a targetArgs) (string, las
 		rv := viewReading(lr.Reading, cc.now)
 		fr := newFreshness(&lr.Reading.Timestamp.Time, c.ReportingIntervalS, cc.now)
 		out := lastReadingResult{
-			SensorID: c.ID.String(), ExternalID: c.ExternalID, Name: c.Name, ServiceID: c.ServiceID,
+			sensorRef: refOf(c),
 			Timestamp: rv.Timestamp, Measurements: flat, Units: units, Location: lr.Reading.Location,
 			AgeSeconds: rv.AgeSeconds, Stale: fr.Stale != nil && *fr.Stale, Provenance: lr.Provenance,
 		}
