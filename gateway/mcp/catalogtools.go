@@ -35,7 +35,7 @@ func (h *Handler) newCatalogTools() (*toolSet, error) {
 		Description: "What the catalog holds: the backing services, the providers, the canonical parameters with their units, and sensor counts by type and status. Call it first to learn the vocabulary of search_sensors.",
 		Run:         runDescribeCatalog,
 	})
-	addTool(ts, toolSpec[searchArgs, searchResult]{
+	addTool(ts, toolSpec[searchArgs, sensorPage]{
 		Name: "search_sensors", Title: "Search sensors",
 		Description: fmt.Sprintf("Find sensors by text, type, status, provider, service, feed, measured parameters, bounding box or distance. Pages of `limit` sensors (default %d, at most %d; larger is clamped); pass nextCursor back as cursor (with the same other arguments) for the next page. Each sensor states how fresh its newest reading is.", sensorListDefaultLimit, sensorListMaxLimit),
 		Tweak: func(in, out *jsonschema.Schema) {
@@ -263,17 +263,9 @@ type nearArg struct {
 	RadiusKM *float64 `json:"radius_km,omitempty" jsonschema:"Radius in km (default 50, at most 20000)"`
 }
 
-type searchResult struct {
-	Sensors    []sensorSummary   `json:"sensors" jsonschema:"This page of sensors, ordered by name then id (or by distance)"`
-	Units      map[string]string `json:"units" jsonschema:"Canonical unit of every parameter listed, by parameter id"`
-	Total      int               `json:"total" jsonschema:"Sensors matching the filters"`
-	Limit      int               `json:"limit" jsonschema:"Page size applied"`
-	NextCursor string            `json:"nextCursor,omitempty" jsonschema:"Cursor of the next page; absent on the last page"`
-}
-
-func runSearchSensors(ctx context.Context, cc *callCtx, a searchArgs) (string, searchResult, error) {
+func runSearchSensors(ctx context.Context, cc *callCtx, a searchArgs) (string, sensorPage, error) {
 	const tool = "search_sensors"
-	var none searchResult
+	var none sensorPage
 	f := catalog.SensorFilter{
 		Search: a.Query, SensorType: a.SensorType, Status: a.Status, Provider: a.Provider, ServiceID: a.ServiceID,
 	}
@@ -351,12 +343,11 @@ func runSearchSensors(ctx context.Context, cc *callCtx, a searchArgs) (string, s
 	}
 	cursorless := a
 	cursorless.Cursor, cursorless.Limit = "", nil
-	sp, err := cc.sensorPage(ctx, tool, a.Cursor, queryHash(cursorless), limit, f)
+	out, err := cc.sensorPage(ctx, tool, a.Cursor, queryHash(cursorless), limit, f)
 	if err != nil {
 		return "", none, asAPIError(fmt.Errorf("list sensors: %w", err))
 	}
-	out := searchResult{Sensors: sp.sensors, Units: sp.units, Total: sp.total, Limit: sp.limit, NextCursor: sp.next}
-	summary := fmt.Sprintf("%d of %d matching sensors (page %d, %d per page).", len(out.Sensors), out.Total, sp.page, sp.limit)
+	summary := fmt.Sprintf("%d of %d matching sensors (page %d, %d per page).", len(out.Sensors), out.Total, out.page, out.Limit)
 	if out.NextCursor != "" {
 		summary += " More: call again with cursor=nextCursor."
 	}

@@ -78,13 +78,10 @@ type projectSensorsArgs struct {
 	Cursor string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
 }
 
+// projectSensors is a page of the project's sensors, as search_sensors pages them.
 type projectSensors struct {
-	ProjectID  string            `json:"project_id" jsonschema:"Project UUID"`
-	Sensors    []sensorSummary   `json:"sensors" jsonschema:"This page of sensors"`
-	Units      map[string]string `json:"units" jsonschema:"Canonical unit of every parameter listed, by parameter id"`
-	Total      int               `json:"total" jsonschema:"Sensors of the project matching the filter"`
-	Limit      int               `json:"limit" jsonschema:"Page size applied"`
-	NextCursor string            `json:"nextCursor,omitempty" jsonschema:"Cursor of the next page; absent on the last page"`
+	ProjectID string `json:"project_id" jsonschema:"Project UUID"`
+	sensorPage
 }
 
 func runListProjectSensors(ctx context.Context, cc *callCtx, a projectSensorsArgs) (string, projectSensors, error) {
@@ -101,6 +98,6 @@ func runListProjectSensors(ctx context.Context, cc *callCtx, a projectSensorsArg
 	if err != nil {
 		return "", none, asAPIError(fmt.Errorf("list project sensors: %w", err))
 	}
-	out := projectSensors{ProjectID: p.ID.String(), Sensors: sp.sensors, Units: sp.units, Total: sp.total, Limit: sp.limit, NextCursor: sp.next}
-	return fmt.Sprintf("%d of %d sensors of project %s (page %d).", len(out.Sensors), sp.total, p.Slug, sp.page), out, nil
+	out := projectSensors{ProjectID: p.ID.String(), sensorPage: sp}
+	return fmt.Sprintf("%d of %d sensors of project %s (page %d).", len(sp.Sensors), sp.Total, p.Slug, sp.page), out, nil
 }

@@ -262,13 +262,15 @@ func (h *Handler) serviceOf(ctx context.Context, s catalog.Sensor) (catalog.Serv
 	return svc, notFound(err, apierr.NoFeed, "sensor %s is connected to service %q, which the gateway does not know", s.ID, s.ServiceID)
 }
 
-// sensorPage is a page of sensor summaries, as search_sensors and list_project_sensors
-// return them.
+// sensorPage is a page of sensor summaries: the result of search_sensors, and of
+// list_project_sensors beside the project's id.
 type sensorPage struct {
-	sensors            []sensorSummary
-	units              map[string]string // canonical unit of every parameter of the page's sensors
-	total, page, limit int
-	next               string // cursor of the next page; empty on the last one
+	Sensors    []sensorSummary   `json:"sensors" jsonschema:"This page of sensors, ordered by name then id (or by distance)"`
+	Units      map[string]string `json:"units" jsonschema:"Canonical unit of every parameter listed, by parameter id"`
+	Total      int               `json:"total" jsonschema:"Sensors matching the filters"`
+	Limit      int               `json:"limit" jsonschema:"Page size applied"`
+	NextCursor string            `json:"nextCursor,omitempty" jsonschema:"Cursor of the next page; absent on the last page"`
+	page       int               // the page number, for the summary line
 }
 
 // sensorPage lists the sensors of f on the page that cursor, issued for the arguments
@@ -286,12 +288,12 @@ func (cc *callCtx) sensorPage(ctx context.Context, tool, cursor string, query ui
 	if err != nil {
 		return sensorPage{}, err
 	}
-	out := sensorPage{sensors: []sensorSummary{}, units: unitsOfSensors(res.Sensors), total: res.Total, page: f.Page, limit: f.Limit}
+	out := sensorPage{Sensors: []sensorSummary{}, Units: unitsOfSensors(res.Sensors), Total: res.Total, Limit: f.Limit, page: f.Page}
 	for _, s := range res.Sensors {
-		out.sensors = append(out.sensors, summarize(s, cc.now))
+		out.Sensors = append(out.Sensors, summarize(s, cc.now))
 	}
 	if f.Page*f.Limit < res.Total && len(res.Sensors) > 0 {
-		out.next = encodeCursor(pageCursor{Page: f.Page + 1, Limit: f.Limit, Query: query})
+		out.NextCursor = encodeCursor(pageCursor{Page: f.Page + 1, Limit: f.Limit, Query: query})
 	}
 	return out, nil
 }
