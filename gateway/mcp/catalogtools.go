@@ -112,17 +112,17 @@ type serviceSummary struct {
 	LastIngestAt    *string  `json:"last_ingest_at" jsonschema:"Last successful ingest (ISO 8601 UTC), null when none"`
 }
 
+// providerCount is a provider (its slug is the provider filter of search_sensors) and
+// how many sensors it has.
 type providerCount struct {
-	Slug        string `json:"slug" jsonschema:"Provider slug; the provider filter of search_sensors"`
-	Name        string `json:"name" jsonschema:"Provider name"`
-	SensorCount int    `json:"sensor_count" jsonschema:"Sensors of the provider"`
+	providerRef
+	SensorCount int `json:"sensor_count" jsonschema:"Sensors of the provider"`
 }
 
+// parameterCount is a canonical parameter and how many sensors collect it.
 type parameterCount struct {
-	ID          string `json:"id" jsonschema:"Canonical parameter id"`
-	Unit        string `json:"unit" jsonschema:"Canonical unit every value of the parameter is given in"`
-	Meaning     string `json:"meaning" jsonschema:"What the parameter measures"`
-	SensorCount int    `json:"sensor_count" jsonschema:"Sensors that collect the parameter"`
+	parameterInfo
+	SensorCount int `json:"sensor_count" jsonschema:"Sensors that collect the parameter"`
 }
 
 type typeCount struct {
@@ -199,14 +199,14 @@ func runDescribeCatalog(ctx context.Context, cc *callCtx, _ noArgs) (string, cat
 		if name == "" {
 			name = slug
 		}
-		out.Providers = append(out.Providers, providerCount{Slug: slug, Name: name, SensorCount: n})
+		out.Providers = append(out.Providers, providerCount{providerRef: providerRef{Slug: slug, Name: name}, SensorCount: n})
 	}
 	for _, p := range canon.Parameters() {
 		n, _, err := count(catalog.SensorFilter{DataTypes: []string{p.ID}})
 		if err != nil {
 			return "", none, err
 		}
-		out.Parameters = append(out.Parameters, parameterCount{ID: p.ID, Unit: p.Unit, Meaning: p.Meaning, SensorCount: n})
+		out.Parameters = append(out.Parameters, parameterCount{parameterInfo: infoOf(p), SensorCount: n})
 	}
 	types, err := st.SensorTypes(ctx)
 	if err != nil {
@@ -376,10 +376,28 @@ func (h *Handler) mayView(cc *callCtx, p catalog.Project) bool {
 	return cc.viewer != nil && *cc.viewer == p.OwnerID
 }
 
+// parameterInfo is a canonical parameter with its unit and meaning, as describe_sensor,
+// describe_catalog and the parameters and sensor resources show it.
 type parameterInfo struct {
 	ID      string `json:"id" jsonschema:"Canonical parameter id"`
-	Unit    string `json:"unit" jsonschema:"Canonical unit"`
-	Meaning string `json:"meaning" jsonschema:"What it measures"`
+	Unit    string `json:"unit" jsonschema:"Canonical unit every value of the parameter is given in"`
+	Meaning string `json:"meaning" jsonschema:"What the parameter measures"`
+}
+
+func infoOf(p canon.Parameter) parameterInfo {
+	return parameterInfo{ID: p.ID, Unit: p.Unit, Meaning: p.Meaning}
+}
+
+// parametersOf lists the canonical parameters a sensor collects; ids the vocabulary does
+// not know are left out.
+func parametersOf(s catalog.Sensor) []parameterInfo {
+	out := []parameterInfo{}
+	for _, d := range s.DataTypes {
+		if p, ok := canon.Lookup(d); ok {
+			out = append(out, infoOf(p))
+		}
+	}
+	return out
 }
 
 type serviceRef struct {
@@ -414,16 +432,11 @@ func runDescribeSensor(ctx context.Context, cc *callCtx, a sensorIDArgs) (string
 	}
 	out := sensorDescription{
 		Sensor:     recordOf(s),
-		Parameters: []parameterInfo{},
+		Parameters: parametersOf(s),
 		Endpoints: sensorEndpoints{
 			Readings: "/api/v1/sensors/" + s.ID.String() + "/readings",
 			MCP:      "/api/v1/sensors/" + s.ID.String() + "/mcp",
 		},
-	}
-	for _, d := range s.DataTypes {
-		if p, ok := canon.Lookup(d); ok {
-			out.Parameters = append(out.Parameters, parameterInfo{ID: p.ID, Unit: p.Unit, Meaning: p.Meaning})
-		}
 	}
 	last := s.LastReadingAt
 	svc, err := cc.h.serviceOf(ctx, s)

@@ -34,24 +34,25 @@ func (h *Handler) newProjectTools() (*toolSet, error) {
 	return ts.done()
 }
 
-type projectProvider struct {
+// providerRef names a provider: a project's, or one counted by describe_catalog.
+type providerRef struct {
 	Slug string `json:"slug" jsonschema:"Provider slug"`
 	Name string `json:"name" jsonschema:"Provider name"`
 }
 
 type projectRecord struct {
-	ID              string          `json:"id" jsonschema:"Project (feed) UUID"`
-	Slug            string          `json:"slug" jsonschema:"Project slug; the feed_slug injected into service tool calls"`
-	Name            string          `json:"name" jsonschema:"Name"`
-	Description     string          `json:"description" jsonschema:"Description"`
-	Provider        projectProvider `json:"provider" jsonschema:"The provider"`
-	Domain          string          `json:"domain" jsonschema:"Domain"`
-	TemporalPattern string          `json:"temporal_pattern" jsonschema:"Temporal pattern"`
-	FeedType        string          `json:"feed_type" jsonschema:"Feed type"`
-	ServiceID       string          `json:"service_id" jsonschema:"Backing service id; its tools are listed beside the project tools"`
-	SensorCount     int             `json:"sensor_count" jsonschema:"Sensors of the project"`
-	Visibility      string          `json:"visibility" jsonschema:"public or private"`
-	CreatedAt       *string         `json:"created_at,omitempty" jsonschema:"Creation time (ISO 8601 UTC)"`
+	ID              string      `json:"id" jsonschema:"Project (feed) UUID"`
+	Slug            string      `json:"slug" jsonschema:"Project slug; the feed_slug injected into service tool calls"`
+	Name            string      `json:"name" jsonschema:"Name"`
+	Description     string      `json:"description" jsonschema:"Description"`
+	Provider        providerRef `json:"provider" jsonschema:"The provider"`
+	Domain          string      `json:"domain" jsonschema:"Domain"`
+	TemporalPattern string      `json:"temporal_pattern" jsonschema:"Temporal pattern"`
+	FeedType        string      `json:"feed_type" jsonschema:"Feed type"`
+	ServiceID       string      `json:"service_id" jsonschema:"Backing service id; its tools are listed beside the project tools"`
+	SensorCount     int         `json:"sensor_count" jsonschema:"Sensors of the project"`
+	Visibility      string      `json:"visibility" jsonschema:"public or private"`
+	CreatedAt       *string     `json:"created_at,omitempty" jsonschema:"Creation time (ISO 8601 UTC)"`
 }
 
 func runDescribeProject(ctx context.Context, cc *callCtx, _ noArgs) (string, projectRecord, error) {
@@ -64,7 +65,7 @@ func runDescribeProject(ctx context.Context, cc *callCtx, _ noArgs) (string, pro
 	}
 	out := projectRecord{
 		ID: p.ID.String(), Slug: p.Slug, Name: p.Name, Description: p.Description,
-		Provider: projectProvider{Slug: p.ProviderSlug, Name: p.ProviderName},
+		Provider: providerRef{Slug: p.ProviderSlug, Name: p.ProviderName},
 		Domain:   p.Domain, TemporalPattern: p.TemporalPattern, FeedType: p.FeedType,
 		ServiceID: p.ServiceID, SensorCount: n.Total, Visibility: p.Visibility,
 		CreatedAt: timeString(&p.CreatedAt),

@@ -59,7 +59,7 @@ func (h *Handler) addCatalogResources(ts *toolSet) {
 	}, func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 		out := []parameterInfo{}
 		for _, p := range canon.Parameters() {
-			out = append(out, parameterInfo{ID: p.ID, Unit: p.Unit, Meaning: p.Meaning})
+			out = append(out, infoOf(p))
 		}
 		return jsonResource(ParametersURI, out)
 	})
@@ -94,12 +94,7 @@ func readSensor(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadRes
 	if isLatest {
 		return cc.h.readLatest(ctx, uri, s)
 	}
-	out := sensorResource{Sensor: recordOf(s), Parameters: []parameterInfo{}, Freshness: newFreshness(s.LastReadingAt, s.ReportingIntervalS, cc.now)}
-	for _, d := range s.DataTypes {
-		if p, ok := canon.Lookup(d); ok {
-			out.Parameters = append(out.Parameters, parameterInfo{ID: p.ID, Unit: p.Unit, Meaning: p.Meaning})
-		}
-	}
+	out := sensorResource{Sensor: recordOf(s), Parameters: parametersOf(s), Freshness: newFreshness(s.LastReadingAt, s.ReportingIntervalS, cc.now)}
 	return jsonResource(uri, out)
 }
 
