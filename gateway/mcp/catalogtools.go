@@ -544,12 +544,8 @@ func runGetReadings(ctx context.Context, cc *callCtx, a getReadingsArgs) (string
 		}
 	}
 	q := url.Values{}
-	if a.Since != "" {
-		q.Set("since", a.Since)
-	}
-	if a.Until != "" {
-		q.Set("until", a.Until)
-	}
+	setArg(q, "since", a.Since)
+	setArg(q, "until", a.Until)
 	if a.Days != nil {
 		q.Set("days", strconv.FormatFloat(*a.Days, 'f', -1, 64))
 	}
@@ -568,12 +564,8 @@ func runGetReadings(ctx context.Context, cc *callCtx, a getReadingsArgs) (string
 		}
 		q.Set("limit", strconv.Itoa(n))
 	}
-	if a.DataFormat != "" {
-		q.Set("data_format", a.DataFormat)
-	}
-	if a.QC != "" {
-		q.Set("qc", a.QC)
-	}
+	setArg(q, "data_format", a.DataFormat)
+	setArg(q, "qc", a.QC)
 	parsed, err := contract.ParseReadingsQuery(q, cc.now)
 	if err != nil {
 		return "", none, apierr.New(apierr.InvalidParameter, "%s: %s", tool, apierr.From(err).Message)
@@ -615,9 +607,7 @@ func runGetReadings(ctx context.Context, cc *callCtx, a getReadingsArgs) (string
 	if len(a.Parameters) > 0 {
 		up.Set("parameter", strings.Join(a.Parameters, ","))
 	}
-	if a.QC != "" {
-		up.Set("qc", a.QC)
-	}
+	setArg(up, "qc", a.QC)
 
 	// The newest reading decides freshness; when this page cannot hold it (a later page,
 	// oldest first, or an upper bound), ask for it beside the page.

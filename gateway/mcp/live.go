@@ -78,20 +78,15 @@ func runLatestInArea(ctx context.Context, cc *callCtx, a latestInAreaArgs) (stri
 	const tool = "latest_in_area"
 	var none latestInAreaResult
 	v := url.Values{}
-	set := func(k, s string) {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	set("search", a.Query)
-	set("sensor_type", a.SensorType)
-	set("provider", a.Provider)
-	set("service", a.ServiceID)
-	set("data_types", strings.Join(a.DataTypes, ","))
-	set("sensor_ids", strings.Join(a.SensorIDs, ","))
-	set("parameter", strings.Join(a.Parameters, ","))
-	set("max_age", a.MaxAge)
-	set("qc", a.QC)
+	setArg(v, "search", a.Query)
+	setArg(v, "sensor_type", a.SensorType)
+	setArg(v, "provider", a.Provider)
+	setArg(v, "service", a.ServiceID)
+	setArg(v, "data_types", strings.Join(a.DataTypes, ","))
+	setArg(v, "sensor_ids", strings.Join(a.SensorIDs, ","))
+	setArg(v, "parameter", strings.Join(a.Parameters, ","))
+	setArg(v, "max_age", a.MaxAge)
+	setArg(v, "qc", a.QC)
 	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 	if b := a.BBox; b != nil {
 		if b.MinLat == nil || b.MinLon == nil || b.MaxLat == nil || b.MaxLon == nil {
@@ -183,18 +178,13 @@ func runAggregate(ctx context.Context, cc *callCtx, a aggregateArgs) (string, co
 		return "", none, err
 	}
 	v := url.Values{}
-	set := func(k, s string) {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	set("interval", a.Interval)
-	set("stats", strings.Join(a.Stats, ","))
-	set("parameter", strings.Join(a.Parameters, ","))
-	set("since", a.Since)
-	set("until", a.Until)
-	set("tz", a.TZ)
-	set("qc", a.QC)
+	setArg(v, "interval", a.Interval)
+	setArg(v, "stats", strings.Join(a.Stats, ","))
+	setArg(v, "parameter", strings.Join(a.Parameters, ","))
+	setArg(v, "since", a.Since)
+	setArg(v, "until", a.Until)
+	setArg(v, "tz", a.TZ)
+	setArg(v, "qc", a.QC)
 	if a.Days != nil {
 		v.Set("days", strconv.FormatFloat(*a.Days, 'f', -1, 64))
 	}
@@ -228,6 +218,14 @@ func runAggregate(ctx context.Context, cc *callCtx, a aggregateArgs) (string, co
 	}
 	return fmt.Sprintf("%d %s buckets of %s (%s) from %s to %s (%s), %d with readings; parameters: %s.",
 		len(out.Buckets), out.Interval, s.Name, s.ExternalID, contract.FormatTime(out.Since.Time), contract.FormatTime(out.Until.Time), out.TZ, filled, strings.Join(out.Parameters, ", ")), out, nil
+}
+
+// setArg sets a REST query parameter from an optional tool argument; an empty argument
+// leaves the parameter out, so that REST's default applies as it would over HTTP.
+func setArg(q url.Values, name, value string) {
+	if value != "" {
+		q.Set(name, value)
+	}
 }
 
 // restArgError words a REST query parse error for a tool caller, naming the argument

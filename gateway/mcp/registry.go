@@ -418,18 +418,12 @@ func runCleanedStream(ctx context.Context, cc *callCtx, a cleanedStreamArgs) (st
 	if len(a.Parameters) > 0 {
 		q.Set("parameter", strings.Join(a.Parameters, ","))
 	}
-	if a.DataFormat != "" {
-		q.Set("data_format", a.DataFormat)
-	}
+	setArg(q, "data_format", a.DataFormat)
 	if a.Days.set {
 		q.Set("days", a.Days.raw)
 	}
-	if a.Since != "" {
-		q.Set("since", a.Since)
-	}
-	if a.Until != "" {
-		q.Set("until", a.Until)
-	}
+	setArg(q, "since", a.Since)
+	setArg(q, "until", a.Until)
 	if a.Limit.set {
 		n, err := a.Limit.int(tool, "limit")
 		if err != nil {
