@@ -31,9 +31,7 @@ const nowCastWindow = 12 * time.Hour
 
 // AQIResult is the output of airquality.aqi.
 type AQIResult struct {
-	Station       StationRef `json:"station"`
-	Summary       string     `json:"summary"`
-	Latest        Freshness  `json:"latest" jsonschema:"freshness of the station's newest reading"`
+	domainHead
 	AQI           int        `json:"aqi" jsonschema:"US EPA Air Quality Index (0-500)"`
 	Category      string     `json:"category" jsonschema:"EPA category: Good, Moderate, Unhealthy for Sensitive Groups, Unhealthy, Very Unhealthy, Hazardous"`
 	HealthMessage string     `json:"health_message" jsonschema:"EPA statement of who is affected at this category"`
@@ -67,7 +65,7 @@ func (ts *toolset) aqi(ctx context.Context, req *mcp.CallToolRequest, in Station
 		return AQIResult{}, "", err
 	}
 	out := AQIResult{
-		Station: ts.ref(st), Latest: newestFreshness(ts, st, w), Provenance: prov,
+		domainHead: ts.head(st, w), Provenance: prov,
 		PM25:        ts.valueOf(st, w, canon.PM25),
 		PM10:        ts.valueOf(st, w, canon.PM10),
 		Ozone:       ts.valueOf(st, w, canon.OzonePPB),
@@ -102,7 +100,7 @@ func (ts *toolset) aqi(ctx context.Context, req *mcp.CallToolRequest, in Station
 	out.Category, out.HealthMessage, out.Advice, out.Color = cat.Name, cat.HealthMessage, cat.Advice, cat.Color
 	parts := aqiSummary(out)
 	out.Summary = strings.Join(parts, " ")
-	return out, renderDomain("Air quality", out.Station, out.Latest, parts, out.Missing, out.Provenance), nil
+	return out, renderDomain("Air quality", out.domainHead, parts, out.Missing, out.Provenance), nil
 }
 
 func aqiSummary(o AQIResult) []string {

@@ -97,11 +97,22 @@ func (ts *toolset) pressure(st contract.Station, w []sample) *Pressure {
 	return &Pressure{Quantity: *v, Trend: pressureTrend(w, meteo.PressureTendency)}
 }
 
-func newestFreshness(ts *toolset, st contract.Station, w []sample) Freshness {
-	if len(w) == 0 {
-		return ts.freshness(st, ts.now())
+// domainHead is how the result of every domain tool begins: the station, a summary of
+// what it reports, and the freshness of its newest reading.
+type domainHead struct {
+	Station StationRef `json:"station"`
+	Summary string     `json:"summary"`
+	Latest  Freshness  `json:"latest" jsonschema:"freshness of the station's newest reading"`
+}
+
+// head starts a domain result for the station's window w (newest first); the summary is
+// written last, from the values found.
+func (ts *toolset) head(st contract.Station, w []sample) domainHead {
+	latest := ts.now()
+	if len(w) > 0 {
+		latest = w[0].t
 	}
-	return ts.freshness(st, w[0].t)
+	return domainHead{Station: ts.ref(st), Latest: ts.freshness(st, latest)}
 }
 
 func missing(params map[string]bool) []string {
@@ -134,9 +145,7 @@ func fmtPressure(p *Pressure) string {
 
 // SeaState is the output of ocean.sea_state.
 type SeaState struct {
-	Station          StationRef `json:"station"`
-	Summary          string     `json:"summary"`
-	Latest           Freshness  `json:"latest" jsonschema:"freshness of the station's newest reading"`
+	domainHead
 	WaveHeight       *Quantity  `json:"wave_height,omitempty" jsonschema:"significant wave height, m"`
 	WaveHeightFt     *float64   `json:"wave_height_ft,omitempty"`
 	SeaState         *Scale     `json:"sea_state,omitempty" jsonschema:"WMO sea state code 0-9 (Douglas sea scale) from the significant wave height"`
@@ -162,7 +171,7 @@ func (ts *toolset) seaState(ctx context.Context, req *mcp.CallToolRequest, in St
 		return SeaState{}, "", err
 	}
 	out := SeaState{
-		Station: ts.ref(st), Latest: newestFreshness(ts, st, w), Provenance: prov,
+		domainHead: ts.head(st, w), Provenance: prov,
 		WaveHeight:       ts.valueOf(st, w, canon.WaveHeightM),
 		WaterTemperature: ts.valueOf(st, w, canon.WaterTemperatureC),
 		AirTemperature:   ts.valueOf(st, w, canon.AirTemperatureC),
@@ -200,7 +209,7 @@ func (ts *toolset) seaState(ctx context.Context, req *mcp.CallToolRequest, in St
 		parts = append(parts, "no sea-state parameters reported in the last "+fmtNum(out.WindowHours)+" h before the newest reading")
 	}
 	out.Summary = strings.Join(parts, "; ")
-	return out, renderDomain("Sea state", out.Station, out.Latest, parts, out.Missing, out.Provenance), nil
+	return out, renderDomain("Sea state", out.domainHead, parts, out.Missing, out.Provenance), nil
 }
 
 // ---- weather: current_conditions ----
@@ -220,9 +229,7 @@ type FeelsLike struct {
 
 // Conditions is the output of weather.current_conditions.
 type Conditions struct {
-	Station     StationRef   `json:"station"`
-	Summary     string       `json:"summary"`
-	Latest      Freshness    `json:"latest" jsonschema:"freshness of the station's newest reading"`
+	domainHead
 	Temperature *Temperature `json:"temperature,omitempty"`
 	FeelsLike   *FeelsLike   `json:"feels_like,omitempty" jsonschema:"NWS wind chill or heat index; absent without a temperature"`
 	DewPoint    *Quantity    `json:"dew_point,omitempty" jsonschema:"Magnus formula from temperature and humidity, celsius"`
@@ -247,7 +254,7 @@ func (ts *toolset) currentConditions(ctx context.Context, req *mcp.CallToolReque
 		return Conditions{}, "", err
 	}
 	out := Conditions{
-		Station: ts.ref(st), Latest: newestFreshness(ts, st, w), Provenance: prov,
+		domainHead: ts.head(st, w), Provenance: prov,
 		Humidity:    ts.valueOf(st, w, canon.RelativeHumidityPercent),
 		Wind:        ts.wind(st, w),
 		Pressure:    ts.pressure(st, w),
@@ -300,7 +307,7 @@ func (ts *toolset) currentConditions(ctx context.Context, req *mcp.CallToolReque
 		parts = append(parts, "no weather parameters reported in the last "+fmtNum(out.WindowHours)+" h before the newest reading")
 	}
 	out.Summary = strings.Join(parts, "; ")
-	return out, renderDomain("Current conditions", out.Station, out.Latest, parts, out.Missing, out.Provenance), nil
+	return out, renderDomain("Current conditions", out.domainHead, parts, out.Missing, out.Provenance), nil
 }
 
 func capitalize(s string) string {
@@ -310,10 +317,10 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-func renderDomain(title string, st StationRef, latest Freshness, parts []string, miss []string, p Provenance) string {
+func renderDomain(title string, h domainHead, parts []string, miss []string, p Provenance) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s at %s\n", title, stationTitle(st))
-	fmt.Fprintf(&b, "newest reading %s\n", fmtFresh(latest))
+	fmt.Fprintf(&b, "%s at %s\n", title, stationTitle(h.Station))
+	fmt.Fprintf(&b, "newest reading %s\n", fmtFresh(h.Latest))
 	for _, part := range parts {
 		fmt.Fprintf(&b, "  %s\n", part)
 	}
