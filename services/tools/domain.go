@@ -97,6 +97,38 @@ func (ts *toolset) pressure(st contract.Station, w []sample) *Pressure {
 	return &Pressure{Quantity: *v, Trend: pressureTrend(w, meteo.PressureTendency)}
 }
 
+// windPressure is the wind and the pressure with its tendency, which sea_state and
+// current_conditions both report: found, counted as missing and written alike.
+type windPressure struct {
+	Wind     *Wind     `json:"wind,omitempty"`
+	Pressure *Pressure `json:"pressure,omitempty"`
+}
+
+func (ts *toolset) windPressure(st contract.Station, w []sample) windPressure {
+	return windPressure{Wind: ts.wind(st, w), Pressure: ts.pressure(st, w)}
+}
+
+// reported adds to params, for missing, whether wind speed, wind direction and pressure
+// were found.
+func (wp windPressure) reported(params map[string]bool) map[string]bool {
+	params[canon.WindSpeedMS] = wp.Wind != nil
+	params[canon.WindDirectionDeg] = wp.Wind != nil && wp.Wind.Direction != nil
+	params[canon.AirPressureHPa] = wp.Pressure != nil
+	return params
+}
+
+// parts are the summary's phrases for the wind and the pressure found.
+func (wp windPressure) parts() []string {
+	var parts []string
+	if wp.Wind != nil {
+		parts = append(parts, fmtWind(wp.Wind))
+	}
+	if wp.Pressure != nil {
+		parts = append(parts, fmtPressure(wp.Pressure))
+	}
+	return parts
+}
+
 // domainHead is how the result of every domain tool begins: the station, a summary of
 // what it reports, and the freshness of its newest reading.
 type domainHead struct {
@@ -146,16 +178,15 @@ func fmtPressure(p *Pressure) string {
 // SeaState is the output of ocean.sea_state.
 type SeaState struct {
 	domainHead
-	WaveHeight       *Quantity  `json:"wave_height,omitempty" jsonschema:"significant wave height, m"`
-	WaveHeightFt     *float64   `json:"wave_height_ft,omitempty"`
-	SeaState         *Scale     `json:"sea_state,omitempty" jsonschema:"WMO sea state code 0-9 (Douglas sea scale) from the significant wave height"`
-	WaterTemperature *Quantity  `json:"water_temperature,omitempty" jsonschema:"sea surface temperature, celsius"`
-	AirTemperature   *Quantity  `json:"air_temperature,omitempty" jsonschema:"celsius"`
-	Wind             *Wind      `json:"wind,omitempty"`
-	Pressure         *Pressure  `json:"pressure,omitempty"`
-	Missing          []string   `json:"missing" jsonschema:"sea-state parameters the station did not report in the window"`
-	WindowHours      float64    `json:"window_hours" jsonschema:"how far before the newest reading values were looked for"`
-	Provenance       Provenance `json:"provenance"`
+	WaveHeight       *Quantity `json:"wave_height,omitempty" jsonschema:"significant wave height, m"`
+	WaveHeightFt     *float64  `json:"wave_height_ft,omitempty"`
+	SeaState         *Scale    `json:"sea_state,omitempty" jsonschema:"WMO sea state code 0-9 (Douglas sea scale) from the significant wave height"`
+	WaterTemperature *Quantity `json:"water_temperature,omitempty" jsonschema:"sea surface temperature, celsius"`
+	AirTemperature   *Quantity `json:"air_temperature,omitempty" jsonschema:"celsius"`
+	windPressure
+	Missing     []string   `json:"missing" jsonschema:"sea-state parameters the station did not report in the window"`
+	WindowHours float64    `json:"window_hours" jsonschema:"how far before the newest reading values were looked for"`
+	Provenance  Provenance `json:"provenance"`
 }
 
 func addSeaState(srv *mcp.Server, ts *toolset) error {
@@ -175,8 +206,7 @@ func (ts *toolset) seaState(ctx context.Context, req *mcp.CallToolRequest, in St
 		WaveHeight:       ts.valueOf(st, w, canon.WaveHeightM),
 		WaterTemperature: ts.valueOf(st, w, canon.WaterTemperatureC),
 		AirTemperature:   ts.valueOf(st, w, canon.AirTemperatureC),
-		Wind:             ts.wind(st, w),
-		Pressure:         ts.pressure(st, w),
+		windPressure:     ts.windPressure(st, w),
 		WindowHours:      summaryWindow(st).Hours(),
 	}
 	if out.WaveHeight != nil {
@@ -184,11 +214,10 @@ func (ts *toolset) seaState(ctx context.Context, req *mcp.CallToolRequest, in St
 		out.SeaState = &Scale{d.Number, d.Description}
 		out.WaveHeightFt = ptr(meteo.Round(meteo.MToFt(out.WaveHeight.Value), 1))
 	}
-	out.Missing = missing(map[string]bool{
+	out.Missing = missing(out.reported(map[string]bool{
 		canon.WaveHeightM: out.WaveHeight != nil, canon.WaterTemperatureC: out.WaterTemperature != nil,
-		canon.AirTemperatureC: out.AirTemperature != nil, canon.WindSpeedMS: out.Wind != nil,
-		canon.WindDirectionDeg: out.Wind != nil && out.Wind.Direction != nil, canon.AirPressureHPa: out.Pressure != nil,
-	})
+		canon.AirTemperatureC: out.AirTemperature != nil,
+	}))
 	var parts []string
 	if out.WaveHeight != nil {
 		parts = append(parts, fmt.Sprintf("%s sea, waves %s (%s ft)", capitalize(out.SeaState.Description), fmtValue(out.WaveHeight), fmtNum(*out.WaveHeightFt)))
@@ -199,12 +228,7 @@ func (ts *toolset) seaState(ctx context.Context, req *mcp.CallToolRequest, in St
 	if out.AirTemperature != nil {
 		parts = append(parts, "air "+fmtValue(out.AirTemperature))
 	}
-	if out.Wind != nil {
-		parts = append(parts, fmtWind(out.Wind))
-	}
-	if out.Pressure != nil {
-		parts = append(parts, fmtPressure(out.Pressure))
-	}
+	parts = append(parts, out.windPressure.parts()...)
 	if len(parts) == 0 {
 		parts = append(parts, "no sea-state parameters reported in the last "+fmtNum(out.WindowHours)+" h before the newest reading")
 	}
@@ -234,11 +258,10 @@ type Conditions struct {
 	FeelsLike   *FeelsLike   `json:"feels_like,omitempty" jsonschema:"NWS wind chill or heat index; absent without a temperature"`
 	DewPoint    *Quantity    `json:"dew_point,omitempty" jsonschema:"Magnus formula from temperature and humidity, celsius"`
 	Humidity    *Quantity    `json:"humidity,omitempty" jsonschema:"relative humidity, percent"`
-	Wind        *Wind        `json:"wind,omitempty"`
-	Pressure    *Pressure    `json:"pressure,omitempty"`
-	Missing     []string     `json:"missing" jsonschema:"parameters the station did not report in the window"`
-	WindowHours float64      `json:"window_hours"`
-	Provenance  Provenance   `json:"provenance"`
+	windPressure
+	Missing     []string   `json:"missing" jsonschema:"parameters the station did not report in the window"`
+	WindowHours float64    `json:"window_hours"`
+	Provenance  Provenance `json:"provenance"`
 }
 
 func addCurrentConditions(srv *mcp.Server, ts *toolset) error {
@@ -255,10 +278,9 @@ func (ts *toolset) currentConditions(ctx context.Context, req *mcp.CallToolReque
 	}
 	out := Conditions{
 		domainHead: ts.head(st, w), Provenance: prov,
-		Humidity:    ts.valueOf(st, w, canon.RelativeHumidityPercent),
-		Wind:        ts.wind(st, w),
-		Pressure:    ts.pressure(st, w),
-		WindowHours: summaryWindow(st).Hours(),
+		Humidity:     ts.valueOf(st, w, canon.RelativeHumidityPercent),
+		windPressure: ts.windPressure(st, w),
+		WindowHours:  summaryWindow(st).Hours(),
 	}
 	if tm, tt, ok := latestOf(w, canon.AirTemperatureC); ok {
 		v := ts.value(st, tm.Value, tm.Unit, tt)
@@ -279,11 +301,9 @@ func (ts *toolset) currentConditions(ctx context.Context, req *mcp.CallToolReque
 			out.DewPoint = ts.value(st, meteo.Round(meteo.DewPointC(tm.Value, rh), 1), canon.Celsius, tt)
 		}
 	}
-	out.Missing = missing(map[string]bool{
+	out.Missing = missing(out.reported(map[string]bool{
 		canon.AirTemperatureC: out.Temperature != nil, canon.RelativeHumidityPercent: out.Humidity != nil,
-		canon.WindSpeedMS: out.Wind != nil, canon.WindDirectionDeg: out.Wind != nil && out.Wind.Direction != nil,
-		canon.AirPressureHPa: out.Pressure != nil,
-	})
+	}))
 	var parts []string
 	if t := out.Temperature; t != nil {
 		parts = append(parts, fmt.Sprintf("temperature %s (%s °F)", fmtValue(&t.Quantity), fmtNum(t.Fahrenheit)))
@@ -297,12 +317,7 @@ func (ts *toolset) currentConditions(ctx context.Context, req *mcp.CallToolReque
 	if out.Humidity != nil {
 		parts = append(parts, "humidity "+fmtValue(out.Humidity))
 	}
-	if out.Wind != nil {
-		parts = append(parts, fmtWind(out.Wind))
-	}
-	if out.Pressure != nil {
-		parts = append(parts, fmtPressure(out.Pressure))
-	}
+	parts = append(parts, out.windPressure.parts()...)
 	if len(parts) == 0 {
 		parts = append(parts, "no weather parameters reported in the last "+fmtNum(out.WindowHours)+" h before the newest reading")
 	}
