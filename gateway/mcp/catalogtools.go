@@ -20,14 +20,6 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
-func parameterIDs() []string {
-	var ids []string
-	for _, p := range canon.Parameters() {
-		ids = append(ids, p.ID)
-	}
-	return ids
-}
-
 func (h *Handler) newCatalogTools() (*toolSet, error) {
 	ts := newToolSet("sensorgate-catalog")
 	addTool(ts, toolSpec[noArgs, catalogDescription]{

@@ -102,16 +102,6 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Names returns the full names (<service_id>.<tool>) of the tools Register adds for cfg, in
-// the order tools/list shows them, for the service's /v1/meta.
-func Names(cfg Config) []string {
-	out := []string{}
-	for _, t := range append([]string{ToolLatestObservation, ToolObservations, ToolListStations, ToolDescribeStation}, cfg.domain()...) {
-		out = append(out, cfg.ServiceID+"."+t)
-	}
-	return out
-}
-
 // For returns the mcpserver.Registrar that adds the generic tools and the given domain
 // tools (none given: the one of the service id) to a service's MCP server:
 //
@@ -177,7 +167,7 @@ func newToolset(cfg Config) *toolset {
 	return ts
 }
 
-func (ts *toolset) name(tool string) string { return ts.service + "." + tool }
+func (ts *toolset) name(tool string) string { return mcpserver.ToolName(ts.service, tool) }
 
 // handler is a tool body: it returns the structured result and its text rendering, or an
 // error whose message is shown to the caller as an isError result.
