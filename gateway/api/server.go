@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -223,6 +224,8 @@ func writeJSON(c *gin.Context, v any) {
 		c.Writer.WriteHeaderNow()
 		return
 	}
+	// The length up front, or net/http sends an answer over 2 KiB chunked.
+	c.Header("Content-Length", strconv.Itoa(len(body)))
 	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
 }
 

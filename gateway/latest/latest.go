@@ -128,6 +128,7 @@ func (h *Handler) Serve(c *gin.Context) {
 			return
 		}
 		c.Header("Vary", "Accept")
+		c.Header("Content-Length", strconv.Itoa(len(body))) // else chunked over 2 KiB
 		c.Data(http.StatusOK, formats.TypeJSON, body)
 		return
 	}

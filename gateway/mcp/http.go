@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -252,6 +253,7 @@ func (h *Handler) serve(kind string, resolve func(context.Context, *gin.Context)
 		if info.stateless {
 			out = withResultType(out)
 		}
+		c.Header("Content-Length", strconv.Itoa(len(out))) // else chunked over 2 KiB
 		c.Data(http.StatusOK, "application/json", out)
 	}
 }

@@ -104,6 +104,36 @@ func TestFormatsMatchJSON(t *testing.T) {
 	}
 	id := list.Sensors[0].ID
 
+	// Whole answers say their length: without Content-Length net/http would send any
+	// answer over 2 KiB chunked. A format converted from JSON has its own length, and a
+	// compressed answer none that is wrong. Accept-Encoding is given each time: Go's
+	// client would otherwise ask for gzip itself and drop the length as it decodes.
+	t.Run("lengths", func(t *testing.T) {
+		paths := []string{"/api/v1/sensors/" + id + "/readings?limit=50", "/api/v1/sensors/" + id + "/readings/latest",
+			"/api/v1/sensors?limit=50", "/api/v1/sensors/" + id + "/readings?limit=50&format=csv"}
+		for _, path := range paths {
+			r := get(path, "Accept-Encoding", "identity")
+			if r.status != 200 {
+				t.Fatalf("%s: %d %s", path, r.status, r.body)
+			}
+			if cl := r.header.Get("Content-Length"); cl != "" && cl != strconv.Itoa(len(r.body)) {
+				t.Errorf("%s: Content-Length %s, body %d bytes", path, cl, len(r.body))
+			} else if cl == "" && !strings.Contains(path, "format=csv") {
+				t.Errorf("%s: a whole %d-byte answer without Content-Length", path, len(r.body))
+			}
+		}
+		if r := get(paths[0], "Accept-Encoding", "identity"); len(r.body) <= 2048 {
+			t.Fatalf("the readings page is %d bytes; the check wants one over net/http's 2 KiB", len(r.body))
+		}
+		gz := get(paths[0], "Accept-Encoding", "gzip")
+		if gz.header.Get("Content-Encoding") != "gzip" {
+			t.Fatalf("gzip asked: Content-Encoding %q", gz.header.Get("Content-Encoding"))
+		}
+		if cl := gz.header.Get("Content-Length"); cl != "" && cl != strconv.Itoa(len(gz.body)) {
+			t.Errorf("gzip: Content-Length %s, body %d bytes", cl, len(gz.body))
+		}
+	})
+
 	t.Run("readings", func(t *testing.T) {
 		path := "/api/v1/sensors/" + id + "/readings?limit=20&sort=asc"
 		var page contract.ReadingsResponse

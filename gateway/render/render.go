@@ -70,7 +70,7 @@ func answer(h *readings.Handlers, fail readings.ErrorFunc, route contract.Route,
 			return
 		}
 		// The cache headers of the JSON answer, a validator of its own for this format.
-		h.Reply(skipping{hd, "Content-Type", "Etag"}, resp, "")
+		h.Reply(bodyless{hd}, resp, "")
 		tag := strings.TrimSuffix(resp.ETag, `"`) + "-" + f + `"`
 		hd.Set("ETag", tag)
 		if etag.Match(c.GetHeader("If-None-Match"), tag) {
@@ -117,14 +117,14 @@ type headerOf http.Header
 
 func (h headerOf) SetHeader(name string, value []string) { h[name] = value }
 
-// skipping sets every header but the listed ones.
-type skipping struct {
-	h    http.Header
-	a, b string
-}
+// bodyless sets the headers of an answer that do not describe its body (caching, age): a
+// format converted from the JSON answer has a type, validator and length of its own.
+type bodyless struct{ h http.Header }
 
-func (s skipping) SetHeader(name string, value []string) {
-	if name != s.a && name != s.b {
+func (s bodyless) SetHeader(name string, value []string) {
+	switch name {
+	case "Content-Type", "Etag", "Content-Length":
+	default:
 		s.h[name] = value
 	}
 }

@@ -101,11 +101,11 @@ type Response struct {
 	ETag        string // strong validator of Body
 	FetchedAt   time.Time
 
-	// contentTypeV and etagV are the header values ready to assign, made once per answer
-	// instead of once per request served from it; both are windows of hdrV (capacity 1:
-	// an append to one copies instead of writing into the other).
-	contentTypeV, etagV []string
-	hdrV                [2]string
+	// contentTypeV, etagV and lengthV are the header values ready to assign, made once
+	// per answer instead of once per request served from it; all are windows of hdrV
+	// (capacity 1: an append to one copies instead of writing into another).
+	contentTypeV, etagV, lengthV []string
+	hdrV                         [3]string
 }
 
 // NewResponse is an answer of a service with body (owned by the Response from now on),
@@ -116,8 +116,8 @@ func NewResponse(status int, contentType string, body []byte, fetchedAt time.Tim
 	tag = strconv.AppendUint(tag, xxhash.Sum64(body), 36)
 	etag := string(append(tag, '"'))
 	r := &Response{Status: status, ContentType: contentType, Body: body, ETag: etag, FetchedAt: fetchedAt}
-	r.hdrV = [2]string{contentType, etag}
-	r.contentTypeV, r.etagV = r.hdrV[0:1:1], r.hdrV[1:2:2]
+	r.hdrV = [3]string{contentType, etag, strconv.Itoa(len(body))}
+	r.contentTypeV, r.etagV, r.lengthV = r.hdrV[0:1:1], r.hdrV[1:2:2], r.hdrV[2:3:3]
 	return r
 }
 
@@ -126,6 +126,9 @@ func (r *Response) ContentTypeValue() []string { return r.contentTypeV }
 
 // ETagValue: see ContentTypeValue.
 func (r *Response) ETagValue() []string { return r.etagV }
+
+// ContentLengthValue is the length of Body as a Content-Length value: see ContentTypeValue.
+func (r *Response) ContentLengthValue() []string { return r.lengthV }
 
 // Latest asks for a station's newest reading; query is the public query as the gateway
 // forwards it (already encoded, may be empty). Like Readings and Aggregate, it returns the
