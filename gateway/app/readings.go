@@ -50,7 +50,7 @@ type readingsPath struct {
 	prober *prober.Prober
 }
 
-func newReadingsPath(cfg config.Config, st catalog.Store, clients map[string]*contract.Client, reg prometheus.Registerer, met *obs.Metrics, log *slog.Logger) (readingsPath, error) {
+func newReadingsPath(cfg config.Config, st catalog.Store, resolver *catalog.Resolver, clients map[string]*contract.Client, reg prometheus.Registerer, met *obs.Metrics, log *slog.Logger) (readingsPath, error) {
 	cache, err := readings.NewCache(readings.CacheOptions{TTL: cfg.Proxy.CacheTTL, Registerer: reg})
 	if err != nil {
 		return readingsPath{}, err
@@ -65,11 +65,9 @@ func newReadingsPath(cfg config.Config, st catalog.Store, clients map[string]*co
 	h, err := readings.NewHandlers(readings.HandlerOptions{
 		Clients: clients,
 		Cache:   cache,
-		Resolve: func(ctx context.Context, ref string) (catalog.Sensor, error) {
-			return catalog.ResolveSensor(ctx, st, ref)
-		},
-		Error:  fail,
-		Logger: log,
+		Resolve: resolver.Resolve,
+		Error:   fail,
+		Logger:  log,
 	})
 	if err != nil {
 		return readingsPath{}, err

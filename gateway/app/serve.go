@@ -13,6 +13,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/auth"
+	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/catalogsync"
 	"github.com/sensorgate/sensorgate/gateway/config"
 	"github.com/sensorgate/sensorgate/gateway/mcp"
@@ -102,7 +103,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			c.CloseIdleConnections()
 		}
 	}()
-	px, err := newReadingsPath(cfg, st, clients, reg, met, log)
+	// The one sensor resolver (UUID or external id, cached and coalesced) of every face.
+	resolver := catalog.NewResolver(st, 0)
+	px, err := newReadingsPath(cfg, st, resolver, clients, reg, met, log)
 	if err != nil {
 		return err
 	}

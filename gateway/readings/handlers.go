@@ -19,18 +19,16 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/etag"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
-	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
 
 // ResolveFunc finds the sensor a path :id names (a UUID or an external id), returning
 // *apierr.Error for a malformed id (400) or an unknown sensor (404 sensor_not_found);
-// catalog.ResolveSensor over the store is the one the gateway uses.
+// the gateway passes its one cached, coalescing resolver (catalog.Resolver.Resolve).
 type ResolveFunc func(ctx context.Context, ref string) (catalog.Sensor, error)
 
 // ErrorFunc renders an error on a Gin request and aborts it.
@@ -49,10 +47,6 @@ type Handlers struct {
 	// noStoreV is the Cache-Control of answers that are not to be kept; both are set as
 	// ready slices, without canonicalizing the header name on every request.
 	noStoreV []string
-	// sensors remembers resolved sensors for SensorTTL, so that uncached readings calls
-	// do not each cost a catalog query.
-	sensors     *ttlcache.Cache[string, catalog.Sensor]
-	sensorGroup singleflight.Group
 }
 
 // HandlerOptions configure Handlers; only Clients, Cache and Resolve are required.
@@ -66,14 +60,7 @@ type HandlerOptions struct {
 	Error  ErrorFunc
 	Logger *slog.Logger
 	Now    func() time.Time
-	// SensorTTL is how long a resolved sensor is trusted (DefaultSensorTTL when 0,
-	// negative: every request asks the catalog). The catalog changes only by sync, every
-	// SYNC_INTERVAL, so a few seconds more of a sensor's old routing is invisible.
-	SensorTTL time.Duration
 }
-
-// DefaultSensorTTL bounds how long the handlers route by a sensor resolved earlier.
-const DefaultSensorTTL = 5 * time.Second
 
 // NewHandlers returns the handlers.
 func NewHandlers(o HandlerOptions) (*Handlers, error) {
@@ -89,12 +76,6 @@ func NewHandlers(o HandlerOptions) (*Handlers, error) {
 	}
 	if h.fail == nil {
 		h.fail = h.writeError
-	}
-	switch {
-	case o.SensorTTL == 0:
-		h.sensors = ttlcache.New(DefaultSensorTTL, DefaultCacheItems, sensorCacheBytes, sensorSize)
-	case o.SensorTTL > 0:
-		h.sensors = ttlcache.New(o.SensorTTL, DefaultCacheItems, sensorCacheBytes, sensorSize)
 	}
 	// Answers are per caller (every request carries an API key), so only the client's
 	// own cache may keep them, and only for as long as the gateway would.
@@ -192,7 +173,7 @@ func (h *Handlers) Answer(ctx context.Context, route Route, ref, rawQuery string
 	// catalog lookup, within the freshness bound.
 	key := rr.prefix + ref + "\x00?" + fwd
 	resp, err := h.cache.Do(ctx, key, func(ctx context.Context) (*contract.Response, error) {
-		sn, err := h.sensor(ctx, ref)
+		sn, err := h.resolve(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -212,30 +193,6 @@ func (h *Handlers) Answer(ctx context.Context, route Route, ref, rawQuery string
 		h.cache.put(rawKey, resp) // the client's spelling of the query, for its next request
 	}
 	return resp, nil
-}
-
-// sensor resolves ref through the short-lived sensor cache; concurrent misses of one ref
-// make one catalog query.
-func (h *Handlers) sensor(ctx context.Context, ref string) (catalog.Sensor, error) {
-	if h.sensors == nil {
-		return h.resolve(ctx, ref)
-	}
-	if sn, _, ok := h.sensors.Get(ref, h.now()); ok {
-		return sn, nil
-	}
-	v, err, _ := h.sensorGroup.Do(ref, func() (any, error) {
-		sn, err := h.resolve(ctx, ref)
-		if err != nil {
-			return nil, err
-		}
-		now := h.now()
-		h.sensors.Put(ref, sn, now, now)
-		return sn, nil
-	})
-	if err != nil {
-		return catalog.Sensor{}, err
-	}
-	return v.(catalog.Sensor), nil
 }
 
 // isUUID reports the dashed UUID form of a sensor id (docs/spec.md 4); anything else must be a
@@ -396,17 +353,4 @@ func (h *Handlers) writeError(c *gin.Context, err error) {
 	}
 	c.Abort()
 	apierr.Write(c.Writer, e)
-}
-
-// sensorCacheBytes bounds the resolved-sensor cache.
-const sensorCacheBytes = 8 << 20
-
-// sensorSize is what a resolved sensor costs in the cache: its key and strings, plus a
-// fixed part for the struct and its slices' headers.
-func sensorSize(key string, sn catalog.Sensor) int64 {
-	n := len(key) + len(sn.ExternalID) + len(sn.Name) + len(sn.ServiceID) + len(sn.Description)
-	for _, d := range sn.DataTypes {
-		n += len(d) + 16
-	}
-	return int64(n) + ttlcache.EntryOverhead + 512
 }

@@ -92,6 +92,10 @@ func (e *Error) RetryAfter() string {
 type Error struct {
 	Message string `json:"error"`
 	Code    string `json:"code"`
+	// Param is the parameter Invalid named, and Reason what it said of it: another face of
+	// the same question (an MCP tool over a REST query) names the culprit in its own words.
+	Param  string `json:"-"`
+	Reason string `json:"-"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -111,7 +115,24 @@ func New(code, format string, args ...any) *Error {
 
 // Invalid names a bad query parameter and the form it should take.
 func Invalid(param, format string, args ...any) *Error {
-	return &Error{Code: InvalidParameter, Message: fmt.Sprintf("invalid parameter %q: ", param) + fmt.Sprintf(format, args...)}
+	reason := fmt.Sprintf(format, args...)
+	return &Error{Code: InvalidParameter, Message: fmt.Sprintf("invalid parameter %q: ", param) + reason, Param: param, Reason: reason}
+}
+
+// Renamed returns e naming its parameter by another face's name for it (name maps a
+// parameter to that name; "" keeps it), with prefix before the message. An error without
+// a parameter keeps its message after the prefix.
+func (e *Error) Renamed(prefix string, name func(param string) string) *Error {
+	out := *e
+	if e.Param == "" {
+		out.Message = prefix + e.Message
+		return &out
+	}
+	if n := name(e.Param); n != "" {
+		out.Param = n
+	}
+	out.Message = fmt.Sprintf("%sinvalid argument %q: %s", prefix, out.Param, e.Reason)
+	return &out
 }
 
 // From returns the client-facing form of err: the *Error inside it, or a generic internal
