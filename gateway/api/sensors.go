@@ -69,7 +69,7 @@ func (h *handlers) distinct(what string, list func(catalog.Store, context.Contex
 func (h *handlers) sensor(c *gin.Context) {
 	ctx, cancel := h.queryCtx(c)
 	defer cancel()
-	s, err := catalog.ResolveSensor(ctx, h.d.Store, c.Param("id"))
+	s, err := h.d.Resolver.Resolve(ctx, c.Param("id"))
 	if err != nil {
 		fail(c, storeErr("sensor", err))
 		return

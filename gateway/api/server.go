@@ -37,7 +37,9 @@ const DefaultQueryTimeout = catalog.QueryTimeout
 // rate-limit middleware, a proxy, MCP handlers) and wire them in routes.go.
 type Deps struct {
 	Store catalog.Store
-	Auth  *auth.Authenticator
+	// Resolver is the one sensor resolver of every face (nil: one over Store).
+	Resolver *catalog.Resolver
+	Auth     *auth.Authenticator
 	// Logger receives the access log and internal errors (default: discard).
 	Logger *slog.Logger
 	// Metrics and Tracing, when set, record every request (obs.Middleware).
@@ -105,6 +107,9 @@ func withDefaults(d Deps) Deps {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	settings.Default(&d.QueryTimeout, DefaultQueryTimeout)
+	if d.Resolver == nil && d.Store != nil {
+		d.Resolver = catalog.NewResolver(d.Store, 0)
+	}
 	if d.Now == nil {
 		d.Now = time.Now
 	}

@@ -9,32 +9,6 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
-// registryJSON is the registry view of docs/spec.md 2.1; latitude and longitude appear when the
-// sensor has a location.
-type registryJSON struct {
-	ID               string   `json:"id"`
-	ExternalID       string   `json:"external_id"`
-	Name             string   `json:"name"`
-	SensorType       string   `json:"sensor_type"`
-	Status           string   `json:"status"`
-	DataTypes        []string `json:"data_types"`
-	ProviderSlug     string   `json:"provider_slug"`
-	FeedID           *string  `json:"feed_id"`
-	ConnectedService string   `json:"connected_service"`
-	Latitude         *float64 `json:"latitude,omitempty"`
-	Longitude        *float64 `json:"longitude,omitempty"`
-	DistanceKM       *float64 `json:"distance_km,omitempty"`
-}
-
-func registrySensor(s *catalog.Sensor) registryJSON {
-	return registryJSON{
-		ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, SensorType: s.SensorType,
-		Status: s.Status, DataTypes: s.DataTypesOrEmpty(), ProviderSlug: s.ProviderSlug,
-		FeedID: catalog.IDString(s.FeedID), ConnectedService: s.ServiceID,
-		Latitude: s.Latitude, Longitude: s.Longitude, DistanceKM: catalog.RoundKM(s.DistanceKM),
-	}
-}
-
 // minimalJSON is docs/spec.md 2.1's minimal view, exactly.
 type minimalJSON struct {
 	ID         string   `json:"id"`
@@ -163,9 +137,9 @@ func shapeItems(sensors []catalog.Sensor, q sensorquery.Query, registry bool) an
 		return out
 	}
 	if registry {
-		out := make([]registryJSON, len(sensors))
+		out := make([]catalog.RegistryRecord, len(sensors))
 		for i := range sensors {
-			out[i] = registrySensor(&sensors[i])
+			out[i] = sensors[i].Registry()
 		}
 		return out
 	}

@@ -32,7 +32,7 @@ type live struct {
 // services' clients.
 // With REDIS_URL the per-key stream cap is shared by every replica (stream.RedisLimiter,
 // leases of three heartbeats); without it each replica counts its own.
-func newLive(cfg config.Config, st catalog.Store, clients map[string]*contract.Client, rdb *redis.Client, met *obs.Metrics, log *slog.Logger) (live, error) {
+func newLive(cfg config.Config, st catalog.Store, resolver *catalog.Resolver, clients map[string]*contract.Client, rdb *redis.Client, met *obs.Metrics, log *slog.Logger) (live, error) {
 	batch := map[string]latest.BatchClient{}
 	sources := map[string]stream.Source{}
 	for id, c := range clients {
@@ -51,7 +51,7 @@ func newLive(cfg config.Config, st catalog.Store, clients map[string]*contract.C
 		limiter = rl
 		closeFn = rl.Close
 	}
-	sh := stream.NewHandler(stream.Options{Hub: hub, Store: st, Cap: stream.NewCap(limiter, cfg.Stream.MaxPerKey),
+	sh := stream.NewHandler(stream.Options{Hub: hub, Store: st, Resolver: resolver, Cap: stream.NewCap(limiter, cfg.Stream.MaxPerKey),
 		Heartbeat: cfg.Stream.Heartbeat, FlushInterval: cfg.Stream.FlushInterval, Logger: log})
 	return live{
 		handlers: api.LiveHandlers{AreaLatest: lh.Serve, SensorStream: sh.SensorStream, AreaStream: sh.AreaStream},

@@ -84,7 +84,7 @@ func newReadingsPath(cfg config.Config, st catalog.Store, resolver *catalog.Reso
 		handlers: api.ProxyHandlers{Latest: h.Latest(), Readings: render.Readings(h, fail), Aggregate: render.Aggregate(h, fail), ServiceHealth: h.ServiceHealth()},
 		answers:  h,
 		export: func(charge func(*gin.Context) error) gin.HandlerFunc {
-			return export.Handler(export.Options{Select: sensorquery.ExportSelector(st, catalog.QueryTimeout), Services: clients,
+			return export.Handler(export.Options{Select: sensorquery.ExportSelector(st, resolver, catalog.QueryTimeout), Services: clients,
 				Charge: charge, Fail: fail, Logger: log})
 		},
 		prober: pr,

@@ -143,7 +143,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer acc.start(context.WithoutCancel(ctx))()
 
 	// Area latest and the streams; the hub follows every service's log until shutdown.
-	lv, err := newLive(cfg, st, clients, rdb, met, log)
+	lv, err := newLive(cfg, st, resolver, clients, rdb, met, log)
 	if err != nil {
 		return err
 	}
@@ -171,14 +171,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	bg.Add(2)
 	go func() { defer bg.Done(); al.evaluator.Run(bgCtx) }()
 	go func() { defer bg.Done(); al.sender.Run(bgCtx) }()
-	mcpHandlers, err := newMCP(mcp.Config{Store: st, Clients: clients, Readings: px.answers, AreaLatest: lv.latest,
+	mcpHandlers, err := newMCP(mcp.Config{Store: st, Resolver: resolver, Clients: clients, Readings: px.answers, AreaLatest: lv.latest,
 		Streams: lv.streams, Alerts: al.handlers, Stopping: stopping, Charge: rl.charge, Registerer: reg, Logger: log})
 	if err != nil {
 		return err
 	}
 	handler := api.NewServer(api.Deps{
 		Stopping: stopping,
-		Store:    st, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
+		Store:    st, Resolver: resolver, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
 		MetricsHandler: obs.MetricsHandler(reg),
 		RateLimit:      rl.middleware,
 		Proxy:          px.handlers,

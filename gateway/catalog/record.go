@@ -31,6 +31,34 @@ type SensorRecord struct {
 	DistanceKM         *float64 `json:"distance_km,omitempty"`
 }
 
+// RegistryRecord is the registry view of docs/spec.md 2.1, for GET /sensors/registry and
+// the registry tool list_sensors alike; latitude and longitude appear when the sensor has
+// a location.
+type RegistryRecord struct {
+	ID               string   `json:"id"`
+	ExternalID       string   `json:"external_id"`
+	Name             string   `json:"name"`
+	SensorType       string   `json:"sensor_type"`
+	Status           string   `json:"status"`
+	DataTypes        []string `json:"data_types"`
+	ProviderSlug     string   `json:"provider_slug"`
+	FeedID           *string  `json:"feed_id"`
+	ConnectedService string   `json:"connected_service"`
+	Latitude         *float64 `json:"latitude,omitempty"`
+	Longitude        *float64 `json:"longitude,omitempty"`
+	DistanceKM       *float64 `json:"distance_km,omitempty"`
+}
+
+// Registry returns s in the registry view.
+func (s *Sensor) Registry() RegistryRecord {
+	return RegistryRecord{
+		ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, SensorType: s.SensorType,
+		Status: s.Status, DataTypes: s.DataTypesOrEmpty(), ProviderSlug: s.ProviderSlug,
+		FeedID: IDString(s.FeedID), ConnectedService: s.ServiceID,
+		Latitude: s.Latitude, Longitude: s.Longitude, DistanceKM: RoundKM(s.DistanceKM),
+	}
+}
+
 // ServiceRecord is a backing service in the wire form of docs/spec.md 2.7, shared by the
 // REST API and the MCP tools like SensorRecord. The internal URL never leaves the gateway.
 type ServiceRecord struct {

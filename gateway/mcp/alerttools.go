@@ -49,7 +49,7 @@ type alertEventsArgs struct {
 }
 
 func (h *Handler) newAlertTools() (*toolSet, error) {
-	ts := newToolSet("sensorgate-alerts")
+	ts := newToolSet()
 	addTool(ts, toolSpec[createAlertRuleArgs, alerts.Created]{
 		Name: "create_alert_rule", Title: "Create an alert rule",
 		Description: "Watch sensors for a condition and be told when it holds: events go to " + AlertEventsURI + " (subscribe to it), " +
@@ -172,8 +172,7 @@ func (h *Handler) newAlertTools() (*toolSet, error) {
 			return summary, page, nil
 		},
 	})
-	ts.resources = true
-	ts.srv.AddResource(&sdk.Resource{
+	ts.addResource(&sdk.Resource{
 		URI:         AlertEventsURI,
 		Name:        "alert-events",
 		Title:       "Your alert events",

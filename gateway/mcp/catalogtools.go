@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -15,13 +16,14 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
 func (h *Handler) newCatalogTools() (*toolSet, error) {
-	ts := newToolSet("sensorgate-catalog")
+	ts := newToolSet()
 	addTool(ts, toolSpec[noArgs, catalogDescription]{
 		Name: "describe_catalog", Title: "Describe the catalog",
 		Description: "What the catalog holds: the backing services, the providers, the canonical parameters with their units, and sensor counts by type and status. Call it first to learn the vocabulary of search_sensors.",
@@ -74,7 +76,7 @@ func (h *Handler) newCatalogTools() (*toolSet, error) {
 // newSensorTools are the gateway's tools at the sensor scope, beside the sensor's service
 // tools: aggregate_readings with the sensor implied.
 func (h *Handler) newSensorTools() (*toolSet, error) {
-	ts := newToolSet("sensorgate-sensor")
+	ts := newToolSet()
 	addTool(ts, aggregateTool("Aggregate this sensor's readings",
 		"Statistics of this sensor's readings per time bucket (1h, 3h, 6h, 1d, 1mo on the clock of tz): mean, min, max, count and coverage per parameter; "+
 			"an empty bucket is present with count 0. At most 1000 buckets. Same rules as GET /api/v1/sensors/{id}/readings/aggregate."))
@@ -255,18 +257,50 @@ type nearArg struct {
 	RadiusKM *float64 `json:"radius_km,omitempty" jsonschema:"Radius in km (default 50, at most 20000)"`
 }
 
+// searchNames maps the REST sensor list's parameters to search_sensors' arguments (the
+// documented envelope mapping of docs/mcp.md): errors of the one parser name the argument.
+var searchNames = map[string]string{
+	"search": "query", "min_lat": "bbox.min_lat", "min_lon": "bbox.min_lon", "max_lat": "bbox.max_lat",
+	"max_lon": "bbox.max_lon", "lat": "near.lat", "lon": "near.lon", "radius_km": "near.radius_km",
+}
+
 func runSearchSensors(ctx context.Context, cc *callCtx, a searchArgs) (string, sensorPage, error) {
 	const tool = "search_sensors"
 	var none sensorPage
-	f := catalog.SensorFilter{
-		Search: a.Query, SensorType: a.SensorType, Status: a.Status, Provider: a.Provider, ServiceID: a.ServiceID,
-	}
-	for _, d := range a.DataTypes {
-		if !canon.IsParameter(d) {
-			return "", none, badArg(tool, "data_types", "names %q, which is not a canonical parameter id (describe_catalog lists them)", clip(d, 40))
+	// The arguments become the query of GET /api/v1/sensors, read by its one parser.
+	v := url.Values{}
+	setArg(v, "search", a.Query)
+	setArg(v, "sensor_type", a.SensorType)
+	setArg(v, "status", a.Status)
+	setArg(v, "provider", a.Provider)
+	setArg(v, "data_types", strings.Join(a.DataTypes, ","))
+	if b := a.BBox; b != nil {
+		setNum(v, "min_lat", b.MinLat)
+		setNum(v, "min_lon", b.MinLon)
+		setNum(v, "max_lat", b.MaxLat)
+		setNum(v, "max_lon", b.MaxLon)
+		if b.MinLat == nil && b.MinLon == nil && b.MaxLat == nil && b.MaxLon == nil {
+			return "", none, badArg(tool, "bbox", "needs min_lat, min_lon, max_lat and max_lon")
 		}
 	}
-	f.DataTypes = a.DataTypes
+	if n := a.Near; n != nil {
+		setNum(v, "lat", n.Lat)
+		setNum(v, "lon", n.Lon)
+		setNum(v, "radius_km", n.RadiusKM)
+		if n.Lat == nil && n.Lon == nil {
+			return "", none, badArg(tool, "near", "needs lat and lon")
+		}
+	}
+	setArg(v, "sort", a.Sort)
+	if a.Limit != nil {
+		v.Set("limit", strconv.Itoa(*a.Limit))
+	}
+	q, err := parseSensorQuery(tool, v, searchNames)
+	if err != nil {
+		return "", none, err
+	}
+	f := q.Filter
+	f.ServiceID = a.ServiceID
 	if a.Feed != "" {
 		p, err := cc.h.project(ctx, a.Feed)
 		if err != nil {
@@ -277,65 +311,9 @@ func runSearchSensors(ctx context.Context, cc *callCtx, a searchArgs) (string, s
 		}
 		f.FeedID = &p.ID
 	}
-	if a.BBox != nil {
-		b := a.BBox
-		if b.MinLat == nil || b.MinLon == nil || b.MaxLat == nil || b.MaxLon == nil {
-			return "", none, badArg(tool, "bbox", "needs min_lat, min_lon, max_lat and max_lon")
-		}
-		if err := checkLat(tool, "bbox.min_lat", *b.MinLat); err != nil {
-			return "", none, err
-		}
-		if err := checkLat(tool, "bbox.max_lat", *b.MaxLat); err != nil {
-			return "", none, err
-		}
-		if err := checkLon(tool, "bbox.min_lon", *b.MinLon); err != nil {
-			return "", none, err
-		}
-		if err := checkLon(tool, "bbox.max_lon", *b.MaxLon); err != nil {
-			return "", none, err
-		}
-		if *b.MinLat > *b.MaxLat {
-			return "", none, badArg(tool, "bbox.min_lat", "must not exceed max_lat")
-		}
-		f.BBox = &catalog.BBox{MinLat: *b.MinLat, MinLon: *b.MinLon, MaxLat: *b.MaxLat, MaxLon: *b.MaxLon}
-	}
-	if a.Near != nil {
-		n := a.Near
-		if n.Lat == nil || n.Lon == nil {
-			return "", none, badArg(tool, "near", "needs lat and lon")
-		}
-		if err := checkLat(tool, "near.lat", *n.Lat); err != nil {
-			return "", none, err
-		}
-		if err := checkLon(tool, "near.lon", *n.Lon); err != nil {
-			return "", none, err
-		}
-		r := 50.0
-		if n.RadiusKM != nil {
-			r = *n.RadiusKM
-			if math.IsNaN(r) || r <= 0 || r > 20000 {
-				return "", none, badArg(tool, "near.radius_km", "must be greater than 0 and at most 20000, got %g", r)
-			}
-		}
-		f.Near = &catalog.Near{Lat: *n.Lat, Lon: *n.Lon, RadiusKM: r}
-	}
-	switch a.Sort {
-	case "", "name":
-	case "distance":
-		if f.Near == nil {
-			return "", none, badArg(tool, "sort", "distance needs near")
-		}
-		f.SortByDistance = true
-	default:
-		return "", none, badArg(tool, "sort", "must be name or distance, got %q", clip(a.Sort, 32))
-	}
-	limit, err := limitOf(tool, a.Limit, sensorListDefaultLimit, sensorListMaxLimit)
-	if err != nil {
-		return "", none, err
-	}
 	cursorless := a
 	cursorless.Cursor, cursorless.Limit = "", nil
-	out, err := cc.sensorPage(ctx, tool, a.Cursor, queryHash(cursorless), limit, f)
+	out, err := cc.sensorPage(ctx, tool, a.Cursor, queryHash(cursorless), f.Limit, f)
 	if err != nil {
 		return "", none, asAPIError(fmt.Errorf("list sensors: %w", err))
 	}
@@ -344,6 +322,24 @@ func runSearchSensors(ctx context.Context, cc *callCtx, a searchArgs) (string, s
 		summary += " More: call again with cursor=nextCursor."
 	}
 	return summary, out, nil
+}
+
+// parseSensorQuery reads v with the sensor list's one parser (sensorquery.Parse), naming a
+// bad parameter by the tool's argument for it (names; unlisted ones keep their name).
+func parseSensorQuery(tool string, v url.Values, names map[string]string) (sensorquery.Query, error) {
+	q, err := sensorquery.Parse(v)
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return q, ae.Renamed(tool+": ", func(p string) string { return names[p] })
+	}
+	return q, err
+}
+
+// setNum sets a numeric argument as a query parameter, written as Go reads it back.
+func setNum(v url.Values, name string, x *float64) {
+	if x != nil {
+		v.Set(name, strconv.FormatFloat(*x, 'g', -1, 64))
+	}
 }
 
 func checkLat(tool, name string, v float64) error {

@@ -8,7 +8,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensorgate/sensorgate/pkg/contract"
-	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
 )
 
 // Tool costs in the rate limit (docs/mcp.md "Rate limits"). Every POST to an MCP endpoint
@@ -26,18 +25,15 @@ const (
 )
 
 // toolCost is the number of requests one tools/call costs, from its arguments.
-func toolCost(params json.RawMessage, now time.Time) int {
-	var p struct {
-		Arguments struct {
-			Days  *float64 `json:"days"`
-			Since string   `json:"since"`
-			Until string   `json:"until"`
-		} `json:"arguments"`
+func toolCost(args json.RawMessage, now time.Time) int {
+	var a struct {
+		Days  *float64 `json:"days"`
+		Since string   `json:"since"`
+		Until string   `json:"until"`
 	}
-	if json.Unmarshal(params, &p) != nil {
+	if len(args) > 0 && json.Unmarshal(args, &a) != nil {
 		return 1 // the tool refuses the arguments; the refusal costs the POST alone
 	}
-	a := p.Arguments
 	var span time.Duration
 	switch {
 	case a.Days != nil && *a.Days > 0:
@@ -64,11 +60,11 @@ func toolCost(params json.RawMessage, now time.Time) int {
 // chargeTool takes the cost of a tools/call beyond the POST itself from the caller's
 // budget. When the budget cannot pay it, the call is refused as any request over the
 // limit is (429, Retry-After, the x-ratelimit-* headers) and chargeTool returns false.
-func (h *Handler) chargeTool(c *gin.Context, req *jsonrpc.Request) bool {
+func (h *Handler) chargeTool(c *gin.Context, args json.RawMessage) bool {
 	if h.charge == nil {
 		return true
 	}
-	cost := toolCost(req.Params, h.now())
+	cost := toolCost(args, h.now())
 	if cost <= 1 {
 		return true
 	}

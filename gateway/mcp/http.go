@@ -74,10 +74,7 @@ func (h *Handler) SensorMCP() gin.HandlerFunc {
 		if err != nil || len(raw) != 36 {
 			return nil, apierr.New(apierr.SensorNotFound, "sensor %q not found: the sensor MCP endpoint takes the sensor UUID (with dashes), not an external id; GET /api/v1/sensors/%s gives the UUID", clip(raw, 64), clip(raw, 64))
 		}
-		s, err := h.sensor(ctx, id)
-		if errors.Is(err, catalog.ErrNotFound) {
-			return nil, apierr.New(apierr.SensorNotFound, "sensor %s not found", id)
-		}
+		s, err := h.resolver.Resolve(ctx, id.String())
 		if err != nil {
 			return nil, err
 		}
@@ -246,20 +243,35 @@ func (h *Handler) serve(kind string, resolve func(context.Context, *gin.Context)
 			h.listen(c, sc, info, req)
 			return
 		}
-		if req.Method == methodToolsCall && !h.chargeTool(c, req) {
-			return
+		var call toolCall
+		if req.Method == methodToolsCall {
+			// The params are decoded here once; a malformed call is answered at once.
+			var bad []byte
+			if call, bad = decodeCall(req); bad != nil {
+				h.reply200(c, info, bad)
+				return
+			}
+			if !h.chargeTool(c, call.args) {
+				return
+			}
 		}
-		out := h.dispatch(ctx, sc, info, req)
-		if info.stateless {
-			out = withResultType(out)
-		}
-		c.Header("Content-Length", strconv.Itoa(len(out))) // else chunked over 2 KiB
-		c.Data(http.StatusOK, "application/json", out)
+		out := h.dispatch(ctx, sc, info, req, call)
+		h.reply200(c, info, out)
 	}
 }
 
+// reply200 writes a JSON-RPC answer with its length (else chunked over 2 KiB), with
+// resultType at 2026-07-28.
+func (h *Handler) reply200(c *gin.Context, info requestInfo, out []byte) {
+	if info.stateless {
+		out = withResultType(out)
+	}
+	c.Header("Content-Length", strconv.Itoa(len(out)))
+	c.Data(http.StatusOK, "application/json", out)
+}
+
 // dispatch answers one call with the marshalled response.
-func (h *Handler) dispatch(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
+func (h *Handler) dispatch(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request, call toolCall) []byte {
 	switch req.Method {
 	case methodInitialize:
 		return h.initialize(sc, req)
@@ -270,13 +282,13 @@ func (h *Handler) dispatch(ctx context.Context, sc *scope, info requestInfo, req
 	case methodToolsList:
 		return withCacheHints(h.listTools(ctx, sc, info, req), h.cacheHints(sc))
 	case methodToolsCall:
-		return h.callTool(ctx, sc, info, req)
+		return h.callTool(ctx, sc, info, req.ID, call)
 	case methodResourcesList, methodResourceTemplatesList, methodResourcesRead:
 		if sc.hasResources() {
 			if req.Method == methodResourcesRead {
-				return h.serveLocal(ctx, sc, info, req)
+				return h.serveResources(ctx, sc, req)
 			}
-			return withCacheHints(h.serveLocal(ctx, sc, info, req), h.cacheHints(sc))
+			return withCacheHints(h.serveResources(ctx, sc, req), h.cacheHints(sc))
 		}
 		fallthrough
 	default:

@@ -35,6 +35,9 @@ const MaxBodyBytes = 1 << 20
 type Config struct {
 	// Store is the catalog (required).
 	Store catalog.Store
+	// Resolver is the gateway's one sensor resolver (catalog.Resolver), shared with the
+	// REST routes; nil builds one over Store with CacheTTL.
+	Resolver *catalog.Resolver
 	// Clients are the services' clients, by id (required): service tools are forwarded
 	// through them.
 	Clients map[string]*contract.Client
@@ -94,8 +97,8 @@ type Handler struct {
 	stopping <-chan struct{}
 	charge   func(c *gin.Context, n int) error
 
+	resolver *catalog.Resolver
 	// Catalog lookups, trusted for CacheTTL (nil: not cached).
-	sensors  *ttlcache.Cache[uuid.UUID, catalog.Sensor]
 	services *ttlcache.Cache[string, catalog.Service]
 	projects *ttlcache.Cache[string, catalog.Project]
 
@@ -137,9 +140,12 @@ func New(cfg Config) (*Handler, error) {
 		stopping: cfg.Stopping,
 		charge:   cfg.Charge,
 		cacheTTL: max(cfg.CacheTTL, 0),
-		sensors:  newCache[uuid.UUID](cfg.CacheTTL, 10000, 512, sensorStrings),
+		resolver: cfg.Resolver,
 		services: newCache[string](cfg.CacheTTL, 256, 1024, serviceStrings),
 		projects: newCache[string](cfg.CacheTTL, 1024, 512, projectStrings),
+	}
+	if h.resolver == nil {
+		h.resolver = catalog.NewResolver(cfg.Store, cfg.CacheTTL)
 	}
 	var err error
 	if h.metrics, err = newCallMetrics(cfg.Registerer); err != nil {
@@ -165,10 +171,6 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
-func (h *Handler) sensor(ctx context.Context, id uuid.UUID) (catalog.Sensor, error) {
-	return h.sensors.GetOrLoad(ctx, id, h.now(), h.store.Sensor)
-}
-
 func (h *Handler) service(ctx context.Context, id string) (catalog.Service, error) {
 	return h.services.GetOrLoad(ctx, id, h.now(), h.store.Service)
 }
@@ -187,14 +189,6 @@ func newCache[K comparable, V any](ttl time.Duration, max int, entryBytes int64,
 	return ttlcache.New(ttl, max, int64(max)*(entryBytes+ttlcache.EntryOverhead), func(k K, v V) int64 {
 		return ttlcache.KeySize(k) + int64(strs(v)) + entryBytes + ttlcache.EntryOverhead
 	})
-}
-
-func sensorStrings(s catalog.Sensor) int {
-	n := len(s.ExternalID) + len(s.Name) + len(s.ServiceID) + len(s.Description)
-	for _, d := range s.DataTypes {
-		n += len(d) + 16
-	}
-	return n
 }
 
 func serviceStrings(s catalog.Service) int {

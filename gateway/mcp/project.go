@@ -12,7 +12,7 @@ import (
 // Project tools are named without a service prefix, so they never collide with the
 // project's service tools (<service_id>.<tool>) listed beside them.
 func (h *Handler) newProjectTools() (*toolSet, error) {
-	ts := newToolSet("sensorgate-project")
+	ts := newToolSet()
 	addTool(ts, toolSpec[noArgs, projectRecord]{
 		Name: "describe_project", Title: "Describe the project",
 		Description: "The project (feed) this endpoint serves: provider, domain, temporal pattern, feed type, backing service and sensor count.",

@@ -29,7 +29,7 @@ const (
 )
 
 func (h *Handler) newRegistryTools() (*toolSet, error) {
-	ts := newToolSet("sensorgate-registry")
+	ts := newToolSet()
 	flex := func(s *jsonschema.Schema, desc string) { s.Description = desc + " (a number, or a numeric string)" }
 	addTool(ts, toolSpec[listSensorsArgs, listSensorsResult]{
 		Name: "list_sensors", Title: "List sensors (registry)",
@@ -169,20 +169,8 @@ func paginationSchema() schema {
 	}, "page", "limit", "total", "total_pages")
 }
 
-type registryView struct {
-	ID               string   `json:"id"`
-	ExternalID       string   `json:"external_id"`
-	Name             string   `json:"name"`
-	SensorType       string   `json:"sensor_type"`
-	Status           string   `json:"status"`
-	DataTypes        []string `json:"data_types"`
-	ProviderSlug     string   `json:"provider_slug"`
-	FeedID           *string  `json:"feed_id"`
-	ConnectedService string   `json:"connected_service"`
-	Latitude         *float64 `json:"latitude"`
-	Longitude        *float64 `json:"longitude"`
-	DistanceKM       *float64 `json:"distance_km,omitempty"`
-}
+// registryView is the registry view REST's GET /sensors/registry gives too.
+type registryView = catalog.RegistryRecord
 
 func registryViewSchema() schema {
 	return object(schema{
@@ -267,53 +255,31 @@ func (l *stringList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// registryNames maps the REST sensor list's parameters to list_sensors' arguments.
+var registryNames = map[string]string{"lat": "latitude", "lon": "longitude"}
+
 func runListSensors(ctx context.Context, cc *callCtx, a listSensorsArgs) (string, listSensorsResult, error) {
 	const tool = "list_sensors"
 	var none listSensorsResult
-	f := catalog.SensorFilter{SensorType: a.SensorType, Provider: a.Provider, Status: a.Status, Page: 1, Limit: sensorListDefaultLimit}
-	for _, d := range a.DataTypes {
-		if !canon.IsParameter(d) {
-			return "", none, badArg(tool, "data_types", "names %q, which is not a canonical parameter id", clip(d, 40))
+	// The arguments become the query of GET /api/v1/sensors/registry, read by its one parser.
+	v := url.Values{}
+	setArg(v, "sensor_type", a.SensorType)
+	setArg(v, "provider", a.Provider)
+	setArg(v, "status", a.Status)
+	setArg(v, "data_types", strings.Join(a.DataTypes, ","))
+	for name, n := range map[string]flexNumber{"lat": a.Latitude, "lon": a.Longitude, "radius_km": a.RadiusKM, "limit": a.Limit, "page": a.Page} {
+		if n.set {
+			v.Set(name, n.raw)
 		}
 	}
-	f.DataTypes = a.DataTypes
-	if a.Latitude.set != a.Longitude.set {
-		return "", none, badArg(tool, "latitude", "and longitude must be given together")
+	if a.Page.set && a.Cursor != "" {
+		return "", none, badArg(tool, "page", "cannot be combined with cursor; give one of them")
 	}
-	if a.RadiusKM.set && !a.Latitude.set {
-		return "", none, badArg(tool, "radius_km", "needs latitude and longitude")
+	q, err := parseSensorQuery(tool, v, registryNames)
+	if err != nil {
+		return "", none, err
 	}
-	if a.Latitude.set {
-		if err := checkLat(tool, "latitude", a.Latitude.v); err != nil {
-			return "", none, err
-		}
-		if err := checkLon(tool, "longitude", a.Longitude.v); err != nil {
-			return "", none, err
-		}
-		r := float64(defaultRadiusKM)
-		if a.RadiusKM.set {
-			r = a.RadiusKM.v
-			if r <= 0 || r > 20000 {
-				return "", none, badArg(tool, "radius_km", "must be greater than 0 and at most 20000, got %s", a.RadiusKM.raw)
-			}
-		}
-		f.Near = &catalog.Near{Lat: a.Latitude.v, Lon: a.Longitude.v, RadiusKM: r}
-	}
-	var err error
-	if a.Limit.set {
-		if f.Limit, err = a.Limit.int(tool, "limit"); err != nil {
-			return "", none, err
-		}
-		f.Limit = min(f.Limit, sensorListMaxLimit)
-	}
-	if a.Page.set {
-		if a.Cursor != "" {
-			return "", none, badArg(tool, "page", "cannot be combined with cursor; give one of them")
-		}
-		if f.Page, err = a.Page.int(tool, "page"); err != nil {
-			return "", none, err
-		}
-	}
+	f := q.Filter
 	qh := queryHash(struct {
 		T, P, S string
 		D       []string
@@ -335,13 +301,8 @@ func runListSensors(ctx context.Context, cc *callCtx, a listSensorsArgs) (string
 	if f.Page*f.Limit < res.Total && len(res.Sensors) > 0 {
 		out.NextCursor = encodeCursor(pageCursor{Page: f.Page + 1, Limit: f.Limit, Query: qh})
 	}
-	for _, s := range res.Sensors {
-		out.Sensors = append(out.Sensors, registryView{
-			ID: s.ID.String(), ExternalID: s.ExternalID, Name: s.Name, SensorType: s.SensorType,
-			Status: s.Status, DataTypes: nonNil(s.DataTypes), ProviderSlug: s.ProviderSlug,
-			FeedID: catalog.IDString(s.FeedID), ConnectedService: s.ServiceID,
-			Latitude: s.Latitude, Longitude: s.Longitude, DistanceKM: s.DistanceKM,
-		})
+	for i := range res.Sensors {
+		out.Sensors = append(out.Sensors, res.Sensors[i].Registry())
 	}
 	return fmt.Sprintf("%d of %d sensors (page %d of %d).", len(out.Sensors), res.Total, f.Page, out.Pagination.TotalPages), out, nil
 }

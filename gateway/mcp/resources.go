@@ -49,8 +49,7 @@ type sensorResource struct {
 }
 
 func (h *Handler) addCatalogResources(ts *toolSet) {
-	ts.resources = true
-	ts.srv.AddResource(&sdk.Resource{
+	ts.addResource(&sdk.Resource{
 		URI:         ParametersURI,
 		Name:        "parameters",
 		Title:       "Canonical parameters",
@@ -63,18 +62,17 @@ func (h *Handler) addCatalogResources(ts *toolSet) {
 		}
 		return jsonResource(ParametersURI, out)
 	})
-	ts.srv.AddResourceTemplate(&sdk.ResourceTemplate{
+	ts.addTemplate(&sdk.ResourceTemplate{
 		URITemplate: SensorURITemplate,
 		Name:        "sensor",
 		Title:       "Sensor metadata",
 		Description: "One sensor's record, the parameters it measures with their units, and the freshness of its newest reading; {sensor_id} is the UUID or the provider's external id.",
 		MIMEType:    "application/json",
-	}, readSensor)
+	}, sensorURIPrefix, readSensor)
 }
 
-// readSensor serves both sensor templates, the metadata and the latest reading: the
-// go-sdk tries templates in turn with patterns that are not anchored, so either may be
-// the one that matches a .../{sensor_id}/latest URI.
+// readSensor serves both sensor templates, the metadata and the latest reading: both
+// begin with sensorURIPrefix, so the first template matches a .../{sensor_id}/latest URI.
 func readSensor(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	uri := req.Params.URI
 	cc, ok := callCtxOf(ctx)
@@ -101,31 +99,31 @@ func readSensor(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadRes
 // addLiveResources adds the subscribable readings resources: a sensor's latest reading
 // and an area's latest readings.
 func (h *Handler) addLiveResources(ts *toolSet) {
-	ts.srv.AddResourceTemplate(&sdk.ResourceTemplate{
+	ts.addTemplate(&sdk.ResourceTemplate{
 		URITemplate: SensorLatestURITemplate,
 		Name:        "sensor-latest",
 		Title:       "Latest reading of a sensor",
 		Description: "The sensor's newest reading as GET /api/v1/sensors/{id}/readings/latest answers it; subscribe (subscriptions/listen) to be told when a new one is stored.",
 		MIMEType:    "application/json",
-	}, readSensor)
+	}, sensorURIPrefix, readSensor)
 	if h.area != nil {
 		read := func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 			return h.readArea(ctx, req.Params.URI)
 		}
-		ts.srv.AddResource(&sdk.Resource{
+		ts.addResource(&sdk.Resource{
 			URI:         AreaLatestURI,
 			Name:        "area-latest",
 			Title:       "Latest readings of every sensor",
 			Description: "The newest reading of every sensor, as GET /api/v1/readings/latest answers it; the template narrows it to an area. Subscribe to be told when a sensor of it stores a reading.",
 			MIMEType:    "application/json",
 		}, read)
-		ts.srv.AddResourceTemplate(&sdk.ResourceTemplate{
+		ts.addTemplate(&sdk.ResourceTemplate{
 			URITemplate: AreaLatestURITemplate,
 			Name:        "area-latest-query",
 			Title:       "Latest readings in an area",
 			Description: "The newest reading of every sensor the query selects: the query parameters and rules of GET /api/v1/readings/latest (bbox as min_lat..max_lon, a radius as lat, lon, radius_km). Subscribe to be told when one of those sensors stores a reading.",
 			MIMEType:    "application/json",
-		}, read)
+		}, AreaLatestURI+"?", read)
 	}
 }
 

@@ -109,63 +109,69 @@ func (h *Handler) listTools(ctx context.Context, sc *scope, info requestInfo, re
 	return marshalResponse(mustResult(req.ID, out))
 }
 
-// callTool answers tools/call and records it in the call metrics.
-func (h *Handler) callTool(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
-	start := time.Now()
-	var p callParams
-	_ = decodeObject(req.Params, &p)
-	out := h.runTool(ctx, sc, info, req)
-	if p.Name != nil {
-		_, known := sc.local.lookup(*p.Name)
-		h.metrics.observe(sc.kind, *p.Name, known, out, time.Since(start))
-	} else {
-		h.metrics.observe(sc.kind, "", false, out, time.Since(start))
-	}
-	return out
+// toolCall is a tools/call's params, decoded once: the tool's name, its arguments (an
+// object or absent) and the params as sent, for forwarding.
+type toolCall struct {
+	name   string
+	args   json.RawMessage
+	params json.RawMessage
 }
 
-// runTool answers tools/call: a local tool runs here, any other name goes to the service
-// with the scope's context merged into params._meta.
-func (h *Handler) runTool(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
+// decodeCall decodes tools/call's params, or returns the invalid-params answer.
+func decodeCall(req *jsonrpc.Request) (toolCall, []byte) {
 	var p callParams
 	if err := decodeObject(req.Params, &p); err != nil {
-		return invalidParams(req.ID, "tools/call: %v", err)
+		return toolCall{}, invalidParams(req.ID, "tools/call: %v", err)
 	}
 	if p.Name == nil || *p.Name == "" {
-		return invalidParams(req.ID, "tools/call: params.name is required (tools/list names the tools)")
+		return toolCall{}, invalidParams(req.ID, "tools/call: params.name is required (tools/list names the tools)")
 	}
-	name := *p.Name
-	if sc.local != nil {
-		if _, ok := sc.local.byName[name]; ok {
-			if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" && a[0] != '{' {
-				return invalidParams(req.ID, "tools/call: params.arguments must be an object")
-			}
-			return fitAnswer(h.serveLocal(ctx, sc, info, req), name, linkFor(info.base, sc, name, p.Arguments))
-		}
+	if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" && a[0] != '{' {
+		return toolCall{}, invalidParams(req.ID, "tools/call: params.arguments must be an object")
 	}
-	if sc.service == nil {
-		return invalidParams(req.ID, "tools/call: unknown tool %q; tools/list names the tools of this endpoint", clip(name, 64))
+	return toolCall{name: *p.Name, args: p.Arguments, params: req.Params}, nil
+}
+
+// callTool answers tools/call and records it in the call metrics.
+func (h *Handler) callTool(ctx context.Context, sc *scope, info requestInfo, id jsonrpc.ID, call toolCall) []byte {
+	start := time.Now()
+	t, local := sc.local.lookup(call.name)
+	var out []byte
+	switch {
+	case local:
+		out = h.callLocal(ctx, sc, t, id, call.args)
+	case sc.service == nil:
+		out = invalidParams(id, "tools/call: unknown tool %q; tools/list names the tools of this endpoint", clip(call.name, 64))
+	default:
+		out = h.forwardTool(ctx, sc, info, id, call)
 	}
-	params, err := forwardParams(req.Params, dotName(sc.service.ID, name), sc.meta)
+	h.metrics.observe(sc.kind, call.name, local, out, time.Since(start))
+	return fitAnswer(out, call.name, linkFor(info.base, sc, call.name, call.args))
+}
+
+// forwardTool sends a tools/call to the scope's service with the scope's context merged
+// into params._meta.
+func (h *Handler) forwardTool(ctx context.Context, sc *scope, info requestInfo, id jsonrpc.ID, call toolCall) []byte {
+	params, err := forwardParams(call.params, dotName(sc.service.ID, call.name), sc.meta)
 	if err != nil {
-		return invalidParams(req.ID, "tools/call: %v", err)
+		return invalidParams(id, "tools/call: %v", err)
 	}
-	body, err := json.Marshal(&jsonrpc.Request{ID: req.ID, Method: methodToolsCall, Params: params})
+	body, err := json.Marshal(&jsonrpc.Request{ID: id, Method: methodToolsCall, Params: params})
 	if err != nil {
-		return internalError(req.ID)
+		return internalError(id)
 	}
 	up, err := h.forward(ctx, sc, info, body)
 	if err != nil {
 		var je *jsonrpc.Error
 		if errors.As(err, &je) {
-			return marshalResponse(jsonrpc.NewError(req.ID, je))
+			return marshalResponse(jsonrpc.NewError(id, je))
 		}
 		// The tool could not run: a tool failure the model can read and act on.
 		e := apierr.From(err)
 		h.logUpstream(ctx, sc, err)
-		return toolErrorResult(req.ID, e)
+		return toolErrorResult(id, e)
 	}
-	return fitAnswer(up, name, linkFor(info.base, sc, name, p.Arguments))
+	return up
 }
 
 // forwardParams rewrites tools/call params for the service: the canonical (dotted) tool
@@ -253,7 +259,7 @@ func mustResult(id jsonrpc.ID, v any) *jsonrpc.Response {
 // hasResources reports whether the scope serves resources (the catalog scope: the
 // parameters registry and each sensor's metadata).
 func (sc *scope) hasResources() bool {
-	return sc.local != nil && sc.local.resources && sc.service == nil
+	return sc.local.hasResources() && sc.service == nil
 }
 
 // capabilities of scope sc: subscriptions only at 2026-07-28 (stateless), whose

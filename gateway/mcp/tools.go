@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
+	sdkrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
@@ -56,28 +55,52 @@ type toolSpec[In, Out any] struct {
 	Run                 func(ctx context.Context, cc *callCtx, in In) (string, Out, error)
 }
 
-// toolSet is a go-sdk server holding the tools (and resources) of one gateway scope. The
-// gateway's own JSON-RPC pipeline (http.go) answers initialize and ping and checks every
-// message; tools/call and resources/* of a local tool set are dispatched to this server
-// in-process, with the call context in the request context.
+// toolSet holds the tools (and resources) of one gateway scope, declared with the go-sdk's
+// types so that tools/list shows what an SDK server would. The gateway's own JSON-RPC
+// pipeline (http.go) answers every method; a tools/call of a local tool runs its handler
+// here, in the request's goroutine, on arguments decoded once.
 type toolSet struct {
-	srv       *sdk.Server
-	http      http.Handler
-	tools     []*sdk.Tool
-	byName    map[string]*sdk.Tool
-	listed    []json.RawMessage
-	resources bool
+	tools  []*sdk.Tool
+	byName map[string]localTool
+	listed []json.RawMessage
+	// resources and templates are the scope's resources, in listing order; a read finds
+	// its resource by URI, else the first template whose prefix the URI has.
+	resources []*sdk.Resource
+	templates []resourceTemplate
+	reads     map[string]sdk.ResourceHandler
 	err       error
 }
 
-func newToolSet(name string) *toolSet {
-	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, nil)
-	return &toolSet{
-		srv:    srv,
-		byName: map[string]*sdk.Tool{},
-		http: sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
-			&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true}),
-	}
+// localTool is one tool of a set: its definition and its handler.
+type localTool struct {
+	def *sdk.Tool
+	run func(ctx context.Context, cc *callCtx, args json.RawMessage) *sdk.CallToolResult
+}
+
+type resourceTemplate struct {
+	def    *sdk.ResourceTemplate
+	prefix string // what every URI of the template begins with
+	read   sdk.ResourceHandler
+}
+
+func newToolSet() *toolSet {
+	return &toolSet{byName: map[string]localTool{}, reads: map[string]sdk.ResourceHandler{}}
+}
+
+// addResource adds a resource of one URI.
+func (ts *toolSet) addResource(r *sdk.Resource, read sdk.ResourceHandler) {
+	ts.resources = append(ts.resources, r)
+	ts.reads[r.URI] = read
+}
+
+// addTemplate adds a resource template whose URIs all begin with prefix.
+func (ts *toolSet) addTemplate(t *sdk.ResourceTemplate, prefix string, read sdk.ResourceHandler) {
+	ts.templates = append(ts.templates, resourceTemplate{def: t, prefix: prefix, read: read})
+}
+
+// hasResources reports whether the set serves resources.
+func (ts *toolSet) hasResources() bool {
+	return ts != nil && (len(ts.resources) > 0 || len(ts.templates) > 0)
 }
 
 // done finishes the set: the first definition error, if any.
@@ -89,9 +112,9 @@ func (ts *toolSet) done() (*toolSet, error) {
 }
 
 // lookup finds a tool of the set; a nil set has none.
-func (ts *toolSet) lookup(name string) (*sdk.Tool, bool) {
+func (ts *toolSet) lookup(name string) (localTool, bool) {
 	if ts == nil {
-		return nil, false
+		return localTool{}, false
 	}
 	t, ok := ts.byName[name]
 	return t, ok
@@ -243,22 +266,14 @@ func addTool[In, Out any](ts *toolSet, spec toolSpec[In, Out]) {
 		ts.err = fmt.Errorf("tool %s: %w", t.Name, err)
 		return
 	}
-	ts.byName[t.Name] = t
-	ts.tools = append(ts.tools, t)
-	ts.listed = append(ts.listed, b)
 	name := spec.Name
-	ts.srv.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		cc, ok := callCtxOf(ctx)
-		if !ok {
-			return toolError(apierr.New(apierr.Internal, "internal error while running %s", name)), nil
-		}
-		args := json.RawMessage(req.Params.Arguments)
+	run := func(ctx context.Context, cc *callCtx, args json.RawMessage) *sdk.CallToolResult {
 		if trimmed := bytes.TrimSpace(args); len(trimmed) == 0 || string(trimmed) == "null" {
 			args = json.RawMessage("{}")
 		}
 		var a In
 		if err := decodeArgs(name, args, &a); err != nil {
-			return toolError(apierr.From(err)), nil
+			return toolError(apierr.From(err))
 		}
 		summary, res, err := spec.Run(ctx, cc, a)
 		if err != nil {
@@ -267,18 +282,21 @@ func addTool[In, Out any](ts *toolSet, spec toolSpec[In, Out]) {
 				cc.h.log.ErrorContext(ctx, "mcp tool failed", "tool", name, "scope", cc.scope.kind, "err", err)
 				ae = apierr.New(apierr.Internal, "internal error while running %s", name)
 			}
-			return toolError(ae), nil
+			return toolError(ae)
 		}
 		structured, err := json.Marshal(res)
 		if err != nil {
 			cc.h.log.ErrorContext(ctx, "mcp tool result does not marshal", "tool", name, "err", err)
-			return toolError(apierr.New(apierr.Internal, "internal error while running %s", name)), nil
+			return toolError(apierr.New(apierr.Internal, "internal error while running %s", name))
 		}
 		return &sdk.CallToolResult{
 			Content:           []sdk.Content{&sdk.TextContent{Text: summary}},
 			StructuredContent: json.RawMessage(structured),
-		}, nil
-	})
+		}
+	}
+	ts.byName[t.Name] = localTool{def: t, run: run}
+	ts.tools = append(ts.tools, t)
+	ts.listed = append(ts.listed, b)
 }
 
 // toolError is the one shape of a tool failure at every gateway scope: isError and the
@@ -292,30 +310,75 @@ func toolError(e *apierr.Error) *sdk.CallToolResult {
 	}
 }
 
-// serveLocal hands one JSON-RPC request (tools/call or resources/*) to the set's go-sdk
-// server in-process and returns its JSON answer.
-func (h *Handler) serveLocal(ctx context.Context, sc *scope, info requestInfo, req *jsonrpc.Request) []byte {
-	body, err := json.Marshal(req)
+// callLocal runs a local tool of the scope in the request's goroutine and answers with
+// its result.
+func (h *Handler) callLocal(ctx context.Context, sc *scope, t localTool, id jsonrpc.ID, args json.RawMessage) []byte {
+	cc := &callCtx{h: h, scope: sc, now: h.now(), viewer: sc.viewer}
+	return marshalResponse(mustResult(id, t.run(context.WithValue(ctx, callCtxKey{}, cc), cc, args)))
+}
+
+// serveResources answers resources/list, resources/templates/list and resources/read of
+// the scope's set.
+func (h *Handler) serveResources(ctx context.Context, sc *scope, req *jsonrpc.Request) []byte {
+	ts := sc.local
+	var p struct {
+		Cursor *string `json:"cursor"`
+		URI    string  `json:"uri"`
+	}
+	if err := decodeObject(req.Params, &p); err != nil {
+		return invalidParams(req.ID, "%s: %v", req.Method, err)
+	}
+	if p.Cursor != nil && *p.Cursor != "" {
+		return invalidParams(req.ID, "%s: unknown cursor %q", req.Method, clip(*p.Cursor, 64))
+	}
+	switch req.Method {
+	case methodResourcesList:
+		return marshalResponse(mustResult(req.ID, sdk.ListResourcesResult{Resources: nonNilList(ts.resources)}))
+	case methodResourceTemplatesList:
+		defs := make([]*sdk.ResourceTemplate, len(ts.templates))
+		for i, t := range ts.templates {
+			defs[i] = t.def
+		}
+		return marshalResponse(mustResult(req.ID, sdk.ListResourceTemplatesResult{ResourceTemplates: defs}))
+	}
+	if p.URI == "" {
+		return invalidParams(req.ID, "resources/read: params.uri is required")
+	}
+	read, ok := ts.reads[p.URI]
+	if !ok {
+		for _, t := range ts.templates {
+			if strings.HasPrefix(p.URI, t.prefix) {
+				read, ok = t.read, true
+				break
+			}
+		}
+	}
+	if !ok {
+		return marshalResponse(jsonrpc.NewError(req.ID, resourceNotFound(p.URI)))
+	}
+	cc := &callCtx{h: h, scope: sc, now: h.now(), viewer: sc.viewer}
+	res, err := read(context.WithValue(ctx, callCtxKey{}, cc), &sdk.ReadResourceRequest{Params: &sdk.ReadResourceParams{URI: p.URI}})
 	if err != nil {
+		var we *sdkrpc.Error
+		if errors.As(err, &we) {
+			return marshalResponse(jsonrpc.NewError(req.ID, &jsonrpc.Error{Code: int(we.Code), Message: we.Message, Data: we.Data}))
+		}
+		h.log.ErrorContext(ctx, "mcp resource failed", "uri", clip(p.URI, 200), "err", err)
 		return internalError(req.ID)
 	}
-	ctx = context.WithValue(ctx, callCtxKey{}, &callCtx{h: h, scope: sc, now: h.now(), viewer: sc.viewer})
-	// The SDK refuses a loopback connection whose Host is not localhost (DNS rebinding
-	// protection); this in-process request has no connection of its own.
-	ctx = context.WithValue(ctx, http.LocalAddrContextKey, nil)
-	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/mcp", bytes.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Accept", "application/json, text/event-stream")
-	if info.protocolVersion != "" {
-		r.Header.Set(HeaderProtocolVersion, info.protocolVersion)
+	return marshalResponse(mustResult(req.ID, res))
+}
+
+// resourceNotFound is MCP's error for a URI no resource of the scope has (-32002).
+func resourceNotFound(uri string) *jsonrpc.Error {
+	return jsonrpc.Errorf(int(sdk.CodeResourceNotFound), "Resource not found").WithData(map[string]string{"uri": uri})
+}
+
+func nonNilList[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	rec := httptest.NewRecorder()
-	sc.local.http.ServeHTTP(rec, r)
-	if rec.Code != http.StatusOK || !json.Valid(rec.Body.Bytes()) {
-		h.log.ErrorContext(ctx, "mcp local server refused", "scope", sc.kind, "method", req.Method, "status", rec.Code, "body", clip(strings.TrimSpace(rec.Body.String()), 200))
-		return internalError(req.ID)
-	}
-	return rec.Body.Bytes()
+	return s
 }
 
 // decodeArgs decodes tool arguments strictly: an unknown argument or a value of the wrong

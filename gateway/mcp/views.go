@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/canon"
@@ -70,7 +68,7 @@ func summarize(s catalog.Sensor, now time.Time) sensorSummary {
 		Status: s.Status, DataTypes: nonNil(s.DataTypes), Latitude: s.Latitude, Longitude: s.Longitude,
 		ProviderSlug: s.ProviderSlug, ProviderName: s.ProviderName, FeedSlug: s.FeedSlug,
 		ServiceID: s.ServiceID, Freshness: newFreshness(s.LastReadingAt, s.ReportingIntervalS, now),
-		DistanceKM: s.DistanceKM,
+		DistanceKM: catalog.RoundKM(s.DistanceKM),
 	}
 	if s.FeedID != nil {
 		id := s.FeedID.String()
@@ -235,22 +233,18 @@ func unitsSchema() schema {
 	return schema{"type": "object", "additionalProperties": schema{"type": "string"}, "description": "Canonical unit of every parameter in the result, by parameter id"}
 }
 
-// resolveSensor finds a sensor by UUID (with dashes) or by the provider's external id.
+// resolveSensor finds a sensor by UUID or by the provider's external id through the
+// gateway's one resolver, naming the tool's argument where REST names the path's id.
 func (h *Handler) resolveSensor(ctx context.Context, tool, arg, idOrExternal string) (catalog.Sensor, error) {
 	if idOrExternal == "" {
 		return catalog.Sensor{}, badArg(tool, arg, "is required: a sensor UUID or the provider's external id")
 	}
-	if len(idOrExternal) == 36 {
-		if id, err := uuid.Parse(idOrExternal); err == nil {
-			s, err := h.sensor(ctx, id)
-			return s, notFound(err, apierr.SensorNotFound, "sensor %s not found", id)
-		}
+	s, err := h.resolver.Resolve(ctx, idOrExternal)
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return s, ae.Renamed(tool+": ", func(string) string { return arg })
 	}
-	if err := contract.ValidExternalID(idOrExternal); err != nil {
-		return catalog.Sensor{}, badArg(tool, arg, "is not a sensor id: %v", err)
-	}
-	s, err := h.store.SensorByExternalID(ctx, idOrExternal)
-	return s, notFound(err, apierr.SensorNotFound, "sensor %q not found (neither a sensor UUID nor a known external id)", clip(idOrExternal, 64))
+	return s, err
 }
 
 // serviceOf returns the service that holds a sensor's readings.

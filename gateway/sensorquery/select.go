@@ -22,8 +22,9 @@ type SelectFunc func(c *gin.Context, v url.Values) ([]catalog.Sensor, error)
 // "Wave 2", Export): sensor_ids (UUIDs or external ids), or the sensor list's filters
 // (search, sensor_type, status, provider, data_types, the bounding box or radius), narrowed
 // by service= and project= (a project the caller may see). More than
-// contract.MaxExportSensors sensors is a 400 naming the selection.
-func ExportSelector(st catalog.Store, timeout time.Duration) SelectFunc {
+// contract.MaxExportSensors sensors is a 400 naming the selection. Sensors are resolved
+// through the one resolver.
+func ExportSelector(st catalog.Store, resolver *catalog.Resolver, timeout time.Duration) SelectFunc {
 	return func(c *gin.Context, v url.Values) ([]catalog.Sensor, error) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), timeout)
 		defer cancel()
@@ -39,7 +40,7 @@ func ExportSelector(st catalog.Store, timeout time.Duration) SelectFunc {
 				if ref == "" {
 					continue
 				}
-				sn, err := catalog.ResolveSensor(ctx, st, ref)
+				sn, err := resolver.Resolve(ctx, ref)
 				if err != nil {
 					var ae *apierr.Error
 					if errors.As(err, &ae) {

@@ -58,10 +58,16 @@ type Options struct {
 	WriteTimeout  time.Duration
 	MaxSensors    int
 	Logger        *slog.Logger
+	// Resolver is the one sensor resolver of every face (nil: one over Store).
+	Resolver *catalog.Resolver
 }
 
 // Handler serves the streams.
 type Handler struct{ o Options }
+
+func (h *Handler) resolve(ctx context.Context, ref string) (catalog.Sensor, error) {
+	return h.o.Resolver.Resolve(ctx, ref)
+}
 
 // NewHandler returns the handlers.
 func NewHandler(o Options) *Handler {
@@ -72,6 +78,9 @@ func NewHandler(o Options) *Handler {
 	settings.Default(&o.Retry, DefaultRetry)
 	settings.Default(&o.WriteTimeout, DefaultWriteTimeout)
 	settings.Default(&o.MaxSensors, DefaultMaxSensors)
+	if o.Resolver == nil {
+		o.Resolver = catalog.NewResolver(o.Store, 0)
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -89,7 +98,7 @@ type Selection struct {
 func (h *Handler) SelectSensor(ctx context.Context, idOrExternal string) (Selection, error) {
 	ctx, cancel := context.WithTimeout(ctx, catalog.QueryTimeout)
 	defer cancel()
-	s, err := catalog.ResolveSensor(ctx, h.o.Store, idOrExternal)
+	s, err := h.resolve(ctx, idOrExternal)
 	if err != nil {
 		return Selection{}, err
 	}
