@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -35,7 +34,7 @@ func (h *Handler) newCatalogTools() (*toolSet, error) {
 		Tweak: func(in, out *jsonschema.Schema) {
 			setEnum(prop(in, "sort"), "name", "distance")
 			setRange(prop(in, "limit"), 1, 0)
-			setRange(prop(in, "near", "radius_km"), 0, 20000)
+			setRange(prop(in, "near", "radius_km"), 0, sensorquery.MaxRadiusKM)
 			prop(in, "near", "radius_km").ExclusiveMinimum, prop(in, "near", "radius_km").Minimum = ptrTo(0.0), nil
 			setRange(prop(in, "bbox", "min_lat"), -90, 90)
 			setRange(prop(in, "bbox", "max_lat"), -90, 90)
@@ -254,7 +253,7 @@ type bboxArg struct {
 type nearArg struct {
 	Lat      *float64 `json:"lat" jsonschema:"Centre latitude, degrees"`
 	Lon      *float64 `json:"lon" jsonschema:"Centre longitude, degrees"`
-	RadiusKM *float64 `json:"radius_km,omitempty" jsonschema:"Radius in km (default 50, at most 20000)"`
+	RadiusKM *float64 `json:"radius_km,omitempty" jsonschema:"Radius in km (default 50, at most 20038: half the earth's circumference, as REST)"`
 }
 
 // searchNames maps the REST sensor list's parameters to search_sensors' arguments (the
@@ -340,20 +339,6 @@ func setNum(v url.Values, name string, x *float64) {
 	if x != nil {
 		v.Set(name, strconv.FormatFloat(*x, 'g', -1, 64))
 	}
-}
-
-func checkLat(tool, name string, v float64) error {
-	if math.IsNaN(v) || v < -90 || v > 90 {
-		return badArg(tool, name, "must be a latitude between -90 and 90, got %g", v)
-	}
-	return nil
-}
-
-func checkLon(tool, name string, v float64) error {
-	if math.IsNaN(v) || v < -180 || v > 180 {
-		return badArg(tool, name, "must be a longitude between -180 and 180, got %g", v)
-	}
-	return nil
 }
 
 // mayView reports whether the caller may see a project: public, or its own.

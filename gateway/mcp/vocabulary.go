@@ -3,6 +3,7 @@ package mcp
 import (
 	"strings"
 
+	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
@@ -11,13 +12,12 @@ import (
 // maximum per kind of list. A limit above the maximum is clamped, as REST does, and the
 // result states the limit applied.
 const (
-	// Sensor lists: REST's GET /sensors (gateway/api DefaultListLimit, MaxListLimit).
-	sensorListDefaultLimit = 20
-	sensorListMaxLimit     = 1000
+	// Sensor lists: REST's GET /sensors (its one parser, sensorquery).
+	sensorListDefaultLimit = sensorquery.DefaultListLimit
+	sensorListMaxLimit     = sensorquery.MaxListLimit
 	// Readings pages: REST's readings (pkg/contract).
 	readingsDefaultLimit = contract.DefaultReadingsLimit
 	readingsMaxLimit     = contract.MaxReadingsLimit
-	defaultRadiusKM      = 50
 )
 
 // deprecatedNote is the sentence a tool description carries for each old argument name
