@@ -86,7 +86,7 @@ func ParseArea(v url.Values, maxLimit int) (Area, error) {
 				a.Filter.IDs = append(a.Filter.IDs, id)
 			}
 			if err := contract.ValidExternalID(ref); err != nil {
-				return a, apierr.Invalid("sensor_ids", "%q is neither a sensor UUID nor an external id: %v", clip(ref), err)
+				return a, apierr.Invalid("sensor_ids", "%q is neither a sensor UUID nor an external id: %v", apierr.Clip(ref, 64), err)
 			}
 			a.Filter.ExternalIDs = append(a.Filter.ExternalIDs, ref)
 		}
@@ -98,7 +98,7 @@ func ParseArea(v url.Values, maxLimit int) (Area, error) {
 				continue
 			}
 			if !canon.IsParameter(p) {
-				return a, apierr.Invalid("parameter", "%q is not a canonical parameter id (see GET /api/v1/sensors?data_types= for the list)", clip(p))
+				return a, apierr.Invalid("parameter", "%q is not a canonical parameter id (see GET /api/v1/sensors?data_types= for the list)", apierr.Clip(p, 64))
 			}
 			a.Parameters = append(a.Parameters, p)
 		}
@@ -132,25 +132,18 @@ func pageParams(v url.Values, maxLimit int) (page, limit int, err error) {
 	if s := v.Get("page"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > sensorquery.MaxPage {
-			return 0, 0, apierr.Invalid("page", "want an integer from 1 to %d, got %q", sensorquery.MaxPage, clip(s))
+			return 0, 0, apierr.Invalid("page", "want an integer from 1 to %d, got %q", sensorquery.MaxPage, apierr.Clip(s, 64))
 		}
 		page = n
 	}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			return 0, 0, apierr.Invalid("limit", "want an integer from 1 (values above %d are clamped to %d), got %q", maxLimit, maxLimit, clip(s))
+			return 0, 0, apierr.Invalid("limit", "want an integer from 1 (values above %d are clamped to %d), got %q", maxLimit, maxLimit, apierr.Clip(s, 64))
 		}
 		limit = min(n, maxLimit)
 	}
 	return page, limit, nil
-}
-
-func clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return strings.ToValidUTF8(s[:64], "") + "..."
 }
 
 // Lister is the part of the catalog store the area selection reads: the lean, cached

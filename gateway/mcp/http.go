@@ -18,7 +18,6 @@ import (
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
-	"github.com/sensorgate/sensorgate/pkg/mcpproto"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -436,6 +435,6 @@ func decodeObject(params json.RawMessage, v any) error {
 	return nil
 }
 
-// clip shortens client-supplied text before it goes into a message (pkg/mcpproto's, which
-// the services use too).
-var clip = mcpproto.Clip
+// clip shortens client-supplied text before it goes into a message (the one rule,
+// pkg/apierr).
+var clip = apierr.Clip

@@ -102,13 +102,7 @@ func Parse(v url.Values) (Query, error) {
 
 // Clip shortens a bad value for an error message, so that a huge parameter is not echoed
 // back whole.
-func Clip(s string) string {
-	const n = 64
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "..."
-}
+func Clip(s string) string { return apierr.Clip(s, 64) }
 
 func TextParam(v url.Values, name string) (string, error) {
 	s := strings.TrimSpace(v.Get(name))

@@ -200,7 +200,7 @@ func (h *Handler) serve(c *gin.Context, sel Selection) {
 	if v := c.GetHeader("Last-Event-ID"); v != "" {
 		var err error
 		if resume, err = ParseCursor(v); err != nil {
-			ginerr.Fail(c, apierr.Invalid("Last-Event-ID", "want the id of an event of this API (an opaque cursor), got %q", clip(v)))
+			ginerr.Fail(c, apierr.Invalid("Last-Event-ID", "want the id of an event of this API (an opaque cursor), got %q", apierr.Clip(v, 64)))
 			return
 		}
 	}
@@ -428,13 +428,6 @@ func (s *sseWriter) send() error {
 		s.live = s.live[:0]
 	}
 	return nil
-}
-
-func clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return s[:64] + "..."
 }
 
 // sendBuffer is the kernel send buffer of a connection once it carries a stream: small,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // Codes of docs/api-decisions.md.
@@ -161,4 +162,17 @@ func Write(w http.ResponseWriter, err error) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(e.Status())
 	_, _ = w.Write(body)
+}
+
+// Clip shortens a client-supplied value to n runes before it goes into a message, so that
+// a huge parameter is not echoed back whole: the one rule of every face.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	r := []rune(strings.ToValidUTF8(s, ""))
+	if len(r) <= n {
+		return string(r)
+	}
+	return string(r[:n]) + "..."
 }

@@ -21,12 +21,12 @@ import (
 func LocalOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackName(r.Host) {
-			apierr.Write(w, apierr.New(apierr.Forbidden, "this server listens on a loopback address and answers only requests for localhost, 127.0.0.1 or [::1], not for Host %q (DNS rebinding protection)", clip(r.Host)))
+			apierr.Write(w, apierr.New(apierr.Forbidden, "this server listens on a loopback address and answers only requests for localhost, 127.0.0.1 or [::1], not for Host %q (DNS rebinding protection)", apierr.Clip(r.Host, 100)))
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" && o != "null" {
 			if u, err := url.Parse(o); err != nil || !loopbackName(u.Host) {
-				apierr.Write(w, apierr.New(apierr.Forbidden, "this server listens on a loopback address and answers only pages of localhost, not Origin %q (DNS rebinding protection)", clip(o)))
+				apierr.Write(w, apierr.New(apierr.Forbidden, "this server listens on a loopback address and answers only pages of localhost, not Origin %q (DNS rebinding protection)", apierr.Clip(o, 100)))
 				return
 			}
 		}
@@ -53,11 +53,4 @@ func loopbackName(hostport string) bool {
 func onLoopback(a net.Addr) bool {
 	tcp, ok := a.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
-}
-
-func clip(s string) string {
-	if len(s) > 100 {
-		return s[:100] + "..."
-	}
-	return s
 }

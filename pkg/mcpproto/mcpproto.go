@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/jsonrpc"
 )
 
@@ -81,10 +82,10 @@ func Check(h Headers, method string, params json.RawMessage) (stateless bool, er
 	known := h.Version == "" || slices.Contains(All(), h.Version)
 	switch {
 	case version != "" && h.Version != "" && h.Version != version:
-		return false, jsonrpc.Errorf(CodeHeaderMismatch, "header %s is %q, but params._meta[%q] is %q: they must be the same", HeaderProtocolVersion, Clip(h.Version, 32), MetaProtocolVersion, Clip(version, 32))
+		return false, jsonrpc.Errorf(CodeHeaderMismatch, "header %s is %q, but params._meta[%q] is %q: they must be the same", HeaderProtocolVersion, apierr.Clip(h.Version, 32), MetaProtocolVersion, apierr.Clip(version, 32))
 	case !known || version != "" && !slices.Contains(All(), version):
 		requested := cmp.Or(version, h.Version)
-		return false, jsonrpc.Errorf(CodeUnsupportedProtocolVersion, "unsupported protocol version %q (supported: %s)", Clip(requested, 32), strings.Join(All(), ", ")).
+		return false, jsonrpc.Errorf(CodeUnsupportedProtocolVersion, "unsupported protocol version %q (supported: %s)", apierr.Clip(requested, 32), strings.Join(All(), ", ")).
 			WithData(map[string]any{"supported": All(), "requested": requested})
 	}
 	if version == "" || version < Stateless {
@@ -97,10 +98,10 @@ func Check(h Headers, method string, params json.RawMessage) (stateless bool, er
 	case h.Version != version:
 		return false, jsonrpc.Errorf(CodeHeaderMismatch, "header %s is %q, but params._meta[%q] is %q: they must be the same", HeaderProtocolVersion, h.Version, MetaProtocolVersion, version)
 	case h.Method != method:
-		return false, jsonrpc.Errorf(CodeHeaderMismatch, "header %s is %q, but the method is %q: they must be the same", HeaderMethod, Clip(h.Method, 64), Clip(method, 64))
+		return false, jsonrpc.Errorf(CodeHeaderMismatch, "header %s is %q, but the method is %q: they must be the same", HeaderMethod, apierr.Clip(h.Method, 64), apierr.Clip(method, 64))
 	}
 	if name, ok := NameOf(method, params); ok && h.Name != name {
-		return false, jsonrpc.Errorf(CodeHeaderMismatch, "header %s is %q, but the request names %q: they must be the same", HeaderName, Clip(h.Name, 64), Clip(name, 64))
+		return false, jsonrpc.Errorf(CodeHeaderMismatch, "header %s is %q, but the request names %q: they must be the same", HeaderName, apierr.Clip(h.Name, 64), apierr.Clip(name, 64))
 	}
 	if caps, ok := p.Meta[MetaClientCapabilities]; !ok || len(bytes.TrimSpace(caps)) == 0 || bytes.TrimSpace(caps)[0] != '{' {
 		return false, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: _meta[%q] must be an object (the client's capabilities; {} for none)", MetaClientCapabilities)
@@ -122,16 +123,4 @@ func NameOf(method string, params json.RawMessage) (string, bool) {
 		return *p.URI, true
 	}
 	return "", false
-}
-
-// Clip shortens client-supplied text to n runes before it goes into a message.
-func Clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "..."
 }

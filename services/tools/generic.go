@@ -126,7 +126,7 @@ func checkParameters(ps []string) error {
 			for _, c := range canon.Parameters() {
 				known = append(known, c.ID)
 			}
-			return userErrorf("parameters: unknown parameter id %q (known: %s)", clip(p), strings.Join(known, ", "))
+			return userErrorf("parameters: unknown parameter id %q (known: %s)", apierr.Clip(p, 80), strings.Join(known, ", "))
 		}
 	}
 	return nil
@@ -438,7 +438,7 @@ func (ts *toolset) listStations(ctx context.Context, req *mcp.CallToolRequest, i
 		f.Feed, f.FeedFrom = s, "params._meta."+MetaFeedSlug
 	}
 	if f.DataType != "" && !canon.IsParameter(f.DataType) {
-		return StationList{}, "", userErrorf("data_type: unknown parameter id %q", clip(f.DataType))
+		return StationList{}, "", userErrorf("data_type: unknown parameter id %q", apierr.Clip(f.DataType, 80))
 	}
 	limit, page := DefaultStationsLimit, 1
 	if in.Limit != nil {

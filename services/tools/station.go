@@ -125,7 +125,7 @@ func (ts *toolset) station(ctx context.Context, req *mcp.CallToolRequest, arg Ta
 
 func (ts *toolset) lookup(ctx context.Context, ref stationRef) (contract.Station, error) {
 	if err := contract.ValidExternalID(ref.id); err != nil {
-		return contract.Station{}, userErrorf("%s %q is not a valid station id: %v", ref.from, clip(ref.id), err)
+		return contract.Station{}, userErrorf("%s %q is not a valid station id: %v", ref.from, apierr.Clip(ref.id, 80), err)
 	}
 	st, err := ts.store.Station(ctx, ref.id)
 	if err == nil {
@@ -143,7 +143,7 @@ func (ts *toolset) lookup(ctx context.Context, ref stationRef) (contract.Station
 			return st, nil
 		}
 	}
-	return contract.Station{}, codedErrorf(apierr.SensorNotFound, "station %q (from %s) not found in service %q; use %s to find station ids", clip(ref.id), ref.from, ts.service, ts.name(ToolListStations))
+	return contract.Station{}, codedErrorf(apierr.SensorNotFound, "station %q (from %s) not found in service %q; use %s to find station ids", apierr.Clip(ref.id, 80), ref.from, ts.service, ts.name(ToolListStations))
 }
 
 // bySensorID finds the station whose sensor id is u. Stations are few per service (tens
@@ -159,14 +159,4 @@ func (ts *toolset) bySensorID(ctx context.Context, u uuid.UUID) (contract.Statio
 		}
 	}
 	return contract.Station{}, false, nil
-}
-
-// clip shortens a caller's value for an error message.
-func clip(s string) string {
-	const max = 80
-	r := []rune(s)
-	if len(r) <= max {
-		return s
-	}
-	return string(r[:max]) + "..."
 }
