@@ -19,9 +19,9 @@ func OwnProjects(st catalog.Store) func(ctx context.Context, owner uuid.UUID) (a
 		if err != nil {
 			return nil, err
 		}
-		out := projectList{Projects: make([]projectJSON, len(ps)), Pagination: contract.NewPagination(f.Page, f.Limit, total)}
+		out := projectList{Projects: make([]catalog.ProjectRecord, len(ps)), Pagination: contract.NewPagination(f.Page, f.Limit, total)}
 		for i := range ps {
-			out.Projects[i] = projectView(&ps[i])
+			out.Projects[i] = ps[i].Record()
 		}
 		return out, nil
 	}

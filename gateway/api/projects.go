@@ -63,9 +63,9 @@ func (h *handlers) listProjects(mine bool) gin.HandlerFunc {
 			fail(c, storeErr("list projects", err))
 			return
 		}
-		out := projectList{Projects: make([]projectJSON, len(ps)), Pagination: contract.NewPagination(f.Page, f.Limit, total)}
+		out := projectList{Projects: make([]catalog.ProjectRecord, len(ps)), Pagination: contract.NewPagination(f.Page, f.Limit, total)}
 		for i := range ps {
-			out.Projects[i] = projectView(&ps[i])
+			out.Projects[i] = ps[i].Record()
 		}
 		writeJSON(c, out)
 	}
@@ -95,5 +95,5 @@ func (h *handlers) project(c *gin.Context) {
 		fail(c, apierr.New(apierr.Forbidden, "project %q is private", sensorquery.Clip(ref)))
 		return
 	}
-	writeJSON(c, projectView(&p))
+	writeJSON(c, p.Record())
 }

@@ -47,9 +47,9 @@ func (h *handlers) service(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	providers := make([]providerRef, len(s.Providers))
+	providers := make([]catalog.ProviderRef, len(s.Providers))
 	for i, slug := range s.Providers {
-		providers[i] = providerRef{Slug: slug, Name: names[slug]}
+		providers[i] = catalog.ProviderRef{Slug: slug, Name: names[slug]}
 	}
 	var last *contract.Time
 	if s.LastIngestAt != nil {

@@ -157,53 +157,20 @@ type sensorList struct {
 	Pagination contract.Pagination `json:"pagination"`
 }
 
-// providerRef is a project's provider.
-type providerRef struct {
-	Slug string `json:"slug"`
-	Name string `json:"name"`
-}
-
-// projectJSON is a project (feed) record (docs/api-decisions.md "Services and projects").
-type projectJSON struct {
-	ID              string        `json:"id"`
-	Slug            string        `json:"slug"`
-	Name            string        `json:"name"`
-	Description     string        `json:"description"`
-	Provider        providerRef   `json:"provider"`
-	Domain          string        `json:"domain"`
-	TemporalPattern string        `json:"temporal_pattern"`
-	FeedType        string        `json:"feed_type"`
-	ServiceID       string        `json:"service_id"`
-	SensorCount     int           `json:"sensor_count"`
-	OwnerID         string        `json:"owner_id"`
-	Visibility      string        `json:"visibility"`
-	CreatedAt       contract.Time `json:"created_at"`
-}
-
-func projectView(p *catalog.Project) projectJSON {
-	return projectJSON{
-		ID: p.ID.String(), Slug: p.Slug, Name: p.Name, Description: p.Description,
-		Provider: providerRef{Slug: p.ProviderSlug, Name: p.ProviderName},
-		Domain:   p.Domain, TemporalPattern: p.TemporalPattern, FeedType: p.FeedType,
-		ServiceID: p.ServiceID, SensorCount: p.SensorCount, OwnerID: p.OwnerID.String(),
-		Visibility: p.Visibility, CreatedAt: contract.Time{Time: p.CreatedAt},
-	}
-}
-
 type projectList struct {
-	Projects   []projectJSON       `json:"projects"`
-	Pagination contract.Pagination `json:"pagination"`
+	Projects   []catalog.ProjectRecord `json:"projects"`
+	Pagination contract.Pagination     `json:"pagination"`
 }
 
 // serviceMetaJSON is /services/:id: the record plus what the service said about itself.
 type serviceMetaJSON struct {
 	catalog.ServiceRecord
-	Version      string         `json:"version"`
-	Providers    []providerRef  `json:"providers"`
-	Feeds        []string       `json:"feeds"`
-	Tools        []string       `json:"tools"`
-	SensorCount  int            `json:"sensor_count"`
-	LastIngestAt *contract.Time `json:"last_ingest_at"`
+	Version      string                `json:"version"`
+	Providers    []catalog.ProviderRef `json:"providers"`
+	Feeds        []string              `json:"feeds"`
+	Tools        []string              `json:"tools"`
+	SensorCount  int                   `json:"sensor_count"`
+	LastIngestAt *contract.Time        `json:"last_ingest_at"`
 }
 
 func nonNil(s []string) []string {

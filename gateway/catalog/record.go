@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
 // SensorRecord is a sensor in the wire form of docs/spec.md 2.1, shared by the REST API and the
@@ -56,6 +57,41 @@ func (s *Sensor) Registry() RegistryRecord {
 		Status: s.Status, DataTypes: s.DataTypesOrEmpty(), ProviderSlug: s.ProviderSlug,
 		FeedID: IDString(s.FeedID), ConnectedService: s.ServiceID,
 		Latitude: s.Latitude, Longitude: s.Longitude, DistanceKM: RoundKM(s.DistanceKM),
+	}
+}
+
+// ProviderRef names a provider: a project's, a service's, or one the catalog counts.
+type ProviderRef struct {
+	Slug string `json:"slug" jsonschema:"Provider slug"`
+	Name string `json:"name" jsonschema:"Provider name"`
+}
+
+// ProjectRecord is a project (feed) in its wire form (docs/api-decisions.md "Services and
+// projects"), for GET /projects, /projects/:id and the tool describe_project alike.
+type ProjectRecord struct {
+	ID              string        `json:"id" jsonschema:"Project (feed) UUID"`
+	Slug            string        `json:"slug" jsonschema:"Project slug; the feed_slug injected into service tool calls"`
+	Name            string        `json:"name" jsonschema:"Name"`
+	Description     string        `json:"description" jsonschema:"Description"`
+	Provider        ProviderRef   `json:"provider" jsonschema:"The provider"`
+	Domain          string        `json:"domain" jsonschema:"Domain"`
+	TemporalPattern string        `json:"temporal_pattern" jsonschema:"Temporal pattern"`
+	FeedType        string        `json:"feed_type" jsonschema:"Feed type"`
+	ServiceID       string        `json:"service_id" jsonschema:"Backing service id"`
+	SensorCount     int           `json:"sensor_count" jsonschema:"Sensors of the project"`
+	OwnerID         string        `json:"owner_id" jsonschema:"Owner UUID"`
+	Visibility      string        `json:"visibility" jsonschema:"public or private"`
+	CreatedAt       contract.Time `json:"created_at" jsonschema:"Creation time (ISO 8601 UTC)"`
+}
+
+// Record returns p in its wire form.
+func (p *Project) Record() ProjectRecord {
+	return ProjectRecord{
+		ID: p.ID.String(), Slug: p.Slug, Name: p.Name, Description: p.Description,
+		Provider: ProviderRef{Slug: p.ProviderSlug, Name: p.ProviderName},
+		Domain:   p.Domain, TemporalPattern: p.TemporalPattern, FeedType: p.FeedType,
+		ServiceID: p.ServiceID, SensorCount: p.SensorCount, OwnerID: p.OwnerID.String(),
+		Visibility: p.Visibility, CreatedAt: contract.Time{Time: p.CreatedAt},
 	}
 }
 

@@ -35,42 +35,14 @@ func (h *Handler) newProjectTools() (*toolSet, error) {
 }
 
 // providerRef names a provider: a project's, or one counted by describe_catalog.
-type providerRef struct {
-	Slug string `json:"slug" jsonschema:"Provider slug"`
-	Name string `json:"name" jsonschema:"Provider name"`
-}
+type providerRef = catalog.ProviderRef
 
-type projectRecord struct {
-	ID              string      `json:"id" jsonschema:"Project (feed) UUID"`
-	Slug            string      `json:"slug" jsonschema:"Project slug; the feed_slug injected into service tool calls"`
-	Name            string      `json:"name" jsonschema:"Name"`
-	Description     string      `json:"description" jsonschema:"Description"`
-	Provider        providerRef `json:"provider" jsonschema:"The provider"`
-	Domain          string      `json:"domain" jsonschema:"Domain"`
-	TemporalPattern string      `json:"temporal_pattern" jsonschema:"Temporal pattern"`
-	FeedType        string      `json:"feed_type" jsonschema:"Feed type"`
-	ServiceID       string      `json:"service_id" jsonschema:"Backing service id; its tools are listed beside the project tools"`
-	SensorCount     int         `json:"sensor_count" jsonschema:"Sensors of the project"`
-	Visibility      string      `json:"visibility" jsonschema:"public or private"`
-	CreatedAt       *string     `json:"created_at,omitempty" jsonschema:"Creation time (ISO 8601 UTC)"`
-}
+// projectRecord is the project as REST's GET /projects/:id gives it.
+type projectRecord = catalog.ProjectRecord
 
 func runDescribeProject(ctx context.Context, cc *callCtx, _ noArgs) (string, projectRecord, error) {
-	var none projectRecord
 	p := cc.scope.project
-	id := p.ID
-	n, err := cc.h.store.ListSensors(ctx, catalog.SensorFilter{FeedID: &id, Page: 1, Limit: 1})
-	if err != nil {
-		return "", none, fmt.Errorf("count project sensors: %w", err)
-	}
-	out := projectRecord{
-		ID: p.ID.String(), Slug: p.Slug, Name: p.Name, Description: p.Description,
-		Provider: providerRef{Slug: p.ProviderSlug, Name: p.ProviderName},
-		Domain:   p.Domain, TemporalPattern: p.TemporalPattern, FeedType: p.FeedType,
-		ServiceID: p.ServiceID, SensorCount: n.Total, Visibility: p.Visibility,
-		CreatedAt: timeString(&p.CreatedAt),
-	}
-	return fmt.Sprintf("Project %s (%s): %d sensors from %s, served by %s.", p.Name, p.Slug, n.Total, orDash(p.ProviderName), orDash(p.ServiceID)), out, nil
+	return fmt.Sprintf("Project %s (%s): %d sensors from %s, served by %s.", p.Name, p.Slug, p.SensorCount, orDash(p.ProviderName), orDash(p.ServiceID)), p.Record(), nil
 }
 
 type projectSensorsArgs struct {
