@@ -113,6 +113,11 @@ func TestRulesRefuseWhatCanNeverFire(t *testing.T) {
 			a.text = string(raw)
 			if a.status == http.StatusCreated {
 				_ = json.Unmarshal(raw, &a.rule)
+				return a
+			}
+			var e struct{ Error, Code string }
+			if json.Unmarshal(raw, &e) == nil && e.Code != "" {
+				a.text = e.Error + " (" + e.Code + ")" // as the tool's error result words it
 			}
 			return a
 		}
