@@ -76,8 +76,10 @@ vet:
 fmt:
 	gofmt -l -w pkg gateway services deploy scripts examples
 
-# lint: gofmt and go vet always; golangci-lint (.golangci.yml) too when it is installed.
+# lint: the README check (scripts/readme-check.sh: every go.mod requirement and package
+# directory named), gofmt and go vet always; golangci-lint (.golangci.yml) too when installed.
 lint: vet
+	@scripts/readme-check.sh
 	@test -z "$$(gofmt -l pkg gateway services deploy scripts examples)" || (echo "gofmt would change:"; gofmt -l pkg gateway services deploy scripts examples; exit 1)
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./pkg/... ./gateway/... ./services/...; \
 	else echo "lint: golangci-lint not installed, ran gofmt and go vet only"; fi

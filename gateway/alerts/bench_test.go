@@ -22,7 +22,7 @@ import (
 func benchRules(n int, sensors []string, r *rand.Rand) []Rule {
 	out := make([]Rule, n)
 	for i := range out {
-		ru := Rule{ID: fmt.Sprint(i), keyID: "k", Condition: Condition{Parameter: "pm25", Op: OpAbove, Value: ptr(float64(r.IntN(100)))}}
+		ru := Rule{ID: fmt.Sprint(i), keyID: "k", Condition: Condition{Parameter: "pm2_5_ug_per_m3", Op: OpAbove, Value: ptr(float64(r.IntN(100)))}}
 		lat, lon := r.Float64()*140-70, r.Float64()*340-170
 		switch i % 3 {
 		case 0:
@@ -58,7 +58,7 @@ func BenchmarkEvaluatePerReading10kRules(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		k := i % len(sensors)
 		lat, lon := pos[k][0], pos[k][1]
-		rd := reading{SensorID: sensors[k], At: now.Add(time.Duration(i) * time.Second), Values: map[string]float64{"pm25": float64(i % 120)}, Lat: &lat, Lon: &lon}
+		rd := reading{SensorID: sensors[k], At: now.Add(time.Duration(i) * time.Second), Values: map[string]float64{"pm2_5_ug_per_m3": float64(i % 120)}, Lat: &lat, Lon: &lon}
 		buf = rs.match(buf[:0], rd, nil)
 		matched += len(buf)
 		st := states[rd.SensorID]
@@ -104,7 +104,7 @@ func BenchmarkCommitToFirstAttempt1kRules(b *testing.B) {
 	}
 	for i := 0; i < nRules; i++ {
 		r, err := CreateRequest{Name: "b", Target: Target{SensorIDs: []string{sensors[i%nSensors]}},
-			Condition: Condition{Parameter: "pm25", Op: OpAbove, Value: ptr(35)}, For: "PT0S", WebhookURL: rc.URL}.validate()
+			Condition: Condition{Parameter: "pm2_5_ug_per_m3", Op: OpAbove, Value: ptr(35)}, For: "PT0S", WebhookURL: rc.URL}.validate()
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
@@ -79,9 +80,45 @@ func newAPI(t *testing.T, postgres bool, quotas Quotas) *apiEnv {
 	for _, rt := range h.Routes() {
 		v1.Handle(rt.Method, rt.Path, rt.Handler)
 	}
+	seedCatalog(t, cat)
+	h.Resolve, h.Projects = catalog.NewResolver(cat, -1).Resolve, cat
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	return &apiEnv{cat: cat, st: st, url: srv.URL + "/api/v1", a: a}
+}
+
+// The catalog the rules' targets resolve against: two sensors of one service (sensorA,
+// external id "AQ-1", and sensorB, "AQ-2") in the public feed projectP, and alice's private
+// project privateP.
+const (
+	projectP = "7b2e9c74-5e60-5c77-9f5d-3e7c2a4d9b33"
+	privateP = "8c3fad85-6f71-5d88-8a6e-4f8d3b5eac44"
+)
+
+func seedCatalog(t *testing.T, cat *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	pid := uuid.MustParse(projectP)
+	sensor := func(id, ext string, lat float64) catalog.Sensor {
+		return catalog.Sensor{ID: uuid.MustParse(id), ExternalID: ext, Name: "Station " + ext, SensorType: "air_quality",
+			ProviderSlug: "test", FeedSlug: "aq-feed", FeedID: &pid, Latitude: &lat, Longitude: ptr(2.35)}
+	}
+	if _, err := cat.Sync(ctx, catalog.SyncBatch{
+		Service:   catalog.Service{ID: "airquality", Name: "airquality"},
+		Providers: []catalog.Provider{{Slug: "test", Name: "Test provider"}},
+		Projects:  []catalog.Project{{ID: pid, Slug: "aq-feed", Name: "AQ feed", ProviderSlug: "test", ServiceID: "airquality"}},
+		Sensors:   []catalog.Sensor{sensor(sensorA, "AQ-1", 48.85), sensor(sensorB, "AQ-2", 48.9)},
+		Full:      true,
+	}); err != nil {
+		t.Fatalf("sync the catalog: %v", err)
+	}
+	if _, err := cat.CreateUser(ctx, catalog.User{ID: auth.OwnerID("alice"), Name: "alice"}); err != nil && !errors.Is(err, catalog.ErrConflict) {
+		t.Fatal(err)
+	}
+	if _, err := cat.CreateProject(ctx, catalog.Project{ID: uuid.MustParse(privateP), Slug: "alice-private", Name: "Alice's",
+		OwnerID: auth.OwnerID("alice"), Visibility: catalog.VisibilityPrivate}); err != nil {
+		t.Fatalf("private project: %v", err)
+	}
 }
 
 // key stores a development key of plan for a fresh owner and returns its secret and id.

@@ -22,7 +22,7 @@ func feed(t *testing.T, r *Rule, values ...float64) []string {
 	var got []string
 	for i, v := range values {
 		at := t0.Add(time.Duration(i) * time.Minute)
-		_, evs := evaluate([]*Rule{r}, states, reading{SensorID: "s", At: at, Values: map[string]float64{"pm25": v}}, at)
+		_, evs := evaluate([]*Rule{r}, states, reading{SensorID: "s", At: at, Values: map[string]float64{"pm2_5_ug_per_m3": v}}, at)
 		for _, e := range evs {
 			if e.Value == nil || *e.Value != v || e.RuleID != "r1" || e.SensorID != "s" || !e.ReadingTimestamp.Equal(at) || !e.webhook {
 				t.Fatalf("event %+v does not describe reading %d (%g at %s)", e, i, v, at)
@@ -34,7 +34,7 @@ func feed(t *testing.T, r *Rule, values ...float64) []string {
 }
 
 func TestThresholdHoldsForTheDurationBeforeFiring(t *testing.T) {
-	r := rule(Condition{Parameter: "pm25", Op: OpAbove, Value: ptr(35)}, 2*time.Minute)
+	r := rule(Condition{Parameter: "pm2_5_ug_per_m3", Op: OpAbove, Value: ptr(35)}, 2*time.Minute)
 	// Above at 0, 1, 2 min: fires at 2 (held 2 min); back to 20 resolves.
 	if got := feed(t, r, 40, 41, 42, 43, 20); !equal(got, StateFiring, StateResolved) {
 		t.Fatalf("events %v, want firing then resolved", got)
@@ -46,17 +46,17 @@ func TestThresholdHoldsForTheDurationBeforeFiring(t *testing.T) {
 }
 
 func TestHysteresisStopsFlapping(t *testing.T) {
-	r := rule(Condition{Parameter: "pm25", Op: OpAbove, Value: ptr(35)}, 0)
+	r := rule(Condition{Parameter: "pm2_5_ug_per_m3", Op: OpAbove, Value: ptr(35)}, 0)
 	// Dancing between 34 and 36 around 35 (default margin 5% = 1.75): one firing, no resolve
 	// until 33.25 or below.
 	if got := feed(t, r, 36, 34, 36, 34, 36, 33.9, 33); !equal(got, StateFiring, StateResolved) {
 		t.Fatalf("events %v, want one firing and one resolved", got)
 	}
-	r = rule(Condition{Parameter: "pm25", Op: OpBelow, Value: ptr(10), Hysteresis: ptr(0)}, 0)
+	r = rule(Condition{Parameter: "pm2_5_ug_per_m3", Op: OpBelow, Value: ptr(10), Hysteresis: ptr(0)}, 0)
 	if got := feed(t, r, 9, 10, 9, 11); !equal(got, StateFiring, StateResolved, StateFiring, StateResolved) {
 		t.Fatalf("events %v with hysteresis 0, want every crossing", got)
 	}
-	r = rule(Condition{Parameter: "pm25", Op: OpOutside, Min: ptr(0), Max: ptr(100)}, 0)
+	r = rule(Condition{Parameter: "pm2_5_ug_per_m3", Op: OpOutside, Min: ptr(0), Max: ptr(100)}, 0)
 	// Margin 2.5 inside each bound.
 	if got := feed(t, r, 50, 101, 99, 98, 97, -1, 1, 3); !equal(got, StateFiring, StateResolved, StateFiring, StateResolved) {
 		t.Fatalf("events %v for outside [0, 100], want two firings each resolved", got)
@@ -64,7 +64,7 @@ func TestHysteresisStopsFlapping(t *testing.T) {
 }
 
 func TestReadingWithoutTheParameterChangesNothing(t *testing.T) {
-	r := rule(Condition{Parameter: "pm25", Op: OpAbove, Value: ptr(35)}, 0)
+	r := rule(Condition{Parameter: "pm2_5_ug_per_m3", Op: OpAbove, Value: ptr(35)}, 0)
 	states := map[string]stateRow{}
 	changed, evs := evaluate([]*Rule{r}, states, reading{SensorID: "s", At: time.Now(), Values: map[string]float64{"no2": 99}}, time.Now())
 	if len(changed) != 0 || len(evs) != 0 {

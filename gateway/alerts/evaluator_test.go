@@ -26,7 +26,7 @@ func (l *memLog) add(sensor string, v float64, t time.Time) {
 	l.mu.Lock()
 	k := len(l.events) + 1
 	l.events = append(l.events, contract.Event{Pos: fmt.Sprintf("%d-0", k), SensorID: sensor, ExternalID: "X",
-		Reading: []byte(fmt.Sprintf(`{"id":"r%d","timestamp":%q,"measurements":[{"parameter":"pm25","value":%g,"unit":"µg/m³"}],"location":null}`,
+		Reading: []byte(fmt.Sprintf(`{"id":"r%d","timestamp":%q,"measurements":[{"parameter":"pm2_5_ug_per_m3","value":%g,"unit":"µg/m³"}],"location":null}`,
 			k, t.UTC().Format(time.RFC3339Nano), v))})
 	close(l.notify)
 	l.notify = make(chan struct{})
@@ -79,12 +79,16 @@ func startReplica(t testing.TB, ctx context.Context, st *Store, log *memLog, lea
 	return func() { cancel(); hub.Close(); wg.Wait() }
 }
 
-const sensorA = "5f0c7a52-3c4e-5a55-9d3b-1c5a0e2b7f11"
+// sensorA and sensorB are sensors of the tests' catalog (seedCatalog).
+const (
+	sensorA = "5f0c7a52-3c4e-5a55-9d3b-1c5a0e2b7f11"
+	sensorB = "6a1d8b63-4d5f-5b66-8e4c-2d6b1f3c8a22"
+)
 
 func newThresholdRule(t *testing.T, st *Store, key string) Rule {
 	t.Helper()
 	r, err := CreateRequest{Name: "pm25", Target: Target{SensorIDs: []string{sensorA}},
-		Condition: Condition{Parameter: "pm25", Op: OpAbove, Value: ptr(35)}, For: "PT0S"}.validate()
+		Condition: Condition{Parameter: "pm2_5_ug_per_m3", Op: OpAbove, Value: ptr(35)}, For: "PT0S"}.validate()
 	if err != nil {
 		t.Fatal(err)
 	}

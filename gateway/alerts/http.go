@@ -34,6 +34,10 @@ const (
 type Handlers struct {
 	Store *Store
 	Guard Guard
+	// Resolve finds the sensors of a sensor_ids target and Projects the project of a
+	// project_id target, when a rule is created (resolveTarget); both are required.
+	Resolve  ResolveFunc
+	Projects ProjectLookup
 	// Quota is the most rules a key may hold.
 	Quota func(id auth.Identity) int
 	// Stopping is closed when the gateway begins to shut down: open streams end with a
@@ -100,11 +104,15 @@ func (h *Handlers) create(c *gin.Context) {
 	c.JSON(http.StatusCreated, out)
 }
 
-// Create checks req (fields, the webhook's address, the key's quota) and stores the rule
-// for id's key: the one path of POST /alerts/rules and the MCP tool create_alert_rule.
+// Create checks req (fields, that its sensors and project exist for id's key, the
+// webhook's address, the key's quota) and stores the rule for id's key: the one path of
+// POST /alerts/rules and the MCP tool create_alert_rule.
 func (h *Handlers) Create(ctx context.Context, id auth.Identity, req CreateRequest) (Created, error) {
 	r, err := req.validate()
 	if err != nil {
+		return Created{}, err
+	}
+	if err := h.resolveTarget(ctx, id, &r); err != nil {
 		return Created{}, err
 	}
 	if r.WebhookURL != "" {

@@ -18,7 +18,7 @@ func TestRulesCRUDPerKey(t *testing.T) {
 		bob, _ := e.key(t, "bob", "")
 		body := map[string]any{"name": "pm2.5 near the school",
 			"target":    map[string]any{"near": map[string]any{"lat": 48.85, "lon": 2.35, "radius_km": 10}},
-			"condition": map[string]any{"parameter": "pm25", "op": "above", "value": 35},
+			"condition": map[string]any{"parameter": "pm2_5_ug_per_m3", "op": "above", "value": 35},
 			"for":       "PT1H", "webhook_url": "http://127.0.0.1:9/hook"}
 		var got Created
 		if code := e.call(t, alice, http.MethodPost, "/alerts/rules", body, &got); code != http.StatusCreated {
@@ -59,7 +59,7 @@ func TestBadRulesNameTheField(t *testing.T) {
 	eachDialect(t, func(t *testing.T, pg bool) {
 		e := newAPI(t, pg, Quotas{"default": 5})
 		key, _ := e.key(t, "carol", "")
-		ok := `"name":"n","target":{"sensor_ids":["5f0c7a52-3c4e-5a55-9d3b-1c5a0e2b7f11"]},"condition":{"parameter":"pm25","op":"above","value":1},"for":"PT0S"`
+		ok := `"name":"n","target":{"sensor_ids":["5f0c7a52-3c4e-5a55-9d3b-1c5a0e2b7f11"]},"condition":{"parameter":"pm2_5_ug_per_m3","op":"above","value":1},"for":"PT0S"`
 		for _, c := range []struct{ body, field string }{
 			{`{` + strings.Replace(ok, `"name":"n"`, `"name":""`, 1) + `}`, `"name"`},
 			{`{` + strings.Replace(ok, `"sensor_ids":["5f0c7a52-3c4e-5a55-9d3b-1c5a0e2b7f11"]`, `"sensor_ids":["x"]`, 1) + `}`, `"target.sensor_ids"`},
@@ -69,7 +69,7 @@ func TestBadRulesNameTheField(t *testing.T) {
 			{`{` + strings.Replace(ok, `"op":"above"`, `"op":"over"`, 1) + `}`, `"condition.op"`},
 			{`{` + strings.Replace(ok, `"value":1`, `"min":1`, 1) + `}`, `"condition.value"`},
 			{`{` + strings.Replace(ok, `"op":"above","value":1`, `"op":"outside","min":5,"max":1`, 1) + `}`, `"condition.min"`},
-			{`{` + strings.Replace(ok, `"parameter":"pm25",`, ``, 1) + `}`, `"condition.parameter"`},
+			{`{` + strings.Replace(ok, `"parameter":"pm2_5_ug_per_m3",`, ``, 1) + `}`, `"condition.parameter"`},
 			{`{` + strings.Replace(ok, `"PT0S"`, `"1 hour"`, 1) + `}`, `"for"`},
 			{`{` + strings.Replace(ok, `"PT0S"`, `"P1M"`, 1) + `}`, `"for"`},
 			{`{` + ok + `,"webhook_url":"ftp://example.org/x"}`, `"webhook_url"`},
@@ -105,7 +105,7 @@ func TestQuotaPerPlan(t *testing.T) {
 		e := newAPI(t, pg, Quotas{"free": 2, "default": 3})
 		free, _ := e.key(t, "dave", "free")
 		other, _ := e.key(t, "erin", "")
-		body := `{"name":"n","target":{"project_id":"5f0c7a52-3c4e-5a55-9d3b-1c5a0e2b7f11"},"condition":{"op":"stale"},"for":"PT0S"}`
+		body := `{"name":"n","target":{"project_id":"` + projectP + `"},"condition":{"op":"stale"},"for":"PT0S"}`
 		for i := 0; i < 2; i++ {
 			if code := e.call(t, free, http.MethodPost, "/alerts/rules", body, nil); code != http.StatusCreated {
 				t.Fatalf("rule %d: %d", i, code)

@@ -11,9 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/freshness"
 )
 
@@ -42,6 +41,10 @@ const DefaultHysteresis = 0.05
 
 // MaxSensorIDs bounds a target's sensor list.
 const MaxSensorIDs = 1000
+
+// MaxFor bounds a rule's for: a condition that must hold longer than a week is not an
+// alert, and the services keep far less of their logs than that.
+const MaxFor = 7 * 24 * time.Hour
 
 // Target says which sensors a rule watches: exactly one of its fields is set.
 type Target struct {
@@ -117,8 +120,9 @@ type CreateRequest struct {
 	WebhookURL string    `json:"webhook_url"`
 }
 
-// validate checks r and returns the rule it describes (without id, key or secret), or an
-// error naming the field at fault.
+// validate checks the form of r and returns the rule it describes (without id, key or
+// secret), or an error naming the field at fault. Whether its sensors and project exist
+// is for Handlers.Create to find out (resolveTarget).
 func (r CreateRequest) validate() (Rule, error) {
 	name := strings.TrimSpace(r.Name)
 	if name == "" || len(name) > 200 {
@@ -136,6 +140,9 @@ func (r CreateRequest) validate() (Rule, error) {
 	d, err := freshness.ParseMaxAge(r.For)
 	if err != nil {
 		return Rule{}, apierr.Invalid("for", "want an ISO 8601 duration such as PT0S, PT15M or P1D (%v)", err)
+	}
+	if d > MaxFor {
+		return Rule{}, apierr.Invalid("for", "%q is more than P7D; want at most P7D", clip(r.For))
 	}
 	return Rule{Name: name, Target: r.Target, Condition: r.Condition, For: strings.ToUpper(strings.TrimSpace(r.For)),
 		WebhookURL: strings.TrimSpace(r.WebhookURL), forDur: d}, nil
@@ -164,8 +171,8 @@ func (t Target) validate() error {
 			return apierr.Invalid("target.sensor_ids", "at most %d sensors", MaxSensorIDs)
 		}
 		for i, id := range t.SensorIDs {
-			if _, err := uuid.Parse(id); err != nil {
-				return apierr.Invalid("target.sensor_ids", "item %d (%q) is not a sensor id (a UUID)", i, clip(id))
+			if strings.TrimSpace(id) == "" {
+				return apierr.Invalid("target.sensor_ids", "item %d is empty; want a sensor UUID or a provider's external id", i)
 			}
 		}
 	case t.BBox != nil:
@@ -181,8 +188,8 @@ func (t Target) validate() error {
 			return apierr.Invalid("target.near.radius_km", "want a radius above 0 and at most 500 km")
 		}
 	default:
-		if _, err := uuid.Parse(t.ProjectID); err != nil {
-			return apierr.Invalid("target.project_id", "%q is not a project id (a UUID)", clip(t.ProjectID))
+		if strings.TrimSpace(t.ProjectID) == "" {
+			return apierr.Invalid("target.project_id", "want a project's UUID or slug")
 		}
 	}
 	return nil
@@ -207,8 +214,12 @@ func (c Condition) validate() error {
 	default:
 		return apierr.Invalid("condition.op", "want one of above, below, outside, stale")
 	}
-	if c.Parameter == "" || len(c.Parameter) > 100 {
-		return apierr.Invalid("condition.parameter", "want the parameter the condition compares (e.g. pm25)")
+	if c.Parameter == "" {
+		return apierr.Invalid("condition.parameter", "want the canonical parameter id the condition compares (e.g. %s)", canon.PM25)
+	}
+	if !canon.IsParameter(c.Parameter) {
+		// A parameter no reading carries would never fire: refused, with where to look.
+		return apierr.Invalid("condition.parameter", "%q is not a canonical parameter id (e.g. %s; the OpenAPI schema ParameterID and the MCP tool describe_catalog list them)", clip(c.Parameter), canon.PM25)
 	}
 	if c.Hysteresis != nil && (!finite(c.Hysteresis) || *c.Hysteresis < 0) {
 		return apierr.Invalid("condition.hysteresis", "want a number >= 0")

@@ -17,7 +17,6 @@ func TestEvaluationOnEachDialect(t *testing.T) {
 		cat := openCatalog(t, pg)
 		st := openStore(t, cat)
 		newThresholdRule(t, st, "k1")
-		const sensorB = "6a1d8b63-4d5f-5b66-8e4c-2d6b1f3c8a22"
 		stale, err := CreateRequest{Name: "quiet", Target: Target{SensorIDs: []string{sensorB}}, Condition: Condition{Op: OpStale}, For: "PT0S"}.validate()
 		if err != nil {
 			t.Fatal(err)

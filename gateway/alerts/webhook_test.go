@@ -87,7 +87,7 @@ func newWebhookEnv(t *testing.T, rc *receiver, sender SenderOptions) *webhookEnv
 	cat := openCatalog(t, true)
 	st := openStore(t, cat)
 	r, err := CreateRequest{Name: "pm25", Target: Target{SensorIDs: []string{sensorA}},
-		Condition: Condition{Parameter: "pm25", Op: OpAbove, Value: ptr(35)}, For: "PT0S", WebhookURL: rc.srv.URL + "/hook"}.validate()
+		Condition: Condition{Parameter: "pm2_5_ug_per_m3", Op: OpAbove, Value: ptr(35)}, For: "PT0S", WebhookURL: rc.srv.URL + "/hook"}.validate()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,12 @@ import (
 	"log/slog"
 	"net/netip"
 
-	"github.com/google/uuid"
-
 	"github.com/sensorgate/sensorgate/gateway/alerts"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/config"
 	"github.com/sensorgate/sensorgate/gateway/store"
 	"github.com/sensorgate/sensorgate/gateway/stream"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
 )
 
 // alerting is the alert rules' wiring (docs/alerts.md): the REST handlers, the evaluator
@@ -27,7 +26,7 @@ type alerting struct {
 // newAlerts opens the alert tables in the catalog database and builds the evaluator over
 // the stream hub's live feed. On PostgreSQL the evaluating replica is the one holding an
 // advisory lock; SQLite (make run) is one process, which always evaluates.
-func newAlerts(ctx context.Context, cfg config.Config, raw *store.Store, st catalog.Store, hub *stream.Hub, log *slog.Logger) (alerting, error) {
+func newAlerts(ctx context.Context, cfg config.Config, raw *store.Store, st catalog.Store, resolver *catalog.Resolver, hub *stream.Hub, log *slog.Logger) (alerting, error) {
 	as, err := alerts.NewStore(ctx, raw.DB(), raw.Postgres(), log)
 	if err != nil {
 		return alerting{}, err
@@ -45,13 +44,12 @@ func newAlerts(ctx context.Context, cfg config.Config, raw *store.Store, st cata
 		// A development gateway lets a receiver on the same machine be tried.
 		guard.Allow = append(guard.Allow, netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"))
 	}
+	// The evaluator finds a reading's sensor (its position, feed and interval) through the
+	// one resolver too.
 	lookup := func(ctx context.Context, id string) (alerts.SensorInfo, bool, error) {
-		u, err := uuid.Parse(id)
-		if err != nil {
-			return alerts.SensorInfo{}, false, nil
-		}
-		s, err := st.Sensor(ctx, u)
-		if errors.Is(err, catalog.ErrNotFound) {
+		s, err := resolver.Resolve(ctx, id)
+		var ae *apierr.Error
+		if errors.As(err, &ae) && (ae.Code == apierr.SensorNotFound || ae.Code == apierr.InvalidParameter) {
 			return alerts.SensorInfo{}, false, nil
 		}
 		if err != nil {
@@ -64,7 +62,8 @@ func newAlerts(ctx context.Context, cfg config.Config, raw *store.Store, st cata
 		return info, true, nil
 	}
 	return alerting{
-		handlers:  &alerts.Handlers{Store: as, Guard: guard, Quota: alerts.Quotas(cfg.Alerts.Quotas).For},
+		handlers: &alerts.Handlers{Store: as, Guard: guard, Quota: alerts.Quotas(cfg.Alerts.Quotas).For,
+			Resolve: resolver.Resolve, Projects: st},
 		evaluator: alerts.NewEvaluator(alerts.EvaluatorOptions{Store: as, Hub: hub, Leader: leader, Sensors: lookup, Logger: log}),
 		sender:    alerts.NewSender(alerts.SenderOptions{Store: as, Guard: guard, Logger: log}),
 	}, nil

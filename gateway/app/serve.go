@@ -163,7 +163,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	hs := httpserver.New(httpserver.Config{Logger: log, ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout,
 		ConnContext: stream.ConnContext, OnShutdown: []func(){lv.hub.Close}})
 	stopping := hs.Stopping()
-	al, err := newAlerts(ctx, cfg, raw, st, lv.hub, log)
+	al, err := newAlerts(ctx, cfg, raw, st, resolver, lv.hub, log)
 	if err != nil {
 		return err
 	}

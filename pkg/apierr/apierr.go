@@ -44,6 +44,10 @@ const (
 	SignInFailed = "sign_in_failed"
 	// Conflict: the request contradicts the current state (rotating a revoked key).
 	Conflict = "conflict"
+	// ProjectNotFound: no project the caller may see has this id. An unknown project and
+	// another owner's private one get the same answer, so that it tells nothing of the
+	// latter (alert rule targets).
+	ProjectNotFound = "project_not_found"
 )
 
 // StoreRetryAfter is the Retry-After, in seconds, of a store_unavailable answer: long
@@ -72,6 +76,7 @@ var statusByCode = map[string]int{
 	NotSignedIn:          http.StatusUnauthorized,
 	SignInFailed:         http.StatusUnauthorized,
 	Conflict:             http.StatusConflict,
+	ProjectNotFound:      http.StatusNotFound,
 }
 
 // Known reports whether code is one of the codes above.

@@ -29,6 +29,12 @@ var client = &http.Client{Timeout: 30 * time.Second}
 
 func call(t *testing.T, method, url string, body any, out any) int {
 	t.Helper()
+	return callKey(t, devKey, method, url, body, out)
+}
+
+// callKey makes a request with key and decodes its JSON answer into out (when not nil).
+func callKey(t *testing.T, key, method, url string, body any, out any) int {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -41,7 +47,7 @@ func call(t *testing.T, method, url string, body any, out any) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("x-api-key", devKey)
+	req.Header.Set("x-api-key", key)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {

@@ -94,20 +94,6 @@ func TestMCPSubscriptions(t *testing.T) {
 	cs := connect("/api/v1/catalog/mcp")
 	as := connect("/api/v1/alerts/mcp")
 
-	// A rule that fires on the next reading of any of the sensors, made through the MCP tool.
-	res, err := as.CallTool(ctx, &sdk.CallToolParams{Name: "create_alert_rule", Arguments: map[string]any{
-		"name": "e2e", "target": map[string]any{"sensor_ids": ids},
-		"condition": map[string]any{"parameter": param, "op": "above", "value": -1e9},
-	}})
-	if err != nil || res.IsError {
-		t.Fatalf("create_alert_rule: %v %+v", err, res)
-	}
-	var rule struct{ ID string }
-	b, _ := json.Marshal(res.StructuredContent)
-	if json.Unmarshal(b, &rule) != nil || rule.ID == "" {
-		t.Fatalf("create_alert_rule gave no rule id: %s", b)
-	}
-
 	subscribe := func(cs *sdk.ClientSession, uri string) {
 		t.Helper()
 		if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
@@ -132,6 +118,25 @@ func TestMCPSubscriptions(t *testing.T) {
 		return listenRaw(t, g.url, areaURI).StatusCode == http.StatusTooManyRequests
 	})
 
+	// A rule that fires on the next reading of any of the sensors, made through the MCP tool
+	// only now that the alerts subscription holds its slot: an event raised before the
+	// subscription began would never be told to it (a listen hears of events created from
+	// its start on), and the rule fires once per sensor, so a reading between the rule and
+	// the subscription used to fire it unseen for the sensor the SSE stream then delivered.
+	res, err := as.CallTool(ctx, &sdk.CallToolParams{Name: "create_alert_rule", Arguments: map[string]any{
+		"name": "e2e", "target": map[string]any{"sensor_ids": ids},
+		"condition": map[string]any{"parameter": param, "op": "above", "value": -1e9},
+	}})
+	if err != nil || res.IsError {
+		t.Fatalf("create_alert_rule: %v %+v", err, res)
+	}
+	ruleMade := time.Now()
+	var rule struct{ ID string }
+	b, _ := json.Marshal(res.StructuredContent)
+	if json.Unmarshal(b, &rule) != nil || rule.ID == "" {
+		t.Fatalf("create_alert_rule gave no rule id: %s", b)
+	}
+
 	// Wait for the next reading of one of the sensors on SSE.
 	events, _, _ := stream.collect(t, 5*time.Second)
 	for deadline := time.Now().Add(150 * time.Second); len(events) == 0 && time.Now().Before(deadline); {
@@ -146,13 +151,23 @@ func TestMCPSubscriptions(t *testing.T) {
 	}
 	sensorURI := latestURI(ev.SensorID)
 	seen := map[string]bool{}
-	deadline := time.After(30 * time.Second)
+	// The sensor's and the area's updates follow that reading. The alert event follows the
+	// first reading the evaluator sees after it has loaded the rule (it looks for new
+	// rules every second), which may be a later reading of another sensor than the one
+	// the stream sent first: it is awaited as long as that reading was, counted from the
+	// rule's creation.
+	readingDeadline := time.After(30 * time.Second)
+	alertDeadline := time.After(time.Until(ruleMade.Add(150*time.Second)) + 30*time.Second)
 	for !seen[sensorURI] || !seen[areaURI] || !seen[alertsURI] {
 		select {
 		case u := <-updates:
 			seen[u] = true
-		case <-deadline:
-			t.Fatalf("after reading %s of sensor %s, updates came for %v; want %s, %s and %s", ev.ID, ev.SensorID, seen, sensorURI, areaURI, alertsURI)
+		case <-readingDeadline:
+			if !seen[sensorURI] || !seen[areaURI] {
+				t.Fatalf("after reading %s of sensor %s, updates came for %v; want %s and %s", ev.ID, ev.SensorID, seen, sensorURI, areaURI)
+			}
+		case <-alertDeadline:
+			t.Fatalf("%s since the rule was made, updates came for %v; want %s", time.Since(ruleMade).Round(time.Second), seen, alertsURI)
 		}
 	}
 
