@@ -91,7 +91,7 @@ func (h *handlers) project(c *gin.Context) {
 		fail(c, storeErr("project", err))
 		return
 	}
-	if p.Visibility != catalog.VisibilityPublic && p.OwnerID != who.OwnerID {
+	if !catalog.Visible(p, &who.OwnerID) {
 		fail(c, apierr.New(apierr.Forbidden, "project %q is private", sensorquery.Clip(ref)))
 		return
 	}

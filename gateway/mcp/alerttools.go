@@ -55,7 +55,7 @@ func (h *Handler) newAlertTools() (*toolSet, error) {
 		Description: "Watch sensors for a condition and be told when it holds: events go to " + AlertEventsURI + " (subscribe to it), " +
 			"GET /api/v1/alerts/stream and, with webhook_url, a signed webhook. A firing rule resolves once the value is back past a hysteresis margin " +
 			"(5% of the threshold unless condition.hysteresis says how far, in the parameter's unit). Rules count against the key's quota. " +
-			"Example: PM2.5 above 35 µg/m³ for an hour within 10 km: {\"name\":\"school\",\"target\":{\"near\":{\"lat\":40.7,\"lon\":-74,\"radius_km\":10}},\"condition\":{\"parameter\":\"pm25\",\"op\":\"above\",\"value\":35},\"for\":\"PT1H\"}.",
+			"Example: PM2.5 above 35 µg/m³ for an hour within 10 km: {\"name\":\"school\",\"target\":{\"near\":{\"lat\":40.7,\"lon\":-74,\"radius_km\":10}},\"condition\":{\"parameter\":\"pm2_5_ug_per_m3\",\"op\":\"above\",\"value\":35},\"for\":\"PT1H\"}.",
 		Writes: true,
 		Tweak: func(in, _ *jsonschema.Schema) {
 			in.Required = []string{"name", "target", "condition"}

@@ -341,13 +341,8 @@ func setNum(v url.Values, name string, x *float64) {
 	}
 }
 
-// mayView reports whether the caller may see a project: public, or its own.
-func (h *Handler) mayView(cc *callCtx, p catalog.Project) bool {
-	if p.Visibility != catalog.VisibilityPrivate {
-		return true
-	}
-	return cc.viewer != nil && *cc.viewer == p.OwnerID
-}
+// mayView reports whether the caller may see a project, by the one rule (catalog.Visible).
+func (h *Handler) mayView(cc *callCtx, p catalog.Project) bool { return catalog.Visible(p, cc.viewer) }
 
 // parameterInfo is a canonical parameter with its unit and meaning, as describe_sensor,
 // describe_catalog and the parameters and sensor resources show it.

@@ -111,11 +111,12 @@ func (h *Handler) ProjectMCP() gin.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		if p.Visibility == catalog.VisibilityPrivate {
-			viewer, ok := h.viewerOf(c)
-			if !ok || viewer != p.OwnerID {
-				return nil, apierr.New(apierr.Forbidden, "project %q is private to its owner", p.Slug)
-			}
+		var viewer *uuid.UUID
+		if v, ok := h.viewerOf(c); ok {
+			viewer = &v
+		}
+		if !catalog.Visible(p, viewer) {
+			return nil, apierr.New(apierr.Forbidden, "project %q is private", clip(id, 64))
 		}
 		sc := &scope{kind: "project", local: h.projectTools, project: &p}
 		if p.ServiceID != "" {

@@ -73,7 +73,7 @@ func ExportSelector(st catalog.Store, resolver *catalog.Resolver, timeout time.D
 			if err != nil {
 				return nil, catalog.StoreError("project", err)
 			}
-			if p.Visibility != catalog.VisibilityPublic && p.OwnerID != who.OwnerID {
+			if !catalog.Visible(p, &who.OwnerID) {
 				return nil, apierr.New(apierr.Forbidden, "project %q is private", Clip(ref))
 			}
 			f.FeedID = &p.ID
