@@ -72,6 +72,13 @@ const (
 	DefaultRowGroupRows = 128 << 10
 )
 
+// The codecs are shared by every file: each keeps a pool of its encoders, so that an
+// export reuses the compressor state of the last one instead of allocating its own.
+var (
+	zstdCodec   = &zstd.Codec{Level: zstd.SpeedDefault}
+	snappyCodec = &snappy.Codec{}
+)
+
 // batchRows is how many rows are handed to the Parquet writer at once.
 const batchRows = 1024
 
@@ -92,9 +99,9 @@ func NewParquet(out io.Writer, lineage bool, o ParquetOptions) (*ParquetWriter, 
 	var codec compress.Codec
 	switch o.Codec {
 	case "", "zstd":
-		codec = &zstd.Codec{Level: zstd.SpeedDefault}
+		codec = zstdCodec
 	case "snappy":
-		codec = &snappy.Codec{}
+		codec = snappyCodec
 	default:
 		return nil, fmt.Errorf("parquet: unknown codec %q", o.Codec)
 	}
