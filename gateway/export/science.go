@@ -78,6 +78,12 @@ func (o Options) parquet(c *gin.Context, ctx context.Context, runs []run, first 
 // failure before the end, the budget's included, is still a clean error answer.
 func (o Options) netCDF(c *gin.Context, ctx context.Context, runs []run, first *http.Response, q contract.ExportQuery, sensors []catalog.Sensor) {
 	stations, services := netCDFStations(sensors)
+	if len(stations) == 0 {
+		// A classic file cannot have a station dimension of length 0 (0 marks the record
+		// dimension): an export of no sensor with a feed is answered as such.
+		o.Fail(c, apierr.New(apierr.NoReadings, "no sensor of the export's selection has readings; a NetCDF file needs at least one"))
+		return
+	}
 	max := o.SpoolMax
 	if max <= 0 {
 		max = DefaultSpoolMax

@@ -250,12 +250,56 @@ func TestScienceFormatsMatchNDJSON(t *testing.T) {
 	// The 400s name the culprit.
 	for q, culprit := range map[string]string{"format=netcdf&lineage=true&": "lineage", "format=xml&": "format"} {
 		r := sget(base + "/readings/export?service=ocean&" + q + rng)
-		if r.status != 400 || !bytes.Contains(r.body, []byte(`"`+culprit+`"`)) {
+		if r.status != 400 || !bytes.Contains(r.body, []byte(`invalid parameter \"`+culprit+`\"`)) {
 			t.Errorf("%s: %d %s, want 400 naming %s", q, r.status, r.body, culprit)
 		}
 	}
 	if r := sget(base + "/readings/export?service=ocean&format=xml&" + rng); !bytes.Contains(r.body, []byte("parquet")) || !bytes.Contains(r.body, []byte("netcdf")) {
 		t.Errorf("format=xml: %s, want the allowed formats named", r.body)
+	}
+
+	// The budget runs out mid-file: spend the key's hour down to its last request, then
+	// export more than 10,000 rows as Parquet. Row 10,001 needs another request, which is
+	// refused: the file ends without its footer, so DuckDB refuses it, and the trailer
+	// says why.
+	if len(rows) <= contract.ExportRowsPerRequest {
+		t.Fatalf("%d rows: the budget check needs more than %d", len(rows), contract.ExportRowsPerRequest)
+	}
+	for {
+		r := sget(base + "/sensors/types")
+		rem, _ := strconv.Atoi(r.header.Get("x-ratelimit-remaining"))
+		if r.status != 200 {
+			t.Fatalf("burning the budget: %d %s", r.status, r.body)
+		}
+		if rem <= 1 {
+			break
+		}
+	}
+	req, _ := http.NewRequest("GET", base+"/readings/export?service=ocean&format=parquet&"+rng, nil)
+	req.Header.Set("x-api-key", devKey)
+	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("budget export: %d %v", resp.StatusCode, err)
+	}
+	if msg := resp.Trailer.Get("X-Export-Error"); !strings.HasPrefix(msg, "rate_limited: export stopped after 10000 rows") || bytes.HasSuffix(cut, []byte("PAR1")) {
+		t.Fatalf("budget export: trailer %q, %d bytes ending %q", msg, len(cut), cut[max(0, len(cut)-4):])
+	}
+	file = filepath.Join(dir, "cut.parquet")
+	if err := os.WriteFile(file, cut, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir2 := testenv.Node(t, testenv.NodePackage{Dir: filepath.Join("..", "..", "scripts", "parquet-read"), Files: []string{"read.mjs"}})
+	if out, _, err := testenv.RunIn(dir2, 3*time.Minute, nil, "node", "read.mjs", file); err == nil {
+		t.Fatalf("DuckDB read a Parquet file cut short by the budget: %.200s", out)
+	}
+	// The key's hour is spent: the next export is refused at the door, NetCDF included.
+	if r := sget(base + "/readings/export?service=ocean&format=netcdf&" + rng); r.status != 429 || !bytes.Contains(r.body, []byte("rate_limited")) {
+		t.Errorf("netcdf with the budget spent: %d %s", r.status, r.body)
 	}
 }
 
