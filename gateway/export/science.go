@@ -107,7 +107,12 @@ func (o Options) netCDF(c *gin.Context, ctx context.Context, runs []run, first *
 		case errors.Is(err, science.ErrTooLarge):
 			err = apierr.Invalid(formats.Param, "a NetCDF export holds at most %d MiB of readings and this one is larger: narrow since/until or the sensors, or use format=parquet, which streams", max>>20)
 		case st.stopErr != nil:
+			// The budget's refusal, saying where the export stopped (nothing was sent).
 			err = st.stopErr
+			var ae *apierr.Error
+			if errors.As(err, &ae) {
+				err = &apierr.Error{Code: ae.Code, Message: fmt.Sprintf("export stopped after %d rows: %s", st.rows, ae.Message)}
+			}
 		case c.Request.Context().Err() != nil:
 			c.AbortWithStatus(499)
 			return
