@@ -11,7 +11,7 @@ TESTFLAGS ?= -count=1 -timeout 20m
 prereqs:
 	@scripts/prereqs.sh
 
-.PHONY: all build run test test-short bench bench-readings bench-readings-100m vet fmt lint images clean web test-web test-security fuzz fuzz-short
+.PHONY: all build run test test-short bench bench-formats bench-parquet bench-readings bench-readings-100m vet fmt lint images clean web test-web test-security fuzz fuzz-short
 
 all: build
 
@@ -121,6 +121,17 @@ bench-readings:
 	$(GO) run ./services/runtime/cmd/readingsbench -db "$(BENCH_DB)" -stations $(BENCH_STATIONS) -per-station $(BENCH_PER) $(if $(BENCH_KEEP),-reuse) $(BENCH_FLAGS)
 bench-readings-100m:
 	$(MAKE) bench-readings BENCH_STATIONS=1000 BENCH_PER=100000
+
+# The export formats side by side (docs/formats.md "Measurements"): ndjson, csv, parquet and
+# netcdf of the same export through the gateway, readings/s, bytes per reading, CPU and
+# peak RSS of the gateway and the service. FORMATS_BENCH_DB names a kept readingsbench
+# database (see BenchmarkExportThroughGateway); without it 4 x 20,000 readings are loaded.
+# bench-parquet compares the Parquet codecs and row group sizes in process. Run them on a
+# quiet machine (load average below 1).
+bench-formats:
+	SENSORGATE_EXPORT_BENCH_DB="$(FORMATS_BENCH_DB)" scripts/testenv.sh $(GO) test -run '^$$' -bench 'ExportThroughGateway' -benchtime 1x -timeout 60m ./gateway/export/
+bench-parquet:
+	$(GO) test -run '^$$' -bench 'ParquetChoices' -benchtime 3x ./gateway/science/
 
 # Container images (deploy/docker, docs/deploy.md). `images` compiles inside the image
 # build (needs registry access for golang and distroless); `images-prebuilt` compiles static

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`'s own set-up on a Debian machine with Go: installs what the tests need and is
 # missing (PostgreSQL, Redis, Node.js and npm, chromium for the explorer's browser tests,
-# pandas and matplotlib for examples/python) with apt-get when run as root, or stops at once
+# pandas and matplotlib for examples/python, netcdf-bin, python3-netcdf4 and python3-xarray
+# for the science formats' tests) with apt-get when run as root, or stops at once
 # naming the one command to run when not; then starts the system's PostgreSQL cluster and a
 # Redis when none answers (scripts/testenv.sh starts throwaway servers when even that fails).
 # `.ci/run` has no install logic of its own: it runs `make test`, which runs this first.
@@ -28,6 +29,12 @@ missing() {
   command -v jq >/dev/null 2>&1 || echo jq # the README's curl tour (examples/curl-tour.sh)
   "$PYTHON3" -c 'import pandas' >/dev/null 2>&1 || echo python3-pandas
   "$PYTHON3" -c 'import matplotlib' >/dev/null 2>&1 || echo python3-matplotlib
+  # The science formats' readers (gateway/science, gateway/export): the netCDF-C tools,
+  # netCDF4-python and xarray; DuckDB comes from npm (scripts/parquet-read). Debian has
+  # no pyarrow, so pandas reads the NetCDF files (through xarray), not the Parquet ones.
+  command -v ncdump >/dev/null 2>&1 || echo netcdf-bin
+  "$PYTHON3" -c 'import netCDF4' >/dev/null 2>&1 || echo python3-netcdf4
+  "$PYTHON3" -c 'import xarray' >/dev/null 2>&1 || echo python3-xarray
 }
 
 mapfile -t need < <(missing)

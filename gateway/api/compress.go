@@ -24,7 +24,8 @@ const (
 // writers and compressors, Content-Length dropped, Accept-Ranges removed). Never
 // compressed: event streams (a request that accepts text/event-stream is passed by
 // untouched, so that its headers and every event are flushed at once), and what gzhttp's
-// default filter leaves out (images, archives: already compressed).
+// default filter leaves out (images, archives: already compressed), and Parquet files,
+// whose pages are compressed already (zstd).
 //
 // Validators stay right: a compressed answer's ETag gets the suffix -gzip; a client that
 // sends that tag back in If-None-Match has it stripped before the handlers compare (they
@@ -38,7 +39,8 @@ func compress(next http.Handler) http.Handler {
 		gzhttp.CompressionLevel(gzip.BestSpeed),
 		gzhttp.SuffixETag(gzipETagSuffix),
 		gzhttp.ContentTypeFilter(func(ct string) bool {
-			return !strings.HasPrefix(ct, "text/event-stream") && gzhttp.DefaultContentTypeFilter(ct)
+			return !strings.HasPrefix(ct, "text/event-stream") && !strings.HasPrefix(ct, "application/vnd.apache.parquet") &&
+				gzhttp.DefaultContentTypeFilter(ct)
 		}),
 	)
 	if err != nil { // only for invalid options, which these are not

@@ -127,6 +127,7 @@ func BenchmarkExportThroughGateway(b *testing.B) {
 	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // readingsbench's first reading
 	q := contract.ExportQuery{Since: since, Until: since.Add(contract.MaxExportDays * 24 * time.Hour)}
 
+	var readingsPerExport int64 // from the ndjson run, for the formats that are not line by line
 	for _, f := range []string{"ndjson", "csv"} {
 		b.Run(f, func(b *testing.B) {
 			direct := "http://" + oceanAddr + contract.PathExport + "?" + contract.ExportValues(ids, q, f, true).Encode()
@@ -151,6 +152,10 @@ func BenchmarkExportThroughGateway(b *testing.B) {
 				}
 			}
 			rd := float64(d.readings)
+			if f == "ndjson" {
+				readingsPerExport = d.readings / int64(b.N)
+			}
+			b.ReportMetric(float64(g.bytes)/rd, "bytes/reading")
 			b.ReportMetric(rd/d.took.Seconds(), "direct-readings/s")
 			b.ReportMetric(rd/g.took.Seconds(), "gateway-readings/s")
 			b.ReportMetric(rd/z.took.Seconds(), "gzip-readings/s")
@@ -169,6 +174,38 @@ func BenchmarkExportThroughGateway(b *testing.B) {
 			b.Logf("%s: %d readings, %d lines, %d MB an export; direct %s, through the gateway %s, gzip %s (b.N=%d)", f, d.readings/int64(b.N),
 				d.lines/int64(b.N), d.bytes/int64(b.N)>>20, (d.took / time.Duration(b.N)).Round(time.Millisecond),
 				(g.took / time.Duration(b.N)).Round(time.Millisecond), (z.took / time.Duration(b.N)).Round(time.Millisecond), b.N)
+		})
+	}
+
+	// The science formats (docs/formats.md) exist only through the gateway, which writes
+	// them from the services' CSV rows: readings/s, bytes per reading, CPU and peak RSS of
+	// both processes. `make bench-formats` runs the whole benchmark once (-benchtime 1x).
+	for _, f := range []string{"parquet", "netcdf"} {
+		b.Run(f, func(b *testing.B) {
+			if readingsPerExport == 0 {
+				b.Skip("needs the ndjson run first (its reading count)")
+			}
+			v := maps.Clone(through)
+			v.Set("format", f)
+			v.Set("since", contract.FormatTime(q.Since))
+			v.Set("until", contract.FormatTime(q.Until))
+			u := "http://" + gwAddr + "/api/v1/readings/export?" + v.Encode()
+			serviceRSS, gatewayRSS := procStatusKB(b, ocean, "VmRSS"), procStatusKB(b, gw, "VmRSS")
+			var g exportRun
+			for i := 0; i < b.N; i++ {
+				g.add(b, u, f, []string{"x-api-key", key, "Accept-Encoding", "identity"}, ocean, gw)
+			}
+			rd := float64(readingsPerExport * int64(b.N))
+			b.ReportMetric(rd/g.took.Seconds(), "gateway-readings/s")
+			b.ReportMetric(float64(g.bytes)/rd, "bytes/reading")
+			b.ReportMetric(float64(g.serviceCPU.Nanoseconds())/rd, "service-cpu-ns/reading")
+			b.ReportMetric(float64(g.gatewayCPU.Nanoseconds())/rd, "gateway-cpu-ns/reading")
+			b.ReportMetric(float64(serviceRSS)/1024, "service-rss-before-MB")
+			b.ReportMetric(float64(procStatusKB(b, ocean, "VmHWM"))/1024, "service-peak-rss-MB")
+			b.ReportMetric(float64(gatewayRSS)/1024, "gateway-rss-before-MB")
+			b.ReportMetric(float64(procStatusKB(b, gw, "VmHWM"))/1024, "gateway-peak-rss-MB")
+			b.Logf("%s: %d readings, %d MB an export, %s through the gateway (b.N=%d)", f, readingsPerExport, g.bytes/int64(b.N)>>20,
+				(g.took / time.Duration(b.N)).Round(time.Millisecond), b.N)
 		})
 	}
 }
@@ -206,7 +243,9 @@ func (r *exportRun) add(b *testing.B, u, format string, hdr []string, service, g
 	for {
 		l, err := br.ReadSlice('\n')
 		r.bytes += int64(len(l))
-		if len(l) > 0 && l[len(l)-1] == '\n' {
+		if format == "parquet" || format == "netcdf" {
+			// Binary: only the bytes count (the readings come from the ndjson run).
+		} else if len(l) > 0 && l[len(l)-1] == '\n' {
 			r.lines++
 			switch {
 			case format != "csv":

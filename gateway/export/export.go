@@ -31,6 +31,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/readings"
+	"github.com/sensorgate/sensorgate/gateway/science"
 	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -48,6 +49,13 @@ type Options struct {
 	Fail   readings.ErrorFunc
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Parquet chooses format=parquet's compression and row group size (zero: the
+	// defaults of package science).
+	Parquet science.ParquetOptions
+	// SpoolDir holds format=netcdf's temporary files (empty: the system's), at most
+	// SpoolMax bytes each (0: DefaultSpoolMax).
+	SpoolDir string
+	SpoolMax int64
 }
 
 // flushLines is how many lines pass between flushes when the service keeps sending.
@@ -71,7 +79,7 @@ func Handler(o Options) gin.HandlerFunc {
 	}
 	return func(c *gin.Context) {
 		v := c.Request.URL.Query()
-		f, err := formats.Negotiate(v, c.GetHeader("Accept"), formats.CSV, formats.NDJSON)
+		f, err := formats.Negotiate(v, c.GetHeader("Accept"), formats.CSV, formats.NDJSON, formats.Parquet, formats.NetCDF)
 		if err != nil {
 			o.Fail(c, err)
 			return
@@ -79,6 +87,10 @@ func Handler(o Options) gin.HandlerFunc {
 		q, err := contract.ParseExportQuery(v, o.Now())
 		if err != nil {
 			o.Fail(c, err)
+			return
+		}
+		if f == formats.NetCDF && q.Lineage {
+			o.Fail(c, apierr.Invalid("lineage", "lineage=true needs format csv, ndjson or parquet (a NetCDF variable holds values, not their conversions)"))
 			return
 		}
 		sensors, err := o.Select(c, v)
@@ -97,6 +109,14 @@ func Handler(o Options) gin.HandlerFunc {
 				o.Fail(c, err)
 				return
 			}
+		}
+		switch f {
+		case formats.Parquet:
+			o.parquet(c, ctx, runs, first, q)
+			return
+		case formats.NetCDF:
+			o.netCDF(c, ctx, runs, first, q, sensors)
+			return
 		}
 		hd := c.Writer.Header()
 		formats.SetHeaders(hd, f, "export")
@@ -172,6 +192,9 @@ func (o Options) open(ctx context.Context, r run, q contract.ExportQuery, f stri
 	if !ok {
 		return nil, apierr.New(apierr.UpstreamUnavailable, "service %q is not configured on this gateway", r.service)
 	}
+	if f == formats.Parquet || f == formats.NetCDF {
+		f = formats.CSV // the rows the science formats are written from (package science)
+	}
 	return c.Export(ctx, contract.ExportValues(r.ids, q, f, false))
 }
 
@@ -186,6 +209,10 @@ type stream struct {
 	header []string
 	rows   int
 	failed bool
+	// stopErr is the budget's refusal that stopped a science-format export, stopReason
+	// its message.
+	stopErr    error
+	stopReason string
 }
 
 func (s *stream) line(l string) { _, _ = io.WriteString(s.out, l) }

@@ -301,7 +301,7 @@ func TestGateway(t *testing.T) {
 		if r.Status != 200 || json.Unmarshal(r.Msg.Result, &res) != nil || res.IsError {
 			t.Fatalf("get_readings: %d %.300s", r.Status, r.Body)
 		}
-		if len(res.Content) != 2 || res.Content[1].Type != "resource_link" {
+		if len(res.Content) != 3 || res.Content[1].Type != "resource_link" || res.Content[2].MimeType != "application/vnd.apache.parquet" {
 			t.Fatalf("%d bytes, %d readings, content %+v: want a cut answer with a resource_link (the fixture gives more than 25 KB)", len(r.Body), len(res.StructuredContent.Readings), res.Content)
 		}
 		link := res.Content[1]
@@ -313,6 +313,11 @@ func TestGateway(t *testing.T) {
 		got := do(t, req)
 		if got.Status != 200 || !strings.HasPrefix(got.Header.Get("Content-Type"), "text/csv") || strings.Count(string(got.Body), "\n") <= len(res.StructuredContent.Readings) {
 			t.Errorf("GET %s: %d %s, %d lines for %d readings kept", link.URI, got.Status, got.Header.Get("Content-Type"), strings.Count(string(got.Body), "\n"), len(res.StructuredContent.Readings))
+		}
+		req, _ = http.NewRequest(http.MethodGet, res.Content[2].URI, nil)
+		req.Header.Set("x-api-key", devKey)
+		if got := do(t, req); got.Status != 200 || got.Header.Get("Content-Type") != "application/vnd.apache.parquet" || !strings.HasPrefix(string(got.Body), "PAR1") {
+			t.Errorf("GET %s: %d %s %.20q", res.Content[2].URI, got.Status, got.Header.Get("Content-Type"), got.Body)
 		}
 	})
 

@@ -23,9 +23,11 @@ const structuredBudget = MaxToolResultBytes - 5<<10
 // maxSummaryText is how much of the tool's own summary text a cut answer keeps.
 const maxSummaryText = 2000
 
-// restLink is where the whole of a too-large result is: a REST URL and its media type.
+// restLink is where the whole of a too-large result is: a REST URL and its media type;
+// parquet, for readings, the same rows as a Parquet file.
 type restLink struct {
 	uri, mime, name string
+	parquet         string
 }
 
 // fitAnswer returns answer when it is within MaxToolResultBytes, otherwise the same result
@@ -74,6 +76,9 @@ func fitAnswer(answer []byte, tool string, link restLink) []byte {
 	}
 	if link.uri != "" {
 		note += ". The whole result is at " + link.uri + " (GET with the same x-api-key), or ask this tool for less (a smaller limit, a shorter time range, fewer parameters)."
+		if link.parquet != "" {
+			note += " For a notebook: the same rows as Parquet at " + link.parquet + ", and /api/v1/readings/export takes format=parquet or format=netcdf (CF time series with QARTOD flags) for whole ranges."
+		}
 	} else {
 		note += ". Ask this tool for less (a smaller limit, a narrower filter)."
 	}
@@ -81,6 +86,10 @@ func fitAnswer(answer []byte, tool string, link restLink) []byte {
 	if link.uri != "" {
 		blocks = append(blocks, map[string]any{"type": "resource_link", "uri": link.uri, "name": link.name, "mimeType": link.mime,
 			"description": "The whole result of " + tool + " over the gateway's REST API"})
+	}
+	if link.parquet != "" {
+		blocks = append(blocks, map[string]any{"type": "resource_link", "uri": link.parquet, "name": "readings.parquet", "mimeType": "application/vnd.apache.parquet",
+			"description": "The whole result of " + tool + " as Parquet (typed columns for pandas, DuckDB, Arrow)"})
 	}
 	res["content"], _ = json.Marshal(blocks)
 	out, err := jsonrpc.NewResult(resp.ID, res)
@@ -195,7 +204,11 @@ func linkFor(base string, sc *scope, tool string, args json.RawMessage) restLink
 		} else {
 			copyArgs("parameters")
 		}
-		return restLink{uri: base + "/api/v1/sensors/" + url.PathEscape(sensor) + "/readings?" + q.Encode(), mime: "text/csv", name: "readings.csv"}
+		link := restLink{uri: base + "/api/v1/sensors/" + url.PathEscape(sensor) + "/readings?" + q.Encode(), mime: "text/csv", name: "readings.csv"}
+		// The same rows typed, for a notebook (pandas, DuckDB): docs/formats.md.
+		q.Set("format", "parquet")
+		link.parquet = base + "/api/v1/sensors/" + url.PathEscape(sensor) + "/readings?" + q.Encode()
+		return link
 	case strings.Contains(short, "sensors") || short == "describe_catalog":
 		// The REST list filters by text, type, status and provider; a tool's other
 		// filters (feed, service, area) narrow it further than the link does.

@@ -56,8 +56,13 @@ func TestFitAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := got.Result
-	if got.ID != 7 || len(r.Content) != 2 || r.Content[1].Type != "resource_link" || r.Content[1].URI != wantURI {
+	if got.ID != 7 || len(r.Content) != 3 || r.Content[1].Type != "resource_link" || r.Content[1].URI != wantURI {
 		t.Fatalf("content %+v", r.Content)
+	}
+	// The same rows as Parquet, for a notebook.
+	wantParquet := strings.Replace(wantURI, "format=csv", "format=parquet", 1)
+	if p := r.Content[2]; p.Type != "resource_link" || p.URI != wantParquet || p.MimeType != "application/vnd.apache.parquet" || !strings.Contains(r.Content[0].Text, wantParquet) {
+		t.Errorf("parquet link %+v", p)
 	}
 	kept := len(r.StructuredContent.Readings)
 	if kept == 0 || kept >= 2000 || r.StructuredContent.SensorID != "s" || r.StructuredContent.Pagination["total"] != 5000 {

@@ -1,5 +1,6 @@
 // Package render answers the gateway's readings pages, aggregates and sensor lists in the
-// formats of docs/api-decisions.md "Wave 2" (json, csv, ndjson, geojson; package
+// formats of docs/api-decisions.md "Wave 2" (json, csv, ndjson, geojson; Parquet of
+// "Science formats" through package science; package
 // pkg/formats holds the encoders and the negotiation rule). The backing services answer
 // JSON, which the gateway caches once per query whatever the format; a CSV, NDJSON or
 // GeoJSON answer is written from that JSON item by item, straight to the client.
@@ -17,6 +18,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/etag"
 	"github.com/sensorgate/sensorgate/gateway/readings"
+	"github.com/sensorgate/sensorgate/gateway/science"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
@@ -25,7 +27,7 @@ import (
 
 // Formats each answer offers; the first is the default.
 var (
-	ReadingsFormats  = []string{formats.JSON, formats.CSV, formats.NDJSON, formats.GeoJSON}
+	ReadingsFormats  = []string{formats.JSON, formats.CSV, formats.NDJSON, formats.GeoJSON, formats.Parquet}
 	AggregateFormats = []string{formats.JSON, formats.CSV, formats.NDJSON}
 	ListFormats      = []string{formats.JSON, formats.CSV, formats.NDJSON, formats.GeoJSON}
 )
@@ -161,6 +163,19 @@ func readingsPage(w io.Writer, hd http.Header, req *http.Request, body []byte, f
 			return err
 		}
 		return c.Flush()
+	case formats.Parquet:
+		// The CSV's rows, typed (package science); the page's paging is in the headers.
+		pw, err := science.NewParquet(w, false, science.ParquetOptions{})
+		if err != nil {
+			return err
+		}
+		err = eachReading(p.Readings, func(r readingRow) error {
+			return pw.Reading(p.SensorID, p.ExternalID, r.Timestamp.Time, r.Measurements, nil)
+		})
+		if err != nil {
+			return err
+		}
+		return pw.Close()
 	case formats.GeoJSON:
 		g, err := formats.NewGeoJSON(w)
 		if err != nil {

@@ -29,6 +29,10 @@ const (
 	CSV     = "csv"
 	NDJSON  = "ndjson"
 	GeoJSON = "geojson"
+	// Parquet and NetCDF are the science formats (docs/formats.md): binary files that
+	// notebooks open directly, written by the gateway's export and readings answers.
+	Parquet = "parquet"
+	NetCDF  = "netcdf"
 )
 
 // Media types of the formats.
@@ -37,12 +41,18 @@ const (
 	TypeCSV     = "text/csv; charset=utf-8"
 	TypeNDJSON  = "application/x-ndjson"
 	TypeGeoJSON = "application/geo+json"
+	TypeParquet = "application/vnd.apache.parquet"
+	TypeNetCDF  = "application/x-netcdf"
 )
 
 // Param is the query parameter that names a format.
 const Param = "format"
 
-var mediaTypes = map[string]string{JSON: TypeJSON, CSV: TypeCSV, NDJSON: TypeNDJSON, GeoJSON: TypeGeoJSON}
+var mediaTypes = map[string]string{JSON: TypeJSON, CSV: TypeCSV, NDJSON: TypeNDJSON, GeoJSON: TypeGeoJSON,
+	Parquet: TypeParquet, NetCDF: TypeNetCDF}
+
+// attachments are the formats answered as a file to save, with its extension.
+var attachments = map[string]string{CSV: ".csv", Parquet: ".parquet", NetCDF: ".nc"}
 
 // acceptNames maps the media types a client may send in Accept to the format they ask for.
 var acceptNames = map[string]string{
@@ -51,6 +61,8 @@ var acceptNames = map[string]string{
 	"application/x-ndjson": NDJSON,
 	"application/ndjson":   NDJSON,
 	"application/geo+json": GeoJSON,
+	TypeParquet:            Parquet,
+	TypeNetCDF:             NetCDF,
 }
 
 // ContentType is the Content-Type header value of format f.
@@ -147,14 +159,14 @@ func isAllowed(f string, allowed []string) bool {
 	return false
 }
 
-// SetHeaders sets the Content-Type of format f and, for CSV, a Content-Disposition
-// attachment named filename (base name; its extension is added). Every answer varies by
-// Accept, since Accept can choose the format.
+// SetHeaders sets the Content-Type of format f and, for CSV, Parquet and NetCDF, a
+// Content-Disposition attachment named filename (base name; its extension is added).
+// Every answer varies by Accept, since Accept can choose the format.
 func SetHeaders(h http.Header, f, filename string) {
 	h.Set("Content-Type", ContentType(f))
 	h.Add("Vary", "Accept")
-	if f == CSV {
-		h.Set("Content-Disposition", `attachment; filename="`+SafeName(filename)+`.csv"`)
+	if ext, ok := attachments[f]; ok {
+		h.Set("Content-Disposition", `attachment; filename="`+SafeName(filename)+ext+`"`)
 	}
 }
 

@@ -1,6 +1,6 @@
 // The sensor panel: who the sensor is, its latest measurements (canonical units, with the
 // original value and unit on hover: lineage), age and stale flag, the history chart, the
-// raw payload and a CSV download of the chosen range.
+// raw payload and a download of the chosen range (CSV, Parquet, NetCDF).
 import {
   ApiError,
   firstArray,
@@ -145,6 +145,10 @@ export class Panel {
     const raw = el("pre", { id: "raw", class: "raw", hidden: "" });
     const csv = el("button", { type: "button", id: "csv" }, "Download CSV");
     const csvNote = el("span", { class: "note", id: "csv-status", role: "status" });
+    // The science formats come from the export alone (docs/formats.md): files that
+    // notebooks open directly (pandas/DuckDB for Parquet, xarray for NetCDF-CF).
+    const parquet = el("button", { type: "button", id: "download-parquet", title: "Parquet: typed columns for pandas, DuckDB, Arrow" }, "Parquet");
+    const netcdf = el("button", { type: "button", id: "download-netcdf", title: "NetCDF-CF time series with QARTOD flags for xarray, Panoply" }, "NetCDF");
 
     this.root.replaceChildren(
       el("h2", { tabindex: "-1", id: "panel-title" }, s.name || s.id),
@@ -170,7 +174,7 @@ export class Panel {
       el("div", { class: "row", role: "group", "aria-label": "Range" }, ...rangeButtons, paramSelect),
       this.chartBox,
       el("p", { class: "note", id: "chart-note" }),
-      el("div", { class: "row" }, csv, csvNote),
+      el("div", { class: "row", role: "group", "aria-label": "Download" }, csv, parquet, netcdf, csvNote),
     );
     for (const b of rangeButtons) {
       b.addEventListener("click", () => {
@@ -187,6 +191,8 @@ export class Panel {
     });
     rawButton.addEventListener("click", () => void this.toggleRaw(rawButton, raw));
     csv.addEventListener("click", () => void this.downloadCSV(csvNote));
+    parquet.addEventListener("click", () => void this.downloadExport("parquet", csvNote));
+    netcdf.addEventListener("click", () => void this.downloadExport("netcdf", csvNote));
     this.renderAge();
   }
 
@@ -336,6 +342,36 @@ export class Panel {
       }
     }
     const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
+    const a = el("a", { href: url, download: name, hidden: "" });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+    status.textContent = `Downloaded ${name}.`;
+  }
+
+  /** downloadExport fetches the chosen range from the export in a science format (parquet
+   * or netcdf) with the key in the header and hands the file to the browser. */
+  private async downloadExport(format: "parquet" | "netcdf", status: HTMLElement): Promise<void> {
+    const s = this.sensor;
+    if (!s) return;
+    const { days } = rangeQuery[this.opts.range];
+    const until = new Date();
+    const since = new Date(until.getTime() - days * 86400000);
+    const ext = format === "parquet" ? "parquet" : "nc";
+    const name = `${s.external_id || s.id}-${this.opts.range}.${ext}`.replace(/[^A-Za-z0-9._-]/g, "_");
+    status.textContent = `Preparing ${format === "parquet" ? "Parquet" : "NetCDF"}…`;
+    let blob: Blob;
+    try {
+      const resp = await request(
+        "/api/v1/readings/export" + qs({ sensor_ids: s.id, since: since.toISOString(), until: until.toISOString(), format }),
+      );
+      blob = await resp.blob();
+    } catch (err) {
+      status.textContent = `${format}: ${(err as Error).message}`;
+      return;
+    }
+    const url = URL.createObjectURL(blob);
     const a = el("a", { href: url, download: name, hidden: "" });
     document.body.append(a);
     a.click();

@@ -349,6 +349,18 @@ test("explorer in chromium", { timeout: 240000 }, async (t) => {
     writeFileSync(join(artifacts, "download.csv"), readFileSync(file));
   });
 
+  await step("Parquet and NetCDF downloads are those files", async () => {
+    for (const [id, magic, ext] of [["#download-parquet", "PAR1", ".parquet"], ["#download-netcdf", "CDF\x02", ".nc"]]) {
+      const download = page.waitForEvent("download");
+      await page.click(id);
+      const d = await download;
+      assert.ok(d.suggestedFilename().endsWith(ext), d.suggestedFilename());
+      const bytes = readFileSync(await d.path());
+      assert.equal(bytes.subarray(0, 4).toString("latin1"), magic, `${id} starts with ${magic}`);
+      writeFileSync(join(artifacts, "download" + ext), bytes);
+    }
+  });
+
   await step("a new reading appears in the panel within 5 s", async () => {
     await page.waitForFunction(
       (want) => document.getElementById("live").dataset.state === want,
