@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make test`'s own set-up on a Debian machine with Go: installs what the tests need and is
 # missing (PostgreSQL, Redis, Node.js and npm, chromium for the explorer's browser tests,
-# pandas and matplotlib for examples/python) with apt-get when run as root, or stops at once
+# pandas and matplotlib for examples/python, gdal-bin and python3-owslib for the OGC tests) with apt-get when run as root, or stops at once
 # naming the one command to run when not; then starts the system's PostgreSQL cluster and a
 # Redis when none answers (scripts/testenv.sh starts throwaway servers when even that fails).
 # `.ci/run` has no install logic of its own: it runs `make test`, which runs this first.
@@ -28,6 +28,9 @@ missing() {
   command -v jq >/dev/null 2>&1 || echo jq # the README's curl tour (examples/curl-tour.sh)
   "$PYTHON3" -c 'import pandas' >/dev/null 2>&1 || echo python3-pandas
   "$PYTHON3" -c 'import matplotlib' >/dev/null 2>&1 || echo python3-matplotlib
+  # The OGC tests' independent clients (gateway/ogc): GDAL's ogrinfo and OWSLib.
+  command -v ogrinfo >/dev/null 2>&1 || echo gdal-bin
+  "$PYTHON3" -c 'import owslib.ogcapi.features' >/dev/null 2>&1 || echo python3-owslib
 }
 
 mapfile -t need < <(missing)

@@ -22,14 +22,13 @@ const SensorsCollection = "sensors"
 const (
 	typeJSON    = "application/json"
 	typeGeoJSON = "application/geo+json"
-	typeOpenAPI = "application/vnd.oai.openapi+json;version=3.0"
+	typeOpenAPI = "application/vnd.oai.openapi+json;version=3.1"
 )
 
 // Conformance lists the classes served (docs/ogc.md says what each covers here).
 var Conformance = []string{
 	"http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
 	"http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson",
-	"http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30",
 	"http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/core",
 	"http://www.opengis.net/spec/ogcapi-common-2/1.0/conf/collections",
 	"http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/core",
@@ -37,7 +36,6 @@ var Conformance = []string{
 	"http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/json",
 	"http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/geojson",
 	"http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/covjson",
-	"http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/oas30",
 	"http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/queries",
 	"http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/position",
 	"http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/radius",
