@@ -153,7 +153,7 @@ async function main(): Promise<void> {
   // OGC API - Features and EDR (docs/ogc.md): the sensor above as a feature and, in its
   // service's EDR collection, as a location with its last day's readings.
   {
-    const svcID = sensor.connected_service;
+    const svcID = sensor.connected_service ?? "ocean";
     const lon = sensor.longitude ?? 0, lat = sensor.latitude ?? 0;
     const landing = await api.GET("/api/v1/ogc");
     report("GET /api/v1/ogc", landing.response.status, landing.response.status === 200 && (landing.data?.links.length ?? 0) > 0);
