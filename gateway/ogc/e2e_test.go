@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sensorgate/sensorgate/gateway/ogc"
 	"github.com/sensorgate/sensorgate/gateway/openapi"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/covjson/covjsontest"
@@ -24,9 +25,10 @@ import (
 
 const devKey = "sg_dev_ogc_test_key_0123456789abcdef0"
 
-// bigStations is how many stations per provider the weather service simulates: enough
-// that an area query over all of them passes the 1,000-sensor bound.
-const bigStations = 1001
+// bigStations is how many stations per provider the weather service simulates: with its
+// two simulated providers (and its fixed stations), more than an EDR query's 1,000-sensor
+// bound, which startStack checks.
+const bigStations = 501
 
 type reply struct {
 	status int
@@ -176,7 +178,7 @@ func startStack(t *testing.T) stack {
 				var l restList
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				ready = json.Unmarshal(b, &l) == nil && l.Pagination.Total > bigStations+6
+				ready = json.Unmarshal(b, &l) == nil && l.Pagination.Total > 2*bigStations+6
 			} else {
 				ready = false
 			}
@@ -190,10 +192,17 @@ func startStack(t *testing.T) stack {
 		time.Sleep(time.Second)
 	}
 	all, _ := restAll(t, s.api, "")
+	weather := 0
 	for _, x := range all {
 		if x.ConnectedService == "ocean" && x.FeedID != nil && x.Latitude != nil {
 			s.oceanSensors = append(s.oceanSensors, x)
 		}
+		if x.ConnectedService == "weather" {
+			weather++
+		}
+	}
+	if weather <= ogc.MaxSensors {
+		t.Fatalf("want more than %d weather sensors for the bounds, got %d", ogc.MaxSensors, weather)
 	}
 	if len(s.oceanSensors) < 3 {
 		t.Fatalf("want ocean sensors with a feed and a position, got %d", len(s.oceanSensors))
@@ -289,7 +298,7 @@ func sameValues(t *testing.T, what string, got, want map[string]float64) {
 }
 
 // TestOGCAgainstRESTAndClients runs the gateway in front of the ocean service (6
-// simulated buoys) and the weather service (1,001 simulated stations per provider) as
+// simulated buoys) and the weather service (501 simulated stations per provider, over 1,000 in all) as
 // processes, and reads the OGC API as GIS tools do (every exchange of the test's own client
 // checked against the OpenAPI document): the landing page, conformance and
 // collections; the sensors as features, all and by bounding box and page, equal to the
