@@ -21,6 +21,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/readings"
 	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
+	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 	"github.com/sensorgate/sensorgate/pkg/formats"
 	"github.com/sensorgate/sensorgate/pkg/ttlcache"
@@ -216,7 +217,7 @@ func (r ogcReadings) export(ctx context.Context, sensors []catalog.Sensor, w ogc
 		}
 		if err := exportLines(ctx, c, contract.ExportValues(ids, q, formats.NDJSON, false), func(l exportLine) {
 			if id, ok := byExternal[l.ExternalID]; ok {
-				out[id] = append(out[id], l.Reading)
+				out[id] = append(out[id], l.reading())
 			}
 		}); err != nil {
 			return nil, err
@@ -226,12 +227,29 @@ func (r ogcReadings) export(ctx context.Context, sensors []catalog.Sensor, w ogc
 }
 
 // exportLine is a line of a service's NDJSON export: the reading with its sensor's ids,
-// or the error that ended the export.
+// or the error that ended the export. Only what a coverage holds is decoded (a
+// measurement's parameter and value): a 1,000-sensor day is hundreds of thousands of
+// lines.
 type exportLine struct {
-	ExternalID string `json:"external_id"`
-	contract.Reading
-	Error string `json:"error"`
-	Code  string `json:"code"`
+	ExternalID   string              `json:"external_id"`
+	Timestamp    contract.Time       `json:"timestamp"`
+	Measurements []exportMeasurement `json:"measurements"`
+	Error        string              `json:"error"`
+	Code         string              `json:"code"`
+}
+
+type exportMeasurement struct {
+	Parameter string  `json:"parameter"`
+	Value     float64 `json:"value"`
+}
+
+// reading is the line as the coverage reads it.
+func (l exportLine) reading() contract.Reading {
+	r := contract.Reading{Timestamp: l.Timestamp, Measurements: make([]canon.Measurement, len(l.Measurements))}
+	for i, m := range l.Measurements {
+		r.Measurements[i] = canon.Measurement{Parameter: m.Parameter, Value: m.Value}
+	}
+	return r
 }
 
 func exportLines(ctx context.Context, c *contract.Client, v url.Values, each func(exportLine)) error {

@@ -50,7 +50,7 @@ func getKey(t *testing.T, u, key string) reply {
 	if key != "" {
 		req.Header.Set("x-api-key", key)
 	}
-	resp, err := (&http.Client{Timeout: 120 * time.Second, Transport: validating}).Do(req)
+	resp, err := (&http.Client{Timeout: 10 * time.Minute, Transport: validating}).Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", u, err)
 	}

@@ -114,7 +114,7 @@ func (h *Handlers) location(c *gin.Context) {
 		fail(c, apierr.New(apierr.NoFeed, "sensor %q has no feed, so it has no readings", sn.ID))
 		return
 	}
-	got, err := h.o.Readings.Series(c.Request.Context(), []catalog.Sensor{sn}, q.w)
+	got, err := h.series(c, []catalog.Sensor{sn}, q.w)
 	if err != nil {
 		fail(c, err)
 		return
@@ -160,7 +160,7 @@ func (h *Handlers) query(kind string) gin.HandlerFunc {
 		}
 		var got map[uuid.UUID][]contract.Reading
 		if len(withFeed) > 0 {
-			if got, err = h.o.Readings.Series(c.Request.Context(), withFeed, q.w); err != nil {
+			if got, err = h.series(c, withFeed, q.w); err != nil {
 				fail(c, err)
 				return
 			}

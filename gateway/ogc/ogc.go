@@ -21,6 +21,7 @@ import (
 
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/ginerr"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
 )
 
@@ -72,8 +73,12 @@ type Options struct {
 	OpenAPIPath string
 	// QueryTimeout bounds each catalog call (default catalog.QueryTimeout).
 	QueryTimeout time.Duration
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// ReadingsTimeout bounds the readings fetch of one EDR query (default
+	// DefaultReadingsTimeout, within the server's write timeout), so that a query too large
+	// for it ends in a 504 naming the cure instead of a connection cut mid-answer.
+	ReadingsTimeout time.Duration
+	Logger          *slog.Logger
+	Now             func() time.Time
 }
 
 // Handlers answer the OGC routes.
@@ -87,6 +92,9 @@ func New(o Options) (*Handlers, error) {
 	if o.QueryTimeout <= 0 {
 		o.QueryTimeout = catalog.QueryTimeout
 	}
+	if o.ReadingsTimeout <= 0 {
+		o.ReadingsTimeout = DefaultReadingsTimeout
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -95,6 +103,9 @@ func New(o Options) (*Handlers, error) {
 	}
 	return &Handlers{o: o}, nil
 }
+
+// DefaultReadingsTimeout is ReadingsTimeout's default.
+const DefaultReadingsTimeout = 45 * time.Second
 
 // Base is the path every OGC route is under, within /api/v1.
 const Base = "/ogc"
@@ -131,3 +142,15 @@ func (h *Handlers) ctx(c *gin.Context) (context.Context, context.CancelFunc) {
 }
 
 func fail(c *gin.Context, err error) { ginerr.Fail(c, err) }
+
+// series fetches the readings of sensors within ReadingsTimeout.
+func (h *Handlers) series(c *gin.Context, sensors []catalog.Sensor, w Window) (map[uuid.UUID][]contract.Reading, error) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), h.o.ReadingsTimeout)
+	defer cancel()
+	got, err := h.o.Readings.Series(ctx, sensors, w)
+	if err != nil && ctx.Err() != nil && c.Request.Context().Err() == nil {
+		return nil, apierr.New(apierr.UpstreamTimeout, "the readings of %d sensors over %s took longer than %s; narrow datetime, coords or parameter-name",
+			len(sensors), w.Until.Sub(w.Since).Round(time.Second), h.o.ReadingsTimeout)
+	}
+	return got, err
+}
