@@ -105,6 +105,11 @@ pgo:
 bench:
 	@scripts/testenv.sh $(GO) test -run '^$$' -bench . -benchtime 2s $(MODULES)
 
+# OGC API p99 beside the matching REST calls (docs/ogc.md "Speed"); refuses on a busy machine.
+.PHONY: bench-ogc
+bench-ogc:
+	scripts/ogc-bench.sh
+
 # The readings store at scale (docs/services.md "Scale"): BENCH_STATIONS x BENCH_PER
 # NDBC-shaped readings loaded into the dedicated database BENCH_DB (created when missing),
 # then latest / page / aggregate p99, the gzip ratio of a 500-row page and the export rate

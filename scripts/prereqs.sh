@@ -2,7 +2,8 @@
 # `make test`'s own set-up on a Debian machine with Go: installs what the tests need and is
 # missing (PostgreSQL, Redis, Node.js and npm, chromium for the explorer's browser tests,
 # pandas and matplotlib for examples/python, netcdf-bin, python3-netcdf4 and python3-xarray
-# for the science formats' tests) with apt-get when run as root, or stops at once
+# for the science formats' tests, gdal-bin and python3-owslib for the OGC tests) with apt-get
+# when run as root, or stops at once
 # naming the one command to run when not; then starts the system's PostgreSQL cluster and a
 # Redis when none answers (scripts/testenv.sh starts throwaway servers when even that fails).
 # `.ci/run` has no install logic of its own: it runs `make test`, which runs this first.
@@ -35,6 +36,9 @@ missing() {
   command -v ncdump >/dev/null 2>&1 || echo netcdf-bin
   "$PYTHON3" -c 'import netCDF4' >/dev/null 2>&1 || echo python3-netcdf4
   "$PYTHON3" -c 'import xarray' >/dev/null 2>&1 || echo python3-xarray
+  # The OGC tests' independent clients (gateway/ogc): GDAL's ogrinfo and OWSLib.
+  command -v ogrinfo >/dev/null 2>&1 || echo gdal-bin
+  "$PYTHON3" -c 'import owslib.ogcapi.features' >/dev/null 2>&1 || echo python3-owslib
 }
 
 mapfile -t need < <(missing)

@@ -168,6 +168,14 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		}
 	}
 
+	// OGC API - Features and EDR (docs/ogc.md, package ogc): landing, conformance,
+	// collections, the sensors as features, per service EDR queries in CoverageJSON.
+	if d.OGC != nil {
+		for _, rt := range d.OGC.Routes() {
+			v1.Handle(rt.Method, rt.Path, rt.Handler)
+		}
+	}
+
 	// MCP endpoints (docs/spec.md 4.9-4.12, package mcp). POST only: a GET gets the engine's
 	// 405. The literal /sensors/registry/mcp is matched before the :id parameter.
 	if d.MCP.Catalog != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/etag"
 	"github.com/sensorgate/sensorgate/gateway/ginerr"
+	"github.com/sensorgate/sensorgate/gateway/ogc"
 	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/obs"
@@ -80,6 +81,8 @@ type Deps struct {
 	Usage   gin.HandlerFunc
 	// Alerts, when set, answers the /alerts routes (package alerts).
 	Alerts *alerts.Handlers
+	// OGC, when set, answers /ogc: OGC API - Features and EDR (package ogc, docs/ogc.md).
+	OGC *ogc.Handlers
 }
 
 // NewServer returns the gateway's HTTP handler.

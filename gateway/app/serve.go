@@ -176,7 +176,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	og, err := newOGC(st, resolver, px.answers, clients, log)
+	if err != nil {
+		return err
+	}
 	handler := api.NewServer(api.Deps{
+		OGC:      og,
 		Stopping: stopping,
 		Store:    st, Resolver: resolver, Auth: authn, Logger: log, Metrics: met, Tracing: tracing,
 		MetricsHandler: obs.MetricsHandler(reg),

@@ -241,6 +241,7 @@ const rootPage = `<!DOCTYPE html>
 <ul>
 <li><a href="/explorer">Explorer</a>: every sensor on a map, its history and live values.</li>
 <li><a href="/docs">API reference</a> (<a href="/api/v1/openapi.json">OpenAPI document</a>).</li>
+<li>GIS and science tools (QGIS, GDAL, OWSLib): <a href="/docs#tag/OGC">OGC API - Features and EDR</a> at <code>/api/v1/ogc</code>, with your key.</li>
 </ul>
 </main>
 </body>

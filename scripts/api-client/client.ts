@@ -150,6 +150,45 @@ async function main(): Promise<void> {
   });
   report("POST /api/v1/projects/{id}/mcp", projectMCP.response.status, projectMCP.response.status === 200 && toolResult(projectMCP.data)?.isError !== true);
 
+  // OGC API - Features and EDR (docs/ogc.md): the sensor above as a feature and, in its
+  // service's EDR collection, as a location with its last day's readings.
+  {
+    const svcID = sensor.connected_service ?? "ocean";
+    const lon = sensor.longitude ?? 0, lat = sensor.latitude ?? 0;
+    const landing = await api.GET("/api/v1/ogc");
+    report("GET /api/v1/ogc", landing.response.status, landing.response.status === 200 && (landing.data?.links.length ?? 0) > 0);
+    const conf = await api.GET("/api/v1/ogc/conformance");
+    report("GET /api/v1/ogc/conformance", conf.response.status, conf.response.status === 200 && (conf.data?.conformsTo.length ?? 0) > 0);
+    const cols = await api.GET("/api/v1/ogc/collections");
+    report("GET /api/v1/ogc/collections", cols.response.status, cols.response.status === 200 && (cols.data?.collections ?? []).some((c) => c.id === svcID));
+    const col = await api.GET("/api/v1/ogc/collections/{collectionId}", { params: { path: { collectionId: svcID } } });
+    report("GET /api/v1/ogc/collections/{collectionId}", col.response.status, col.response.status === 200 && col.data?.id === svcID);
+    const items = await api.GET("/api/v1/ogc/collections/{collectionId}/items", {
+      params: { path: { collectionId: "sensors" }, query: { limit: 2, bbox: `${lon - 1},${lat - 1},${lon + 1},${lat + 1}` } },
+    });
+    report("GET /api/v1/ogc/collections/{collectionId}/items", items.response.status, items.response.status === 200 && (items.data?.numberMatched ?? 0) > 0);
+    const item = await api.GET("/api/v1/ogc/collections/{collectionId}/items/{featureId}", {
+      params: { path: { collectionId: "sensors", featureId: id } },
+    });
+    report("GET /api/v1/ogc/collections/{collectionId}/items/{featureId}", item.response.status, item.response.status === 200 && item.data?.id === id);
+    const locs = await api.GET("/api/v1/ogc/collections/{collectionId}/locations", { params: { path: { collectionId: svcID } } });
+    report("GET /api/v1/ogc/collections/{collectionId}/locations", locs.response.status, locs.response.status === 200 && (locs.data?.features ?? []).some((f) => f.id === id));
+    const loc = await api.GET("/api/v1/ogc/collections/{collectionId}/locations/{locationId}", {
+      params: { path: { collectionId: svcID, locationId: id }, query: { qc: "all" } },
+    });
+    report("GET /api/v1/ogc/collections/{collectionId}/locations/{locationId}", loc.response.status, loc.response.status === 200 && loc.data?.type === "Coverage");
+    const point = `POINT(${lon} ${lat})`;
+    const pos = await api.GET("/api/v1/ogc/collections/{collectionId}/position", { params: { path: { collectionId: svcID }, query: { coords: point } } });
+    report("GET /api/v1/ogc/collections/{collectionId}/position", pos.response.status, pos.response.status === 200 && pos.data?.type === "CoverageCollection");
+    const rad = await api.GET("/api/v1/ogc/collections/{collectionId}/radius", {
+      params: { path: { collectionId: svcID }, query: { coords: point, within: 50, "within-units": "mi" } },
+    });
+    report("GET /api/v1/ogc/collections/{collectionId}/radius", rad.response.status, rad.response.status === 200 && rad.data?.type === "CoverageCollection");
+    const box = `POLYGON((${lon - 1} ${lat - 1}, ${lon + 1} ${lat - 1}, ${lon + 1} ${lat + 1}, ${lon - 1} ${lat + 1}, ${lon - 1} ${lat - 1}))`;
+    const ar = await api.GET("/api/v1/ogc/collections/{collectionId}/area", { params: { path: { collectionId: svcID }, query: { coords: box } } });
+    report("GET /api/v1/ogc/collections/{collectionId}/area", ar.response.status, ar.response.status === 200 && ar.data?.type === "CoverageCollection");
+  }
+
   // Alerts (a development gateway allows a loopback webhook).
   const created = await api.POST("/api/v1/alerts/rules", {
     body: {
