@@ -43,6 +43,11 @@ const (
 	SignInFailed = "sign_in_failed"
 	// Conflict: the request contradicts the current state (rotating a revoked key).
 	Conflict = "conflict"
+	// InvalidToken: an OAuth access token that is unknown, expired, revoked, or issued for
+	// another resource (WWW-Authenticate says where to get another).
+	InvalidToken = "invalid_token"
+	// InsufficientScope: the token or key lacks the scope this route or tool needs.
+	InsufficientScope = "insufficient_scope"
 )
 
 // StoreRetryAfter is the Retry-After, in seconds, of a store_unavailable answer: long
@@ -71,6 +76,8 @@ var statusByCode = map[string]int{
 	NotSignedIn:          http.StatusUnauthorized,
 	SignInFailed:         http.StatusUnauthorized,
 	Conflict:             http.StatusConflict,
+	InvalidToken:         http.StatusUnauthorized,
+	InsufficientScope:    http.StatusForbidden,
 }
 
 // Known reports whether code is one of the codes above.
