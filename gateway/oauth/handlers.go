@@ -205,6 +205,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, ar fosite.Autho
 	sess := &fosite.DefaultSession{Subject: acct.ID.String(), Username: acct.Name, Extra: map[string]any{appKeyExtra: key.ID.String()}}
 	resp, err := s.provider.NewAuthorizeResponse(ctx, ar, sess)
 	if err != nil {
+		s.logRefusal(ctx, "authorize", err)
 		s.provider.WriteAuthorizeError(ctx, w, ar, err)
 		return
 	}
@@ -246,13 +247,19 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	ar, err := s.provider.NewAccessRequest(ctx, r, &fosite.DefaultSession{})
 	if err != nil {
-		s.cfg.Logger.InfoContext(ctx, "oauth: token refused", "err", fosite.ErrorToRFC6749Error(err).GetDescription())
+		s.logRefusal(ctx, "token", err)
 		s.provider.WriteAccessError(ctx, w, ar, err)
 		return
 	}
+	// The grant's audience: what its authorization asked for (fosite grants it when it
+	// answers), else the whole gateway.
+	audience := append(append([]string{}, ar.GetRequestedAudience()...), ar.GetGrantedAudience()...)
+	if len(audience) == 0 {
+		audience = []string{s.cfg.Issuer}
+	}
 	for _, res := range r.PostForm["resource"] {
 		granted := false
-		for _, a := range ar.GetGrantedAudience() {
+		for _, a := range audience {
 			granted = granted || strings.TrimRight(a, "/") == strings.TrimRight(res, "/")
 		}
 		if !granted {
@@ -361,4 +368,15 @@ func consentError(w http.ResponseWriter, status int, msg string) {
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>sensorgate</title></head><body><p>" +
 		template.HTMLEscapeString(msg) + "</p></body></html>\n"))
+}
+
+// logRefusal logs why a request was refused: the server's own failures as errors, the
+// client's mistakes at info.
+func (s *Server) logRefusal(ctx context.Context, what string, err error) {
+	e := fosite.ErrorToRFC6749Error(err)
+	if e.CodeField >= 500 {
+		s.cfg.Logger.ErrorContext(ctx, "oauth: "+what+" failed", "err", err, "debug", e.DebugField, "cause", e.Cause())
+		return
+	}
+	s.cfg.Logger.InfoContext(ctx, "oauth: "+what+" refused", "err", e.ErrorField, "hint", e.HintField, "debug", e.DebugField)
 }

@@ -106,12 +106,11 @@ func (s *Store) OAuthClientByID(ctx context.Context, id string) (OAuthClient, er
 
 // PutOAuthToken stores a code or token.
 func (s *Store) PutOAuthToken(ctx context.Context, t OAuthToken) error {
-	var app any
-	if t.AppKeyID != uuid.Nil {
-		app = t.AppKeyID
-	}
-	err := s.db.WithContext(ctx).Exec("INSERT INTO oauth_tokens (signature, kind, request_id, client_id, app_key_id, data, active, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		t.Signature, t.Kind, t.RequestID, t.ClientID, app, t.Data, true, t.ExpiresAt.UTC(), t.CreatedAt.UTC()).Error
+	app := sql.NullString{String: t.AppKeyID.String(), Valid: t.AppKeyID != uuid.Nil}
+	// (The byte slice is not first inside the parentheses: gorm would expand it into one
+	// value per byte there.)
+	err := s.db.WithContext(ctx).Exec("INSERT INTO oauth_tokens (kind, signature, request_id, client_id, app_key_id, data, active, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		t.Kind, t.Signature, t.RequestID, t.ClientID, app, t.Data, true, t.ExpiresAt.UTC(), t.CreatedAt.UTC()).Error
 	if err != nil {
 		return fmt.Errorf("store: put oauth %s: %w", t.Kind, err)
 	}
