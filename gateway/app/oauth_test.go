@@ -443,6 +443,39 @@ func TestOAuth(t *testing.T) {
 		}
 	})
 
+	t.Run("tools/list lists only what the token's scopes allow", func(t *testing.T) {
+		o.t = t
+		f := o.newFlow(o.register(cb), cb)
+		f.scope = "sensors:read"
+		f.resource = o.origin + "/api/v1/catalog/mcp"
+		tk := o.grant(f)
+		rpc := func(body string) string {
+			req, _ := http.NewRequest("POST", o.origin+"/api/v1/catalog/mcp", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+tk.AccessToken)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+			resp, err := o.plain.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("MCP %s: %d %s", body, resp.StatusCode, b)
+			}
+			return string(b)
+		}
+		list := rpc(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		if !strings.Contains(list, `"search_sensors"`) || strings.Contains(list, `"get_readings"`) || strings.Contains(list, `"create_alert_rule"`) {
+			t.Fatalf("tools/list with sensors:read: %s", list)
+		}
+		call := rpc(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_readings","arguments":{}}}`)
+		if !strings.Contains(call, "insufficient_scope") || !strings.Contains(call, `"isError":true`) {
+			t.Fatalf("tools/call of a reading tool with sensors:read: %s", call)
+		}
+	})
+
 	t.Run("revoked app refused", func(t *testing.T) {
 		o.t = t
 		app := o.register(cb)

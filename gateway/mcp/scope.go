@@ -57,9 +57,12 @@ func (h *Handler) listTools(ctx context.Context, sc *scope, info requestInfo, re
 		if !firstPage {
 			return invalidParams(req.ID, "tools/list: unknown cursor %q", clip(*p.Cursor, 64))
 		}
-		return marshalResponse(mustResult(req.ID, listToolsResult{Tools: sc.local.listed}))
+		return marshalResponse(mustResult(req.ID, listToolsResult{Tools: sc.local.listedFor(ctx)}))
 	}
 
+	if !serviceToolsAllowed(ctx) { // (scopes: toolscope.go)
+		return marshalResponse(mustResult(req.ID, listToolsResult{Tools: append([]json.RawMessage{}, sc.local.listedFor(ctx)...)}))
+	}
 	fwdBody, err := json.Marshal(&jsonrpc.Request{ID: req.ID, Method: methodToolsList, Params: req.Params})
 	if err != nil {
 		return internalError(req.ID)
@@ -88,7 +91,7 @@ func (h *Handler) listTools(ctx context.Context, sc *scope, info requestInfo, re
 	}
 	out := listToolsResult{NextCursor: res.NextCursor}
 	if firstPage && sc.local != nil {
-		out.Tools = append(out.Tools, sc.local.listed...)
+		out.Tools = append(out.Tools, sc.local.listedFor(ctx)...)
 	}
 	for _, t := range res.Tools {
 		if info.style == styleUnderscore {
@@ -135,6 +138,10 @@ func (h *Handler) runTool(ctx context.Context, sc *scope, info requestInfo, req 
 		return invalidParams(req.ID, "tools/call: params.name is required (tools/list names the tools)")
 	}
 	name := *p.Name
+	_, isLocal := sc.local.lookup(name)
+	if out := refuseScope(ctx, req.ID, name, isLocal); out != nil && (isLocal || sc.service != nil) {
+		return out
+	}
 	if sc.local != nil {
 		if _, ok := sc.local.byName[name]; ok {
 			if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" && a[0] != '{' {
