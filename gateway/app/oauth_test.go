@@ -546,6 +546,40 @@ func TestOAuth(t *testing.T) {
 		}
 	})
 
+	t.Run("audit events and usage counted as a key of the account", func(t *testing.T) {
+		o.t = t
+		_, _, body := o.do(o.browser, "GET", "/account/api/admin/audit?limit=500", nil, nil)
+		for _, action := range []string{"oauth.register", "oauth.grant", "oauth.deny", "oauth.code_reuse", "oauth.refresh_reuse", "oauth.revoke", "oauth.app_revoke"} {
+			if !strings.Contains(body, `"`+action+`"`) {
+				t.Errorf("audit log without %s: %s", action, body)
+			}
+		}
+		// The whole flow's requests were counted for its app's key: last_used_at appears
+		// once the usage counters are flushed.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			_, _, body := o.do(o.browser, "GET", "/account/api/apps", nil, nil)
+			var apps struct {
+				Apps []struct {
+					ClientID   string  `json:"client_id"`
+					LastUsedAt *string `json:"last_used_at"`
+				} `json:"apps"`
+			}
+			_ = json.Unmarshal([]byte(body), &apps)
+			used := false
+			for _, a := range apps.Apps {
+				used = used || a.ClientID == client && a.LastUsedAt != nil
+			}
+			if used {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the app's requests not counted within 20 s: %s", body)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	})
+
 	t.Run("Go SDK client: discovery, registration, sign-in link, consent, tools/list", func(t *testing.T) {
 		o.t = t
 		const redirect = "http://127.0.0.1:9/sdk-callback"
