@@ -201,6 +201,7 @@ func (h *Handler) routes() http.Handler {
 	mux.HandleFunc("GET /account/auth/link", h.signInLink)
 	mux.HandleFunc("POST /account/auth/signout", h.signOut)
 	mux.HandleFunc("GET /account/auth/methods", h.methods)
+	mux.HandleFunc("GET /account/auth/next", h.next)
 	if h.oidc != nil {
 		mux.HandleFunc("GET /account/auth/oidc/start", h.oidcStart)
 		mux.HandleFunc("GET "+PathOIDCCallback, h.oidcCallback)

@@ -106,3 +106,17 @@ func (h *Handler) afterSignIn(ctx context.Context) string {
 // pathAuthorize is oauth.PathAuthorize (kept here so that the dashboard does not depend on
 // the authorization server).
 const pathAuthorize = "/oauth/authorize"
+
+// next tells the dashboard page, after a passkey sign-in, where to continue: the
+// authorization request that sent the person to sign in (popped), or null.
+func (h *Handler) next(w http.ResponseWriter, r *http.Request) {
+	var next *string
+	if _, err := h.current(r); err == nil {
+		if n := h.afterSignIn(r.Context()); n != PathPage {
+			next = &n
+		}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Next *string `json:"next"`
+	}{next})
+}
