@@ -114,5 +114,13 @@ func newAccounts(cfg config.Config, raw *store.Store, st catalog.Store, rdb *red
 	}
 	authn.UseTokens(srv, cfg.Account.Origin)
 	a.oauth = srv.Routes()
+	start := a.start
+	a.start = func(ctx context.Context) func() {
+		stop := start(ctx)
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { srv.RunPrune(ctx, time.Hour) })
+		return func() { cancel(); wg.Wait(); stop() }
+	}
 	return a, nil
 }

@@ -250,6 +250,12 @@ func TestOAuth(t *testing.T) {
 			asm.RegistrationEndpoint != o.origin+"/oauth/register" || !strings.Contains(body, `"client_id_metadata_document_supported":true`) {
 			t.Fatalf("authorization server metadata: %s", body)
 		}
+		// A client in a browser page (the MCP Inspector's origin) may call the token endpoint
+		// (CORS preflight; a loopback gateway answers only pages of localhost).
+		st, h, pbody := o.do(o.plain, "OPTIONS", "/oauth/token", nil, map[string]string{"Origin": "http://localhost:6274", "Access-Control-Request-Method": "POST"})
+		if st != 204 || h.Get("Access-Control-Allow-Origin") != "*" {
+			t.Fatalf("token endpoint preflight: %d %v %s", st, h, pbody)
+		}
 		st, h, _ = o.api("POST", "/api/v1/catalog/mcp", "ory_at_forged.forged")
 		if st != 401 || !strings.Contains(h.Get("WWW-Authenticate"), `error="invalid_token"`) {
 			t.Fatalf("a forged token: %d %q", st, h.Get("WWW-Authenticate"))

@@ -39,16 +39,36 @@ func (s *Server) Routes() []Route {
 		writeJSONCached(w, s.ServerMetadata())
 	})
 	authorize := s.cfg.Sessions.Protect(http.HandlerFunc(s.authorize))
-	return []Route{
+	rs := []Route{
 		{http.MethodGet, PathPRMetadata, prm},
 		{http.MethodGet, PathPRMetadata + "/*path", prm},
 		{http.MethodGet, PathASMetadata, asm},
-		{http.MethodPost, PathRegister, http.HandlerFunc(s.register)},
 		{http.MethodGet, PathAuthorize, authorize},
 		{http.MethodPost, PathAuthorize, authorize},
-		{http.MethodPost, PathToken, http.HandlerFunc(s.token)},
-		{http.MethodPost, PathRevoke, http.HandlerFunc(s.revoke)},
 	}
+	// Registration, token and revocation take no cookie and no session: a client running
+	// in a browser page (another origin) may call them (CORS, preflight answered here).
+	for _, r := range []Route{{http.MethodPost, PathRegister, http.HandlerFunc(s.register)},
+		{http.MethodPost, PathToken, http.HandlerFunc(s.token)}, {http.MethodPost, PathRevoke, http.HandlerFunc(s.revoke)}} {
+		rs = append(rs, Route{r.Method, r.Path, cors(r.Handler)}, Route{http.MethodOptions, r.Path, cors(nil)})
+	}
+	return rs
+}
+
+// cors lets any origin call a cookie-less endpoint; a nil next answers the preflight.
+func cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		if next == nil {
+			h.Set("Access-Control-Allow-Methods", "POST")
+			h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func writeJSONCached(w http.ResponseWriter, v any) {

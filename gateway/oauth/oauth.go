@@ -249,3 +249,22 @@ func (s *Server) ServerMetadata() map[string]any {
 		"authorization_response_iss_parameter_supported": true,
 	}
 }
+
+// RunPrune deletes expired codes and tokens every interval until ctx ends. A rotated
+// refresh token is kept until its own expiry, so that its reuse is still recognised.
+func (s *Server) RunPrune(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if n, err := s.cfg.Store.PruneOAuthTokens(ctx, s.cfg.Now()); err != nil {
+			s.cfg.Logger.WarnContext(ctx, "oauth: prune expired tokens", "err", err)
+		} else if n > 0 {
+			s.cfg.Logger.InfoContext(ctx, "oauth: pruned expired tokens", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
