@@ -34,6 +34,7 @@ type oauthEnv struct {
 	dbURL   string
 	browser *http.Client
 	plain   *http.Client
+	env     env
 }
 
 func newOAuthEnv(t *testing.T) *oauthEnv {
@@ -45,7 +46,7 @@ func newOAuthEnv(t *testing.T) *oauthEnv {
 		"SENSORGATE_ENV", "development", "SYNC_INTERVAL", "0", "KEY_CACHE_TTL", "1s", "LOG_LEVEL", "warn",
 		"SERVICE_URLS", "ocean=http://127.0.0.1:1", "ACCOUNT_ORIGIN", origin, "GATEWAY_ADDR", addr)
 	mustAdmin(t, e, "accounts", "create-admin", "--name", "Ada", "--email", "ada@example.org")
-	o := &oauthEnv{t: t, g: startGateway(t, e), origin: origin, dbURL: db}
+	o := &oauthEnv{t: t, g: startGateway(t, e), origin: origin, dbURL: db, env: e}
 	jar, _ := cookiejar.New(nil)
 	noFollow := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	o.browser = &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: noFollow}
@@ -279,6 +280,29 @@ func TestOAuth(t *testing.T) {
 		_, _, body := o.do(o.browser, "GET", "/account/api/apps", nil, nil)
 		if !strings.Contains(body, `"client_id":"`+client+`"`) || !strings.Contains(body, `"client_name":"Test client"`) {
 			t.Fatalf("connected apps: %s", body)
+		}
+	})
+
+	t.Run("not signed in: sign in through the dashboard and back to the request", func(t *testing.T) {
+		o.t = t
+		jar, _ := cookiejar.New(nil)
+		fresh := &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: o.browser.CheckRedirect}
+		f := o.newFlow(client, cb)
+		st, h, _ := o.do(fresh, "GET", f.url(), nil, nil)
+		if st != http.StatusSeeOther || h.Get("Location") != "/account" {
+			t.Fatalf("authorize without a session: %d %q, want 303 to /account", st, h.Get("Location"))
+		}
+		link := strings.Fields(mustAdmin(t, o.env, "accounts", "signin-link", "--email", "ada@example.org"))[0]
+		st, _, page := o.do(fresh, "GET", link, nil, nil)
+		m := regexp.MustCompile(`url=([^"]+)"`).FindStringSubmatch(page)
+		if st != 200 || m == nil || !strings.HasPrefix(html.UnescapeString(m[1]), "/oauth/authorize?") {
+			t.Fatalf("after the sign-in link: %d %s, want to continue to the authorization request", st, page)
+		}
+		if st, _, page := o.do(fresh, "GET", html.UnescapeString(m[1]), nil, nil); st != 200 || !csrfField.MatchString(page) {
+			t.Fatalf("back at the request: %d %s", st, page)
+		}
+		if _, _, body := o.do(fresh, "GET", "/account/auth/next", nil, nil); !strings.Contains(body, `"next":null`) {
+			t.Fatalf("the return is used once: %s", body)
 		}
 	})
 
