@@ -183,6 +183,8 @@ func (h *Handler) routes() http.Handler {
 	mux.Handle("DELETE /account/api/keys/{id}", h.signedIn(h.revokeKey))
 	mux.Handle("GET /account/api/keys/{id}/usage", h.signedIn(h.keyUsage))
 	mux.Handle("GET /account/api/projects", h.signedIn(h.projects))
+	mux.Handle("GET /account/api/apps", h.signedIn(h.listApps))
+	mux.Handle("DELETE /account/api/apps/{client_id}", h.signedIn(h.revokeApp))
 	// Admins.
 	mux.Handle("GET /account/api/admin/accounts", h.admin(h.adminAccounts))
 	mux.Handle("POST /account/api/admin/accounts", h.admin(h.adminInvite))
@@ -199,16 +201,23 @@ func (h *Handler) routes() http.Handler {
 	mux.HandleFunc("GET /account/auth/link", h.signInLink)
 	mux.HandleFunc("POST /account/auth/signout", h.signOut)
 	mux.HandleFunc("GET /account/auth/methods", h.methods)
+	mux.HandleFunc("GET /account/auth/next", h.next)
 	if h.oidc != nil {
 		mux.HandleFunc("GET /account/auth/oidc/start", h.oidcStart)
 		mux.HandleFunc("GET "+PathOIDCCallback, h.oidcCallback)
 	}
 
+	return h.protect(envelopeErrors(mux))
+}
+
+// protect is what every dashboard route (and the OAuth consent page) goes through:
+// no-store, the cross-origin check, the session, the body limit.
+func (h *Handler) protect(next http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.New(apierr.Forbidden, "cross-origin %s refused: the dashboard only accepts changes from its own pages", r.Method))
 	}))
-	return noStore(cop.Handler(h.sessions.LoadAndSave(http.MaxBytesHandler(envelopeErrors(mux), maxBody))))
+	return noStore(cop.Handler(h.sessions.LoadAndSave(http.MaxBytesHandler(next, maxBody))))
 }
 
 // envelopeErrors answers what the mux itself refuses (no route: 404; a route without

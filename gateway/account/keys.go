@@ -48,6 +48,7 @@ type keyJSON struct {
 	RequestsThisHour int64     `json:"requests_this_hour"`
 	ExpiresAt        *string   `json:"expires_at"`
 	RevokedAt        *string   `json:"revoked_at"`
+	Scopes           []string  `json:"scopes"`
 	Key              string    `json:"key,omitempty"`
 }
 
@@ -57,14 +58,22 @@ func (h *Handler) keyView(k catalog.APIKey, thisHour int64) keyJSON {
 		ID: k.ID, Name: k.Name, Prefix: k.Prefix, Environment: k.Environment, Plan: k.Plan,
 		LimitPerHour: perHour(l), CreatedAt: contract.FormatTime(k.CreatedAt), LastUsedAt: timePtr(k.LastUsedAt),
 		RequestsThisHour: thisHour, ExpiresAt: timePtr(k.ExpiresAt), RevokedAt: timePtr(k.RevokedAt),
+		Scopes: append([]string{}, auth.KeyScopes(k.Scopes).Names()...),
 	}
 }
 
 func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request, a store.Account) {
-	keys, err := h.st.KeysOf(r.Context(), a.ID)
+	all, err := h.st.KeysOf(r.Context(), a.ID)
 	if err != nil {
 		apierr.Write(w, storeErr("list keys", err))
 		return
+	}
+	// The keys behind connected apps are listed under apps, not here.
+	keys := all[:0]
+	for _, k := range all {
+		if k.ClientID == "" {
+			keys = append(keys, k)
+		}
 	}
 	counts := map[uuid.UUID]int64{}
 	if h.cfg.ThisHour != nil && len(keys) > 0 {
@@ -104,8 +113,9 @@ func checkName(name string) error {
 
 func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, a store.Account) {
 	var body struct {
-		Name        string `json:"name"`
-		Environment string `json:"environment"`
+		Name        string    `json:"name"`
+		Environment string    `json:"environment"`
+		Scopes      *[]string `json:"scopes"`
 	}
 	if err := readJSON(r, &body); err != nil {
 		apierr.Write(w, err)
@@ -119,12 +129,26 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, a store.Acco
 		apierr.Write(w, apierr.Invalid("environment", "want %s or %s, got %q", catalog.EnvDevelopment, catalog.EnvProduction, body.Environment))
 		return
 	}
+	scopes := ""
+	if body.Scopes != nil {
+		s, err := auth.ParseScopes("scopes", strings.Join(*body.Scopes, " "))
+		if err == nil && s == 0 {
+			err = apierr.Invalid("scopes", "want at least one of %s (or leave scopes out for all)", strings.Join(auth.ScopeNames(), ", "))
+		}
+		if err != nil {
+			apierr.Write(w, err)
+			return
+		}
+		if s != auth.AllScopes {
+			scopes = s.String()
+		}
+	}
 	nk, err := auth.Generate(body.Environment)
 	if err != nil {
 		apierr.Write(w, err)
 		return
 	}
-	k, err := h.st.CreateKey(r.Context(), catalog.APIKey{Name: body.Name, Prefix: nk.Prefix, Hash: nk.Hash, OwnerID: a.ID, Environment: body.Environment})
+	k, err := h.st.CreateKey(r.Context(), catalog.APIKey{Name: body.Name, Prefix: nk.Prefix, Hash: nk.Hash, OwnerID: a.ID, Environment: body.Environment, Scopes: scopes})
 	if err != nil {
 		apierr.Write(w, storeErr("create key", err))
 		return
@@ -144,7 +168,8 @@ func (h *Handler) ownKey(r *http.Request, a store.Account) (catalog.APIKey, erro
 		return catalog.APIKey{}, apierr.Invalid("id", "want a key id (UUID), got %q", clip(ref))
 	}
 	k, err := h.st.Key(r.Context(), id)
-	if errors.Is(err, catalog.ErrNotFound) || err == nil && k.OwnerID != a.ID {
+	if errors.Is(err, catalog.ErrNotFound) || err == nil && (k.OwnerID != a.ID || k.ClientID != "") {
+		// (an app's key is managed under /account/api/apps)
 		return catalog.APIKey{}, apierr.New(apierr.NotFound, "key %s not found among your keys", id)
 	}
 	if err != nil {

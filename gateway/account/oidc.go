@@ -160,7 +160,7 @@ func (h *Handler) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, err)
 		return
 	}
-	writeMovePage(w, PathPage, "Signed in. Continue to your account")
+	writeMovePage(w, h.afterSignIn(r.Context()), "Signed in. Continue")
 }
 
 // oidcAccount finds or makes the account of a verified ID token.

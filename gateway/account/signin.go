@@ -288,7 +288,7 @@ func (h *Handler) signInLink(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, err)
 		return
 	}
-	writeMovePage(w, PathPage, "Signed in. Continue to your account")
+	writeMovePage(w, h.afterSignIn(r.Context()), "Signed in. Continue")
 }
 
 // writeMovePage answers with a page that moves on to target by itself (a meta refresh: no

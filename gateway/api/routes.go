@@ -95,6 +95,16 @@ func addRoutes(r *gin.Engine, d Deps, limits bodyLimits) {
 		r.Any(account.PathPage+"/*rest", serveAccount)
 	}
 
+	// --- OAuth 2.1 (package oauth): discovery documents, client registration, token and
+	// revocation for clients; the authorization endpoint (consent) inside the dashboard's
+	// sessions. The client address is Gin's, as for the dashboard. ---
+	for _, rt := range d.OAuth {
+		h := rt.Handler
+		r.Handle(rt.Method, rt.Path, func(c *gin.Context) {
+			h.ServeHTTP(c.Writer, c.Request.WithContext(account.WithClientAddr(c.Request.Context(), c.ClientIP())))
+		})
+	}
+
 	// --- Authenticated: every /api/v1 route needs x-api-key (docs/spec.md 5), then counts
 	// against the key's rate limit. ---
 	v1 := r.Group("/api/v1", auth.Middleware(d.Auth))

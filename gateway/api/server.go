@@ -24,6 +24,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/etag"
 	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/gateway/ogc"
+	"github.com/sensorgate/sensorgate/gateway/oauth"
 	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/obs"
@@ -78,7 +79,10 @@ type Deps struct {
 	// Account, when set, serves the account dashboard under /account (package account);
 	// Usage, when set, counts every authenticated /api/v1 request per key (package usage).
 	Account http.Handler
-	Usage   gin.HandlerFunc
+	// OAuth, when set, is the authorization server's surface (package oauth): discovery,
+	// registration, authorize, token, revocation.
+	OAuth []oauth.Route
+	Usage gin.HandlerFunc
 	// Alerts, when set, answers the /alerts routes (package alerts).
 	Alerts *alerts.Handlers
 	// OGC, when set, answers /ogc: OGC API - Features and EDR (package ogc, docs/ogc.md).

@@ -13,10 +13,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sensorgate/sensorgate/gateway/account"
+	"github.com/sensorgate/sensorgate/gateway/alerts"
 	"github.com/sensorgate/sensorgate/gateway/api"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/config"
+	"github.com/sensorgate/sensorgate/gateway/oauth"
 	"github.com/sensorgate/sensorgate/gateway/store"
 	keyusage "github.com/sensorgate/sensorgate/gateway/usage"
 	"github.com/sensorgate/sensorgate/gateway/web"
@@ -28,7 +30,10 @@ const usageCopyInterval = time.Minute
 // accounts is the account dashboard and the usage counting behind it.
 type accounts struct {
 	handler http.Handler // account.Off() when ACCOUNT_ORIGIN is empty
-	usage   gin.HandlerFunc
+	// oauth is the authorization server's routes (none without the dashboard: people sign
+	// in through it).
+	oauth []oauth.Route
+	usage gin.HandlerFunc
 	// start runs the usage flusher (and copier) until the returned stop is called, which
 	// waits for the last flush: call it before the Redis client and the store close.
 	start func(ctx context.Context) (stop func())
@@ -99,5 +104,23 @@ func newAccounts(cfg config.Config, raw *store.Store, st catalog.Store, rdb *red
 		return a, fmt.Errorf("account dashboard: %w", err)
 	}
 	a.handler, a.close = h, h.Close
+	// OAuth 2.1 (package oauth): tokens are checked by the same authenticator as keys.
+	srv, err := oauth.New(context.Background(), oauth.Config{
+		Issuer: cfg.Account.Origin, Environment: cfg.Env, Store: raw, Sessions: h, Forget: authn.Forget, Logger: log,
+		Fetch: oauth.MetadataClient(alerts.Guard{Allow: cfg.Alerts.WebhookAllow}.Allowed),
+	})
+	if err != nil {
+		return a, fmt.Errorf("oauth: %w", err)
+	}
+	authn.UseTokens(srv, cfg.Account.Origin)
+	a.oauth = srv.Routes()
+	start := a.start
+	a.start = func(ctx context.Context) func() {
+		stop := start(ctx)
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { srv.RunPrune(ctx, time.Hour) })
+		return func() { cancel(); wg.Wait(); stop() }
+	}
 	return a, nil
 }

@@ -193,6 +193,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Alerts:         al.handlers,
 		Checks:         []api.Check{rl.check},
 		Account:        acc.handler,
+		OAuth:          acc.oauth,
 		Usage:          acc.usage,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)

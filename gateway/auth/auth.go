@@ -45,6 +45,33 @@ type Identity struct {
 	// KeyIDText is KeyID.String(), made once per key lookup rather than on every request
 	// (the log, the rate limiter's counter key).
 	KeyIDText string
+	// Scopes are what the caller may do: a key's (all unless created with fewer), a
+	// token's granted ones.
+	Scopes Scope
+	// Audience, for an OAuth access token, is the path of the resource it was issued for
+	// (RFC 8707): the token is refused on any other path. Empty for keys.
+	Audience string
+	// ClientID is the OAuth client that holds the token; empty for keys.
+	ClientID string
+}
+
+// Token is what a TokenVerifier knows of a valid access token: the key that stands for its
+// client's access to the account (revoked with the app), the granted scopes, the audience
+// path and the expiry.
+type Token struct {
+	Key       catalog.APIKey
+	Scopes    Scope
+	Audience  string
+	ClientID  string
+	ExpiresAt time.Time
+	// Active is false for a token revoked (RFC 7009, a reused code or refresh token).
+	Active bool
+}
+
+// TokenVerifier checks OAuth access tokens (package oauth): catalog.ErrNotFound for a
+// token that is forged or unknown.
+type TokenVerifier interface {
+	VerifyToken(ctx context.Context, token string) (Token, error)
 }
 
 // KeyStore is what authentication needs of the catalog.
@@ -69,6 +96,11 @@ type Authenticator struct {
 	neg *ttlcache.Cache[[32]byte, struct{}]
 	// throttle, when set, limits wrong keys per client address (429 over the limit).
 	throttle Throttle
+	// tokens, when set, checks Bearer values that are not API keys (OAuth access tokens).
+	tokens TokenVerifier
+	// challenge is the WWW-Authenticate of a 401 up to the resource path (RFC 9728), empty
+	// without a resource origin.
+	challenge string
 }
 
 // cacheEntry remembers one lookup, found or not.
@@ -117,6 +149,11 @@ type Options struct {
 	// Retry-After over its limit, before any database lookup (MemoryThrottle,
 	// RedisThrottle).
 	Throttle Throttle
+	// Tokens, when set, admits OAuth access tokens as Bearer credentials.
+	Tokens TokenVerifier
+	// ResourceOrigin, when set, is the gateway's public origin: a 401 carries
+	// WWW-Authenticate with the resource metadata of the path asked (RFC 9728).
+	ResourceOrigin string
 }
 
 // New returns an Authenticator over the store.
@@ -140,6 +177,10 @@ func New(store KeyStore, opt Options) (*Authenticator, error) {
 		neg: ttlcache.New(max(opt.CacheTTL, MinNegativeTTL), opt.NegativeCacheSize, int64(opt.NegativeCacheSize)*missEntryBytes,
 			func([32]byte, struct{}) int64 { return missEntryBytes }),
 		throttle: opt.Throttle,
+		tokens:   opt.Tokens,
+	}
+	if opt.ResourceOrigin != "" {
+		a.challenge = `Bearer resource_metadata="` + opt.ResourceOrigin + WellKnownResource
 	}
 	if opt.CacheTTL > 0 {
 		a.cache = ttlcache.New(opt.CacheTTL, opt.CacheSize, int64(opt.CacheSize)*(keyEntryBytes+1024), keyEntrySize)
@@ -190,7 +231,7 @@ func (a *Authenticator) authenticate(ctx context.Context, secret string, addr fu
 			}
 		}
 		var err error
-		if e, err = a.lookup(ctx, h); err != nil {
+		if e, err = a.lookup(ctx, h, secret); err != nil {
 			return nil, err
 		}
 	}
@@ -263,8 +304,11 @@ func (a *Authenticator) cached(h [32]byte) (cacheEntry, bool) {
 
 // lookup asks the store for h; a found key (valid or not) goes to the positive cache, an
 // unknown one to the negative cache.
-func (a *Authenticator) lookup(ctx context.Context, h [32]byte) (cacheEntry, error) {
+func (a *Authenticator) lookup(ctx context.Context, h [32]byte, secret string) (cacheEntry, error) {
 	now := a.now()
+	if a.tokens != nil && !IsKey(secret) {
+		return a.lookupToken(ctx, h, secret, now)
+	}
 	k, err := a.store.KeyByHash(ctx, h[:])
 	e := cacheEntry{key: k, found: true}
 	switch {
@@ -277,7 +321,8 @@ func (a *Authenticator) lookup(ctx context.Context, h [32]byte) (cacheEntry, err
 	case err != nil:
 		return cacheEntry{}, fmt.Errorf("auth: look up key: %w", err)
 	default:
-		e.id = &Identity{KeyID: k.ID, Prefix: k.Prefix, OwnerID: k.OwnerID, Environment: k.Environment, Plan: k.Plan, KeyIDText: k.ID.String()}
+		e.id = &Identity{KeyID: k.ID, Prefix: k.Prefix, OwnerID: k.OwnerID, Environment: k.Environment, Plan: k.Plan, KeyIDText: k.ID.String(),
+			Scopes: KeyScopes(k.Scopes)}
 	}
 	if a.cache != nil {
 		// As of the time the lookup started: a revocation committed after it is seen
@@ -293,6 +338,17 @@ func (a *Authenticator) count(c prometheus.Counter) {
 	}
 }
 
+// UseTokens admits OAuth access tokens checked by v as Bearer credentials, and has a 401
+// name the resource metadata of origin (RFC 9728). Called once while the gateway is wired,
+// before it serves (the authorization server needs the dashboard, which needs this
+// authenticator).
+func (a *Authenticator) UseTokens(v TokenVerifier, origin string) {
+	a.tokens = v
+	if origin != "" {
+		a.challenge = `Bearer resource_metadata="` + origin + WellKnownResource
+	}
+}
+
 // Forget drops every cached lookup, so that a revocation made by this process takes
 // effect at once here (other replicas follow within the TTL).
 func (a *Authenticator) Forget() {
@@ -300,4 +356,36 @@ func (a *Authenticator) Forget() {
 		a.cache.Clear()
 	}
 	a.neg.Clear()
+}
+
+// lookupToken asks the token verifier for an access token and caches the answer like a
+// key's, for at most KEY_CACHE_TTL: a revoked app or token is refused on every replica
+// within it. The entry's key carries the token's hash (the constant-time comparison), its
+// expiry (the token's or the key's, whichever is sooner) and a revocation when the token is
+// no longer active.
+func (a *Authenticator) lookupToken(ctx context.Context, h [32]byte, secret string, now time.Time) (cacheEntry, error) {
+	t, err := a.tokens.VerifyToken(ctx, secret)
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
+		a.rememberMiss(h)
+		return cacheEntry{}, nil
+	case catalog.Unavailable(err):
+		return cacheEntry{}, catalog.UnavailableError("auth: look up token", err)
+	case err != nil:
+		return cacheEntry{}, fmt.Errorf("auth: look up token: %w", err)
+	}
+	k := t.Key
+	k.Hash = h[:]
+	if k.ExpiresAt == nil || t.ExpiresAt.Before(*k.ExpiresAt) {
+		k.ExpiresAt = &t.ExpiresAt
+	}
+	if !t.Active && k.RevokedAt == nil {
+		k.RevokedAt = &now
+	}
+	e := cacheEntry{key: k, found: true, id: &Identity{KeyID: k.ID, Prefix: k.Prefix, OwnerID: k.OwnerID, Environment: k.Environment,
+		Plan: k.Plan, KeyIDText: k.ID.String(), Scopes: t.Scopes & KeyScopes(k.Scopes), Audience: t.Audience, ClientID: t.ClientID}}
+	if a.cache != nil {
+		a.cache.Put(h, e, now, a.now())
+	}
+	return e, nil
 }

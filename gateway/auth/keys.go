@@ -82,6 +82,12 @@ func DisplayPrefix(secret string) string {
 	return secret[:min(n, prefixHexChars)]
 }
 
+// IsKey reports whether a credential has the form of an API key (one of the environment
+// prefixes) rather than of an OAuth access token.
+func IsKey(secret string) bool {
+	return strings.HasPrefix(secret, PrefixDevelopment) || strings.HasPrefix(secret, PrefixProduction)
+}
+
 // Hash is the stored form of a key.
 func Hash(secret string) []byte {
 	h := sha256.Sum256([]byte(secret))

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/obs"
 )
 
@@ -47,22 +49,69 @@ func headerValue(h http.Header, canonical string) string {
 	return ""
 }
 
-// Middleware authenticates every request it guards. A refused request is aborted with the
-// error recorded on the Gin context (c.Error), for the error middleware to render; an
-// admitted one continues with its Identity in the request context.
+// WellKnownResource is the path of the protected resource metadata (RFC 9728); a
+// resource's own document is at this path followed by the resource's path.
+const WellKnownResource = "/.well-known/oauth-protected-resource"
+
+// canonicalAuthorization is the Authorization header's canonical name.
+var canonicalAuthorization = http.CanonicalHeaderKey("Authorization")
+
+// credential is the request's key or token: x-api-key, else the value of
+// "Authorization: Bearer" (RFC 6750; the scheme case-insensitive). bearer says which.
+func credential(h http.Header) (secret string, bearer bool) {
+	if v := headerValue(h, canonicalHeader); v != "" {
+		return v, false
+	}
+	v := headerValue(h, canonicalAuthorization)
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:]), true
+	}
+	return "", false
+}
+
+// Middleware authenticates every request it guards: an API key in x-api-key, or a key or
+// an OAuth access token as "Authorization: Bearer". A refused request is aborted with the
+// error recorded on the Gin context (c.Error), for the error middleware to render; a 401
+// carries WWW-Authenticate naming the resource metadata (RFC 9728), so an OAuth client
+// finds where to sign in from the refusal alone. An admitted request continues with its
+// Identity in the request context, once its audience (a token's) and scope match the
+// route: a token issued for another resource is 401 invalid_token, a missing scope 403
+// insufficient_scope.
 func Middleware(a *Authenticator) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		// The header is read under its canonical name: GetHeader would canonicalize
 		// "x-api-key" into a new string on every request.
-		id, err := a.authenticate(c.Request.Context(), headerValue(c.Request.Header, canonicalHeader), c.ClientIP)
+		secret, bearer := credential(c.Request.Header)
+		id, err := a.authenticate(c.Request.Context(), secret, c.ClientIP)
 		if err != nil {
 			var te *ThrottledError
 			if errors.As(err, &te) {
 				c.Header("Retry-After", strconv.Itoa(te.Seconds()))
 			}
+			var ae *apierr.Error
+			if errors.As(err, &ae) && ae.Status() == http.StatusUnauthorized {
+				if bearer && !IsKey(secret) {
+					err = apierr.New(apierr.InvalidToken, "invalid access token: it is unknown, expired or revoked; sign in again")
+				}
+				a.challengeHeader(c, secret != "")
+			}
 			_ = c.Error(err)
 			c.Abort()
 			return
+		}
+		if id.Audience != "" && !underPath(c.Request.URL.Path, id.Audience) {
+			a.challengeHeader(c, true)
+			_ = c.Error(apierr.New(apierr.InvalidToken, "this access token was issued for the resource %s, not for %s", id.Audience, c.Request.URL.Path))
+			c.Abort()
+			return
+		}
+		if id.Scopes != AllScopes {
+			if need := RouteScope(c.FullPath()); !id.Allows(need) {
+				c.Header("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+need.String()+`"`)
+				_ = c.Error(apierr.New(apierr.InsufficientScope, "this route needs the scope %s, which this credential does not carry (it has: %s)", need, scopeList(id.Scopes)))
+				c.Abort()
+				return
+			}
 		}
 		obs.SetKeyID(c.Request.Context(), id.KeyIDText)
 		// The shared identity goes in as a pointer: boxing the struct would copy it to the
@@ -70,4 +119,30 @@ func Middleware(a *Authenticator) gin.HandlerFunc {
 		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), identityKey{}, id))
 		c.Next()
 	}
+}
+
+// challengeHeader sets WWW-Authenticate on a 401: the resource metadata of the path asked,
+// and error="invalid_token" when a credential was presented (RFC 6750 3.1).
+func (a *Authenticator) challengeHeader(c *gin.Context, presented bool) {
+	if a.challenge == "" {
+		return
+	}
+	v := a.challenge + c.Request.URL.Path + `"`
+	if presented {
+		v += `, error="invalid_token"`
+	}
+	c.Header("WWW-Authenticate", v)
+}
+
+// underPath reports whether path is the audience path or below it.
+func underPath(path, audience string) bool {
+	audience = strings.TrimRight(audience, "/")
+	return audience == "" || path == audience || strings.HasPrefix(path, audience+"/")
+}
+
+func scopeList(s Scope) string {
+	if s == 0 {
+		return "none"
+	}
+	return s.String()
 }

@@ -142,6 +142,12 @@ type APIKey struct {
 	// LastUsedAt is when a request last presented the key, as of the usage counter's last
 	// flush (not read on the request path).
 	LastUsedAt *time.Time
+	// Scopes are the OAuth scopes the key allows, space-separated (auth.ParseScopes); empty
+	// is all of them.
+	Scopes string
+	// ClientID is set on the key that stands for one OAuth client's access to its owner's
+	// account (package oauth): its tokens count and are revoked as this key.
+	ClientID string
 }
 
 // Usable reports whether the key admits requests at now: not revoked, not expired.

@@ -57,9 +57,12 @@ func (h *Handler) listTools(ctx context.Context, sc *scope, info requestInfo, re
 		if !firstPage {
 			return invalidParams(req.ID, "tools/list: unknown cursor %q", clip(*p.Cursor, 64))
 		}
-		return marshalResponse(mustResult(req.ID, listToolsResult{Tools: sc.local.listed}))
+		return marshalResponse(mustResult(req.ID, listToolsResult{Tools: sc.local.listedFor(ctx)}))
 	}
 
+	if !serviceToolsAllowed(ctx) { // (scopes: toolscope.go)
+		return marshalResponse(mustResult(req.ID, listToolsResult{Tools: append([]json.RawMessage{}, sc.local.listedFor(ctx)...)}))
+	}
 	fwdBody, err := json.Marshal(&jsonrpc.Request{ID: req.ID, Method: methodToolsList, Params: req.Params})
 	if err != nil {
 		return internalError(req.ID)
@@ -88,7 +91,7 @@ func (h *Handler) listTools(ctx context.Context, sc *scope, info requestInfo, re
 	}
 	out := listToolsResult{NextCursor: res.NextCursor}
 	if firstPage && sc.local != nil {
-		out.Tools = append(out.Tools, sc.local.listed...)
+		out.Tools = append(out.Tools, sc.local.listedFor(ctx)...)
 	}
 	for _, t := range res.Tools {
 		if info.style == styleUnderscore {
@@ -136,6 +139,9 @@ func decodeCall(req *jsonrpc.Request) (toolCall, []byte) {
 func (h *Handler) callTool(ctx context.Context, sc *scope, info requestInfo, id jsonrpc.ID, call toolCall) []byte {
 	start := time.Now()
 	t, local := sc.local.lookup(call.name)
+	if out := refuseScope(ctx, id, call.name, local); out != nil && (local || sc.service != nil) {
+		return out
+	}
 	var out []byte
 	switch {
 	case local:

@@ -162,6 +162,9 @@ func (s *Store) RotateKey(ctx context.Context, oldID uuid.UUID, next catalog.API
 			return fmt.Errorf("api key %s is revoked or expired: %w", old.Prefix, catalog.ErrConflict)
 		}
 		next.OwnerID, next.Environment = old.OwnerID, old.Environment
+		if next.Scopes == "" {
+			next.Scopes = old.Scopes // the new key may do what the old one could
+		}
 		if next.Plan == "" {
 			next.Plan = old.Plan
 		}

@@ -52,20 +52,22 @@ func (s *Store) User(ctx context.Context, id uuid.UUID) (catalog.User, error) {
 	return u, nil
 }
 
-const keyColumns = "id, name, prefix, hash, owner_id, environment, plan, created_at, revoked_at, expires_at, last_used_at"
+const keyColumns = "id, name, prefix, hash, owner_id, environment, plan, created_at, revoked_at, expires_at, last_used_at, scopes, client_id"
 
 func scanKey(r rowScanner) (catalog.APIKey, error) {
 	var (
 		k                      catalog.APIKey
 		revoked, expires, used sql.NullTime
+		client                 sql.NullString
 	)
-	if err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.OwnerID, &k.Environment, &k.Plan, &k.CreatedAt, &revoked, &expires, &used); err != nil {
+	if err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.OwnerID, &k.Environment, &k.Plan, &k.CreatedAt, &revoked, &expires, &used, &k.Scopes, &client); err != nil {
 		return k, fmt.Errorf("store: scan api key: %w", err)
 	}
 	k.CreatedAt = k.CreatedAt.UTC()
 	k.RevokedAt = nullTime(revoked)
 	k.ExpiresAt = nullTime(expires)
 	k.LastUsedAt = nullTime(used)
+	k.ClientID = client.String
 	return k, nil
 }
 
@@ -90,8 +92,9 @@ func (s *Store) CreateKey(ctx context.Context, k catalog.APIKey) (catalog.APIKey
 	if _, err := s.User(ctx, k.OwnerID); err != nil {
 		return k, fmt.Errorf("store: create key %q: owner: %w", k.Prefix, err)
 	}
-	err := s.db.WithContext(ctx).Exec("INSERT INTO api_keys ("+keyColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		k.ID, k.Name, k.Prefix, k.Hash, k.OwnerID, k.Environment, k.Plan, k.CreatedAt.UTC(), utcPtr(k.RevokedAt), utcPtr(k.ExpiresAt), utcPtr(k.LastUsedAt)).Error
+	err := s.db.WithContext(ctx).Exec("INSERT INTO api_keys ("+keyColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		k.ID, k.Name, k.Prefix, k.Hash, k.OwnerID, k.Environment, k.Plan, k.CreatedAt.UTC(), utcPtr(k.RevokedAt), utcPtr(k.ExpiresAt), utcPtr(k.LastUsedAt),
+		k.Scopes, sql.NullString{String: k.ClientID, Valid: k.ClientID != ""}).Error
 	if err != nil {
 		if isUniqueViolation(err) {
 			return k, fmt.Errorf("api key %q: %w", k.Prefix, catalog.ErrConflict)

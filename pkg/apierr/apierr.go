@@ -48,6 +48,11 @@ const (
 	// another owner's private one get the same answer, so that it tells nothing of the
 	// latter (alert rule targets).
 	ProjectNotFound = "project_not_found"
+	// InvalidToken: an OAuth access token that is unknown, expired, revoked, or issued for
+	// another resource (WWW-Authenticate says where to get another).
+	InvalidToken = "invalid_token"
+	// InsufficientScope: the token or key lacks the scope this route or tool needs.
+	InsufficientScope = "insufficient_scope"
 )
 
 // StoreRetryAfter is the Retry-After, in seconds, of a store_unavailable answer: long
@@ -77,6 +82,8 @@ var statusByCode = map[string]int{
 	SignInFailed:         http.StatusUnauthorized,
 	Conflict:             http.StatusConflict,
 	ProjectNotFound:      http.StatusNotFound,
+	InvalidToken:         http.StatusUnauthorized,
+	InsufficientScope:    http.StatusForbidden,
 }
 
 // Known reports whether code is one of the codes above.

@@ -147,6 +147,17 @@ test("enrol, sign in, create, count, rotate, revoke", async (t) => {
   await waitFor("replica b refuses the revoked key", async () => (await status(`${b}/api/v1/services`, key)) === 401, 3000);
   assert.ok(Date.now() - revoked < 2000, `replica b took ${Date.now() - revoked} ms`);
   assert.equal(await status(`${b}/api/v1/services`, next), 200, "the new key keeps working");
+
+  // On a phone (390 px wide) nothing scrolls sideways, Sign out is on screen, keys are cards.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.reload();
+  await page.waitForSelector("#dashboard:not([hidden])");
+  const widths = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+  assert.ok(widths[0] <= widths[1], `the page is ${widths[0]} px wide in a ${widths[1]} px viewport`);
+  const so = await page.locator("#signout").boundingBox();
+  assert.ok(so && so.x >= 0 && so.x + so.width <= 390, `Sign out at ${JSON.stringify(so)}`);
+  assert.equal(await row(page).evaluate((tr) => getComputedStyle(tr).display), "block", "a key is a card below 600 px");
+  assert.ok(await page.isVisible("#no-apps"), "no connected apps yet");
   assert.deepEqual(errors, []);
   await context.close();
   failed = false;

@@ -10,8 +10,10 @@ type Account = { id: string; name: string; email: string; role: "user" | "admin"
 type Key = {
   id: string; name: string; prefix: string; environment: string; plan: string; limit_per_hour: number;
   created_at: string; last_used_at: string | null; requests_this_hour: number; expires_at: string | null;
-  revoked_at: string | null; key?: string;
+  revoked_at: string | null; scopes: string[]; key?: string;
 };
+type App = { client_id: string; client_name: string; scopes: string[]; created_at: string; last_used_at: string | null };
+const allScopes = ["sensors:read", "readings:read", "alerts:write"];
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -61,9 +63,12 @@ async function signIn() {
 
 // --- Rendering ---
 
-function cell(tr: HTMLTableRowElement, text: string, tag: "td" | "th" = "td") {
+// cell adds a cell; label names its column, shown beside the value when rows become cards
+// on a narrow screen (account.css).
+function cell(tr: HTMLTableRowElement, text: string, tag: "td" | "th" = "td", label = "") {
   const c = document.createElement(tag);
   c.textContent = text;
+  if (label) c.dataset.label = label;
   tr.append(c);
   return c;
 }
@@ -89,20 +94,21 @@ async function renderKeys() {
     h.textContent = env;
     const t = document.createElement("table");
     t.dataset.env = env;
+    t.className = "cards";
+    const cols = ["Name", "Prefix", "Scopes", "Plan", "Limit / hour", "Created", "Last used", "This hour", "Expires"];
     const head = t.insertRow();
-    for (const c of ["Name", "Prefix", "Plan", "Limit / hour", "Created", "Last used", "This hour", "Expires", ""]) cell(head, c, "th");
+    for (const c of [...cols, ""]) cell(head, c, "th");
     for (const k of keys.filter((k) => k.environment === env)) {
       const tr = t.insertRow();
       tr.dataset.key = k.id;
       if (k.revoked_at) tr.className = "revoked";
-      cell(tr, k.name || "-");
-      cell(tr, k.prefix);
-      cell(tr, k.plan || "default");
-      cell(tr, String(k.limit_per_hour));
-      cell(tr, when(k.created_at));
-      cell(tr, when(k.last_used_at));
-      cell(tr, String(k.requests_this_hour)).className = "this-hour";
-      cell(tr, k.revoked_at ? "revoked " + when(k.revoked_at) : k.expires_at ? when(k.expires_at) : "-");
+      const values = [k.name || "-", k.prefix, (k.scopes ?? allScopes).join(" "), k.plan || "default", String(k.limit_per_hour),
+        when(k.created_at), when(k.last_used_at), String(k.requests_this_hour),
+        k.revoked_at ? "revoked " + when(k.revoked_at) : k.expires_at ? when(k.expires_at) : "-"];
+      values.forEach((v, i) => {
+        const c = cell(tr, v, "td", cols[i]);
+        if (cols[i] === "This hour") c.className = "this-hour";
+      });
       const actions = cell(tr, "");
       actions.append(button("Usage", () => void showUsage(k)));
       if (!k.revoked_at) {
@@ -162,6 +168,33 @@ async function showUsage(k: Key) {
   }, [xs, ys], el);
 }
 
+async function renderApps() {
+  const { apps } = await call<{ apps: App[] }>("GET", "/account/api/apps");
+  const t = $<HTMLTableElement>("apps");
+  t.replaceChildren();
+  $("no-apps").hidden = apps.length > 0;
+  t.hidden = apps.length === 0;
+  const cols = ["App", "Scopes", "Connected", "Last used"];
+  const head = t.insertRow();
+  for (const c of [...cols, ""]) cell(head, c, "th");
+  for (const a of apps) {
+    const tr = t.insertRow();
+    tr.dataset.app = a.client_id;
+    [a.client_name, a.scopes.join(" "), when(a.created_at), when(a.last_used_at)].forEach((v, i) => cell(tr, v, "td", cols[i]));
+    cell(tr, "").append(button("Disconnect", () => void disconnect(a)));
+  }
+}
+
+async function disconnect(a: App) {
+  try {
+    await call("DELETE", `/account/api/apps/${encodeURIComponent(a.client_id)}`);
+    say(`Disconnected ${a.client_name}: its tokens stop working.`);
+    await renderApps();
+  } catch (e) {
+    say(String((e as Error).message));
+  }
+}
+
 async function renderProjects() {
   const body = await call<{ projects: { name: string; slug: string; visibility: string }[] }>("GET", "/account/api/projects");
   const ul = $("projects");
@@ -208,7 +241,7 @@ async function showDashboard(me: Account) {
   $("dashboard").hidden = false;
   $("signout").hidden = false;
   $("who").textContent = `${me.name} (${me.role})`;
-  await Promise.all([renderKeys(), renderProjects(), me.role === "admin" ? renderAdmin() : Promise.resolve()]);
+  await Promise.all([renderKeys(), renderApps(), renderProjects(), me.role === "admin" ? renderAdmin() : Promise.resolve()]);
 }
 
 async function start() {
@@ -228,6 +261,12 @@ async function start() {
 }
 
 async function afterSignIn() {
+  // A sign-in on the way to connecting an app (OAuth) goes back to the app's request.
+  const { next } = await call<{ next: string | null }>("GET", "/account/auth/next");
+  if (next) {
+    location.assign(next);
+    return;
+  }
   history.replaceState(null, "", "/account"); // the used enrolment token leaves the address bar
   await showDashboard(await call<Account>("GET", "/account/api/me"));
   say("");
@@ -261,8 +300,10 @@ $("signout").addEventListener("click", guard(async () => {
 $("create-key").addEventListener("submit", (ev) => {
   ev.preventDefault();
   guard(async () => {
+    const scopes = allScopes.filter((sc) => $<HTMLInputElement>(`key-scope-${sc.split(":")[0]}`).checked);
     const k = await call<Key>("POST", "/account/api/keys", {
       name: $<HTMLInputElement>("key-name").value, environment: $<HTMLSelectElement>("key-env").value,
+      ...(scopes.length === allScopes.length ? {} : { scopes }),
     });
     showNewKey(k);
     await renderKeys();
