@@ -113,7 +113,9 @@ func TestOneAnswerTwoFaces(t *testing.T) {
 				t.Fatalf("REST lists no sensors for %s: the question asks nothing", query)
 			}
 			if !reflect.DeepEqual(rest.Sensors, mcpPage.Sensors) {
-				t.Errorf("sensors differ:\nREST %+v\nMCP  %+v", rest.Sensors, mcpPage.Sensors)
+				r, _ := json.Marshal(rest.Sensors)
+				m, _ := json.Marshal(mcpPage.Sensors)
+				t.Errorf("sensors differ:\nREST %s\nMCP  %s", r, m)
 			}
 		})
 	}

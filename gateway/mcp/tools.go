@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -339,6 +340,8 @@ func (h *Handler) serveResources(ctx context.Context, sc *scope, req *jsonrpc.Re
 		for i, t := range ts.templates {
 			defs[i] = t.def
 		}
+		// Listed by URI template, as the go-sdk's server lists them.
+		slices.SortFunc(defs, func(a, b *sdk.ResourceTemplate) int { return strings.Compare(a.URITemplate, b.URITemplate) })
 		return marshalResponse(mustResult(req.ID, sdk.ListResourceTemplatesResult{ResourceTemplates: defs}))
 	}
 	if p.URI == "" {
@@ -365,6 +368,10 @@ func (h *Handler) serveResources(ctx context.Context, sc *scope, req *jsonrpc.Re
 		}
 		h.log.ErrorContext(ctx, "mcp resource failed", "uri", clip(p.URI, 200), "err", err)
 		return internalError(req.ID)
+	}
+	// A read is live data: no TTL, and the scope the go-sdk's server gives by default.
+	if res.CacheScope == "" {
+		res.CacheScope = "public"
 	}
 	return marshalResponse(mustResult(req.ID, res))
 }
