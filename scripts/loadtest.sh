@@ -12,7 +12,8 @@
 #   caddy    wrk -> Caddy (Debian's package, admin off, plain reverse_proxy; also on
 #            net/http) -> backend
 #   caddy-go wrk -> the same Caddyfile on Caddy built from its Go module at CADDY_VERSION
-#            (default below; go install, cached under ~/.cache/sensorgate) -> backend
+#            (default below; go install, cached under ~/.cache/sensorgate; CADDY_GO_ROW=0
+#            leaves it out) -> backend
 #   gateway  wrk -> gateway (x-api-key auth, Redis rate limiter, proxy) -> backend,
 #            uncached (every request a distinct query, a real upstream call) and hot (the
 #            same request again and again, answered within the cache's freshness bound)
@@ -96,7 +97,8 @@ go build -o "$tmp/bin/ocean" ./services/cmd/ocean
 # and kept under ~/.cache/sensorgate (a first build takes minutes).
 CADDY_VERSION=${CADDY_VERSION:-v2.11.9}
 CADDY_GO=$HOME/.cache/sensorgate/caddy-$CADDY_VERSION/caddy
-if [ -z "$PROFILE" ] && [ ! -x "$CADDY_GO" ]; then
+[ "${CADDY_GO_ROW:-1}" = 0 ] && CADDY_GO="" # CADDY_GO_ROW=0: no caddy-go row (and no build)
+if [ -z "$PROFILE" ] && [ -n "$CADDY_GO" ] && [ ! -x "$CADDY_GO" ]; then
   log "building caddy $CADDY_VERSION from its Go module (once, into $(dirname "$CADDY_GO"))"
   mkdir -p "$(dirname "$CADDY_GO")"
   if ! GOWORK=off GOBIN=$(dirname "$CADDY_GO") go install -trimpath -ldflags='-s -w' "github.com/caddyserver/caddy/v2/cmd/caddy@$CADDY_VERSION" >"$tmp/caddy-build.log" 2>&1; then
