@@ -5,18 +5,17 @@
 //
 //   - proxy: httputil.ReverseProxy with a tuned net/http Transport and pooled copy
 //     buffers (the go-proxy row);
-//
 //   - sync: the gateway's own upstream transport, pkg/h1pool (the request written and the
 //     answer read on the handler's goroutine over kept-alive connections), the answer
 //     copied through (the go-sync row);
-//
 //   - fasthttp: fasthttp's HostClient behind the same handler (option (b) of issue 40;
 //     the go-fasthttp row when FASTHTTP=1);
-//
 //   - static: a fixed body of -size bytes, no upstream at all (the go-static row: the floor
 //     of a cache hit).
 //
-//     goproxy -mode sync -addr 127.0.0.1:9000 -backend http://127.0.0.1:9001
+// Usage:
+//
+//	goproxy -mode sync -addr 127.0.0.1:9000 -backend http://127.0.0.1:9001
 package main
 
 import (
