@@ -215,7 +215,7 @@ if [ -n "$CADDY_GO" ]; then
     "$CADDY_GO" run --config "$tmp/Caddyfile-go" --adapter caddyfile >"$tmp/caddy-go.log" 2>&1 &
   pids+=($!); CADDYGO_PID=$!
   wait_http "http://127.0.0.1:$P_CADDYGO/v1/meta"
-  CADDY_GO_VERSION=$("$CADDY_GO" version | cut -d' ' -f1)
+  CADDY_GO_VERSION=$CADDY_VERSION # (its own "caddy version" says "unknown" when built by go install)
 fi
 fi # not in profile mode
 
