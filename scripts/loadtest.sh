@@ -3,8 +3,17 @@
 #   direct   wrk -> backend (nginx serving a real service answer recorded at start, ~1.7 KB)
 #   nginx    wrk -> nginx as a plain reverse proxy (keepalive upstream) -> backend
 #   go-proxy wrk -> Go's floor: net/http + httputil.ReverseProxy, tuned, nothing else -> backend
+#   go-sync  wrk -> net/http + the gateway's own upstream transport (pkg/h1pool: the answer
+#            read on the handler's goroutine over kept-alive connections), nothing else
+#            -> backend (the floor of the gateway's uncached hop)
+#   go-static wrk -> net/http answering a fixed body of the gateway's answer's size, no
+#            middleware, no upstream (the floor of a cache hit)
+#   go-fasthttp (FASTHTTP=1 only) wrk -> net/http + fasthttp's HostClient -> backend
 #   caddy    wrk -> Caddy (Debian's package, admin off, plain reverse_proxy; also on
 #            net/http) -> backend
+#   caddy-go wrk -> the same Caddyfile on Caddy built from its Go module at CADDY_VERSION
+#            (default below; go install, cached under ~/.cache/sensorgate; CADDY_GO_ROW=0
+#            leaves it out) -> backend
 #   gateway  wrk -> gateway (x-api-key auth, Redis rate limiter, proxy) -> backend,
 #            uncached (every request a distinct query, a real upstream call) and hot (the
 #            same request again and again, answered within the cache's freshness bound)
@@ -84,6 +93,18 @@ fi
 go build -o "$tmp/bin/ocean" ./services/cmd/ocean
 (cd scripts/loadtest/fixedrate && GOWORK=off go build -o "$tmp/bin/fixedrate" .)
 (cd scripts/loadtest/goproxy && GOWORK=off go build -o "$tmp/bin/goproxy" .)
+# Caddy from its Go module, a current release beside Debian's 2.6: built once per version
+# and kept under ~/.cache/sensorgate (a first build takes minutes).
+CADDY_VERSION=${CADDY_VERSION:-v2.11.9}
+CADDY_GO=$HOME/.cache/sensorgate/caddy-$CADDY_VERSION/caddy
+[ "${CADDY_GO_ROW:-1}" = 0 ] && CADDY_GO="" # CADDY_GO_ROW=0: no caddy-go row (and no build)
+if [ -z "$PROFILE" ] && [ -n "$CADDY_GO" ] && [ ! -x "$CADDY_GO" ]; then
+  log "building caddy $CADDY_VERSION from its Go module (once, into $(dirname "$CADDY_GO"))"
+  mkdir -p "$(dirname "$CADDY_GO")"
+  if ! GOWORK=off GOBIN=$(dirname "$CADDY_GO") go install -trimpath -ldflags='-s -w' "github.com/caddyserver/caddy/v2/cmd/caddy@$CADDY_VERSION" >"$tmp/caddy-build.log" 2>&1; then
+    cat "$tmp/caddy-build.log" >&2; log "caddy $CADDY_VERSION did not build: no caddy-go row"; CADDY_GO=""
+  fi
+fi
 
 # 1. Record real answers of the ocean service (simulated NDBC buoys) for the backend.
 P_OCEAN=$(free_port)
@@ -159,11 +180,19 @@ wait_http "http://127.0.0.1:$P_NGINX/v1/meta"
 
 # 2b. Go's floor for the same hop: net/http's server and httputil.ReverseProxy, tuned
 #     (pooled buffers, a large idle pool), with no auth, limiter or cache.
-P_GOPROXY=$(free_port) P_CADDY=$(free_port)
+P_GOPROXY=$(free_port) P_CADDY=$(free_port) P_GOSYNC=$(free_port) P_GOFAST=$(free_port) P_CADDYGO=$(free_port)
 if [ -z "$PROFILE" ]; then
 "$tmp/bin/goproxy" -addr "127.0.0.1:$P_GOPROXY" -backend "http://127.0.0.1:$P_BACK" >"$tmp/goproxy.log" 2>&1 &
 pids+=($!); GOPROXY_PID=$!
 wait_http "http://127.0.0.1:$P_GOPROXY/v1/meta"
+"$tmp/bin/goproxy" -mode sync -addr "127.0.0.1:$P_GOSYNC" -backend "http://127.0.0.1:$P_BACK" >"$tmp/gosync.log" 2>&1 &
+pids+=($!); GOSYNC_PID=$!
+wait_http "http://127.0.0.1:$P_GOSYNC/v1/meta"
+if [ "${FASTHTTP:-}" = 1 ]; then
+  "$tmp/bin/goproxy" -mode fasthttp -addr "127.0.0.1:$P_GOFAST" -backend "http://127.0.0.1:$P_BACK" >"$tmp/gofast.log" 2>&1 &
+  pids+=($!); GOFAST_PID=$!
+  wait_http "http://127.0.0.1:$P_GOFAST/v1/meta"
+fi
 
 # 2c. Caddy, the best-known Go reverse proxy: admin endpoint off, plain HTTP, reverse_proxy
 #     with its defaults (keep-alive pool to the backend), no logging.
@@ -180,6 +209,14 @@ XDG_DATA_HOME=$tmp/caddy-data XDG_CONFIG_HOME=$tmp/caddy-config HOME=$tmp \
   caddy run --config "$tmp/Caddyfile" --adapter caddyfile >"$tmp/caddy.log" 2>&1 &
 pids+=($!); CADDY_PID=$!
 wait_http "http://127.0.0.1:$P_CADDY/v1/meta"
+if [ -n "$CADDY_GO" ]; then
+  sed "s/127.0.0.1:$P_CADDY {/127.0.0.1:$P_CADDYGO {/" "$tmp/Caddyfile" >"$tmp/Caddyfile-go"
+  XDG_DATA_HOME=$tmp/caddygo-data XDG_CONFIG_HOME=$tmp/caddygo-config HOME=$tmp \
+    "$CADDY_GO" run --config "$tmp/Caddyfile-go" --adapter caddyfile >"$tmp/caddy-go.log" 2>&1 &
+  pids+=($!); CADDYGO_PID=$!
+  wait_http "http://127.0.0.1:$P_CADDYGO/v1/meta"
+  CADDY_GO_VERSION=$CADDY_VERSION # (its own "caddy version" says "unknown" when built by go install)
+fi
 fi # not in profile mode
 
 # 3. Redis and the gateway (production key on a plan far above the load, so every answer is
@@ -208,7 +245,19 @@ TTL=$(curl -fsS -D - -o /dev/null -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT500/readings?limit=500"
 GZBYTES500=$(curl -fsS -H "x-api-key: $KEY" -H "Accept-Encoding: gzip" "$GW/api/v1/sensors/$EXT500/readings?limit=500" | wc -c)
 log "500-row page through the gateway: $BYTES500 bytes, $GZBYTES500 bytes with gzip"
-PATHS=(direct nginx go-proxy caddy gateway-uncached gateway-hot gateway-500 gateway-500-gzip)
+# go-static answers a fixed body of the size of the gateway's hot answer.
+GWBYTES=$(curl -fsS -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2" | wc -c)
+P_GOSTATIC=$(free_port)
+if [ -z "$PROFILE" ]; then
+  "$tmp/bin/goproxy" -mode static -size "$GWBYTES" -addr "127.0.0.1:$P_GOSTATIC" >"$tmp/gostatic.log" 2>&1 &
+  pids+=($!); GOSTATIC_PID=$!
+  wait_http "http://127.0.0.1:$P_GOSTATIC/"
+fi
+PATHS=(direct nginx go-proxy go-sync go-static)
+[ -n "${GOFAST_PID:-}" ] && PATHS+=(go-fasthttp)
+PATHS+=(caddy)
+[ -n "${CADDYGO_PID:-}" ] && PATHS+=(caddy-go)
+PATHS+=(gateway-uncached gateway-hot gateway-500 gateway-500-gzip)
 # A/B: GATEWAY_BIN_B (another build) and/or GATEWAY_ENV_B (extra environment, e.g. "GOGC=100")
 # start a second gateway on its own catalog copy, measured in the same rounds as b-uncached
 # and b-hot, so that two variants meet the same load on the machine. H2C=1 makes B the same
@@ -302,7 +351,11 @@ for round in $(seq "$ROUNDS"); do
   run_wrk direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2" "$LUA"
   run_wrk nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2" "$LUA"
   GWP=$GOPROXY_PID run_wrk go-proxy "http://127.0.0.1:$P_GOPROXY/v1/sensors/$EXT/readings?limit=2" "$LUA"
+  GWP=$GOSYNC_PID run_wrk go-sync "http://127.0.0.1:$P_GOSYNC/v1/sensors/$EXT/readings?limit=2" "$LUA"
+  GWP=$GOSTATIC_PID run_wrk go-static "http://127.0.0.1:$P_GOSTATIC/v1/sensors/$EXT/readings?limit=2" "$LUA"
+  [ -n "${GOFAST_PID:-}" ] && GWP=$GOFAST_PID run_wrk go-fasthttp "http://127.0.0.1:$P_GOFAST/v1/sensors/$EXT/readings?limit=2" "$LUA"
   GWP=$CADDY_PID run_wrk caddy "http://127.0.0.1:$P_CADDY/v1/sensors/$EXT/readings?limit=2" "$LUA"
+  [ -n "${CADDYGO_PID:-}" ] && GWP=$CADDYGO_PID run_wrk caddy-go "http://127.0.0.1:$P_CADDYGO/v1/sensors/$EXT/readings?limit=2" "$LUA"
   GWP=$GW_PID run_wrk gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H"
   GWP=$GW_PID run_wrk gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "" "$H"
   GWP=$GW_PID run_wrk gateway-500 "$GW/api/v1/sensors/$EXT500/readings?limit=500" "" "$H"
@@ -314,7 +367,11 @@ for round in $(seq "$ROUNDS"); do
   run_rate direct "http://127.0.0.1:$P_BACK/v1/sensors/$EXT/readings?limit=2&n={n}"
   run_rate nginx "http://127.0.0.1:$P_NGINX/v1/sensors/$EXT/readings?limit=2&n={n}"
   run_rate go-proxy "http://127.0.0.1:$P_GOPROXY/v1/sensors/$EXT/readings?limit=2&n={n}"
+  run_rate go-sync "http://127.0.0.1:$P_GOSYNC/v1/sensors/$EXT/readings?limit=2&n={n}"
+  run_rate go-static "http://127.0.0.1:$P_GOSTATIC/v1/sensors/$EXT/readings?limit=2&n={n}"
+  [ -n "${GOFAST_PID:-}" ] && run_rate go-fasthttp "http://127.0.0.1:$P_GOFAST/v1/sensors/$EXT/readings?limit=2&n={n}"
   run_rate caddy "http://127.0.0.1:$P_CADDY/v1/sensors/$EXT/readings?limit=2&n={n}"
+  [ -n "${CADDYGO_PID:-}" ] && run_rate caddy-go "http://127.0.0.1:$P_CADDYGO/v1/sensors/$EXT/readings?limit=2&n={n}"
   run_rate gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2&since=2001-01-01T00:00:00Z&page={n}" "$H"
   run_rate gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "$H"
   if [ -n "${GWB:-}" ]; then
@@ -366,6 +423,9 @@ diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.3f", a - b }'; }
   echo "gateway peak RSS: ${GW_RSS} MiB"
   echo
   [ -n "${GWB:-}" ] && echo "B (b-uncached, b-hot): ${GATEWAY_BIN_B:-same build} ${GATEWAY_ENV_B:-}" && echo
-  echo "ratios: gateway-uncached $(ratio "${RPS[gateway-uncached]}" "${RPS[nginx]}")x nginx, $(ratio "${RPS[gateway-uncached]}" "${RPS[caddy]}")x caddy; gateway-hot $(ratio "${RPS[gateway-hot]}" "${RPS[nginx]}")x nginx; gateway CPU per uncached request $(ratio "${CPU_GW[gateway-uncached]}" "$(awk -v a="${CPU_NGINX[nginx]}" -v b="${CPU_NGINX[direct]}" 'BEGIN { print a - b }')")x nginx's hop"
-  echo "targets: gateway-uncached >= 0.5x nginx and >= 1.5x caddy; gateway CPU per uncached request <= 2x nginx's hop; gateway-hot >= 1.5x nginx; gateway p99 at $RATE/s <= nginx p99 + 0.5 ms"
+  echo "caddy: Debian's $(caddy version 2>/dev/null | cut -d' ' -f1)${CADDY_GO_VERSION:+, caddy-go: $CADDY_GO_VERSION built from its Go module}; go-static answers $GWBYTES bytes (the gateway's hot answer's size)"
+  echo
+  echo "ratios: gateway-uncached $(ratio "${RPS[gateway-uncached]}" "${RPS[nginx]}")x nginx, $(ratio "${RPS[gateway-uncached]}" "${RPS[caddy]}")x caddy${CADDYGO_PID:+, $(ratio "${RPS[gateway-uncached]}" "${RPS[caddy-go]}")x caddy-go}; gateway CPU per uncached request $(ratio "${CPU_GW[gateway-uncached]}" "${CPU_GW[go-proxy]}")x go-proxy's, $(ratio "${CPU_GW[gateway-uncached]}" "${CPU_GW[go-sync]}")x go-sync's, $(ratio "${CPU_GW[gateway-uncached]}" "$(awk -v a="${CPU_NGINX[nginx]}" -v b="${CPU_NGINX[direct]}" 'BEGIN { print a - b }')")x nginx's hop"
+  echo "ratios: gateway-hot $(ratio "${RPS[gateway-hot]}" "${RPS[nginx]}")x nginx, $(ratio "${RPS[gateway-hot]}" "${RPS[go-static]}")x go-static; CPU per hot request $(ratio "${CPU_GW[gateway-hot]}" "${CPU_GW[go-static]}")x go-static's; go-sync CPU $(ratio "${CPU_GW[go-sync]}" "${CPU_GW[go-proxy]}")x go-proxy's; p99 at $RATE/s vs nginx: uncached $(diff_ms "${P99[gateway-uncached]}" "${P99[nginx]}") ms, hot $(diff_ms "${P99[gateway-hot]}" "${P99[nginx]}") ms"
+  echo "targets: gateway-uncached CPU per request <= 1.0x go-proxy's, req/s >= 0.5x nginx and >= 1.5x caddy (both caddy rows); gateway-hot >= 1.5x nginx; gateway p99 at $RATE/s <= nginx p99 + 0.5 ms (uncached and hot)"
 } | tee ${OUT:+"$OUT"}

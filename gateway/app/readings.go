@@ -30,12 +30,13 @@ func newClients(cfg config.Config, met *obs.Metrics, tracing *obs.Tracing, log *
 		urls[s.ID] = s.URL
 	}
 	return contract.NewClients(urls, contract.Options{
-		Token:    cfg.InternalToken,
-		Timeouts: contract.Timeouts{Latest: cfg.Proxy.Timeout, Readings: cfg.Proxy.Timeout, Health: cfg.Proxy.HealthTimeout},
-		HTTP2:    cfg.Proxy.HTTP2,
-		Logger:   log,
-		Metrics:  met,
-		Tracing:  tracing,
+		Token:     cfg.InternalToken,
+		Timeouts:  contract.Timeouts{Latest: cfg.Proxy.Timeout, Readings: cfg.Proxy.Timeout, Health: cfg.Proxy.HealthTimeout},
+		HTTP2:     cfg.Proxy.HTTP2,
+		Transport: cfg.Proxy.Transport,
+		Logger:    log,
+		Metrics:   met,
+		Tracing:   tracing,
 	})
 }
 

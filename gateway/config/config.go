@@ -140,6 +140,9 @@ type Proxy struct {
 	ProbeInterval time.Duration
 	// HTTP2 speaks HTTP/2 without TLS to the services (UPSTREAM_HTTP2).
 	HTTP2 bool
+	// Transport carries the HTTP/1.1 calls to the services (UPSTREAM_TRANSPORT):
+	// contract.TransportSync or contract.TransportNet.
+	Transport string
 }
 
 // RateLimit is the rate limiter's configuration (RATE_LIMIT_*). Development keys always
@@ -283,6 +286,14 @@ func Settings() []setting {
 			b, err := settings.Bool(v)
 			c.Proxy.HTTP2 = b
 			return err
+		}},
+		{Env: "UPSTREAM_TRANSPORT", Flag: "upstream-transport", Default: "sync", Usage: "what carries the HTTP/1.1 calls to the backing services: sync (the answer read on the calling goroutine over a pool of kept-alive connections, pkg/h1pool) or net (net/http's Transport)", Set: func(c *Config, v string) error {
+			switch v {
+			case "sync", "net":
+				c.Proxy.Transport = v
+				return nil
+			}
+			return fmt.Errorf("%q: want sync or net", v)
 		}},
 		{Env: "STREAM_MAX_PER_KEY", Flag: "stream-max-per-key", Default: "5", Usage: "streams one API key may hold open at once on a replica (429 beyond)", Set: setInt(1, 10000, func(c *Config) *int { return &c.Stream.MaxPerKey })},
 		{Env: "STREAM_BUFFER", Flag: "stream-buffer", Default: "1024", Usage: "events a stream may fall behind before it is disconnected as a slow consumer", Set: setInt(1, 1<<20, func(c *Config) *int { return &c.Stream.Buffer })},

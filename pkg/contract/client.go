@@ -68,12 +68,15 @@ type Client struct {
 	id, base string
 	sh       *shared
 	rt       http.RoundTripper // the request id (and spans) over tr
-	tr       *http.Transport
+	tr       idleCloser        // *h1pool.Transport or *http.Transport
 	// next rotates new connections over the service's addresses; recycled is when its idle
 	// connections were last closed (unix nanoseconds).
 	next     atomic.Uint32
 	recycled atomic.Int64
 }
+
+// idleCloser is the transport's pool, closed at shutdown and by recycle.
+type idleCloser interface{ CloseIdleConnections() }
 
 // ID is the service's id.
 func (c *Client) ID() string { return c.id }

@@ -22,6 +22,9 @@ type requestInfo struct {
 	route  string
 	keyID  string
 	tracer trace.Tracer
+	// principal is who the request authenticated as (SetPrincipal), so that the auth
+	// middleware need not copy the request to put it in a context of its own.
+	principal any
 }
 
 type infoKey struct{}
@@ -95,6 +98,33 @@ func SetRoute(ctx context.Context, route string) {
 // Route returns the route template recorded with SetRoute, or "".
 func Route(ctx context.Context) string {
 	return field(ctx, func(ri *requestInfo) *string { return &ri.route })
+}
+
+// SetPrincipal records who the request authenticated as (the auth middleware's identity)
+// in the request's own slot and reports whether there was one: outside Middleware there
+// is none, and the caller keeps it in a context of its own instead. Within Middleware this
+// saves the copy of the request (and a context) that http.Request.WithContext costs on
+// every authenticated request.
+func SetPrincipal(ctx context.Context, v any) bool {
+	ri := info(ctx)
+	if ri == nil {
+		return false
+	}
+	ri.mu.Lock()
+	ri.principal = v
+	ri.mu.Unlock()
+	return true
+}
+
+// Principal is what SetPrincipal recorded, or nil.
+func Principal(ctx context.Context) any {
+	ri := info(ctx)
+	if ri == nil {
+		return nil
+	}
+	ri.mu.Lock()
+	defer ri.mu.Unlock()
+	return ri.principal
 }
 
 // SetKeyID records the id (never the secret) of the API key that authenticated the
