@@ -22,6 +22,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -138,8 +139,8 @@ func (t *Transport) send(ctx context.Context, c *conn, req *http.Request) (*http
 	fail := func(err error, retry bool) (*http.Response, bool, error) {
 		stop()
 		c.nc.Close()
-		if ctx.Err() != nil {
-			return nil, false, fmt.Errorf("%w: %w", ctx.Err(), err)
+		if cerr := ctxErr(ctx, err); cerr != nil {
+			return nil, false, fmt.Errorf("%w: %w", cerr, err)
 		}
 		return nil, retry, err
 	}
@@ -206,8 +207,8 @@ func (b *body) Read(p []byte) (int, error) {
 		b.finish(true)
 	case err != nil:
 		b.finish(false)
-		if b.ctx.Err() != nil {
-			err = fmt.Errorf("%w: %w", b.ctx.Err(), err)
+		if cerr := ctxErr(b.ctx, err); cerr != nil {
+			err = fmt.Errorf("%w: %w", cerr, err)
 		}
 	}
 	return n, err
@@ -328,4 +329,17 @@ func (t *Transport) Idle() int {
 		n += len(list)
 	}
 	return n
+}
+
+// ctxErr is the context's error behind a failed read or write: its own once it is done,
+// and DeadlineExceeded for the connection's deadline (the context's) that fired a moment
+// before the context's timer did.
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if dl, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
