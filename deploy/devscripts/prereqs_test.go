@@ -90,7 +90,12 @@ func (m prereqsMachine) run(t *testing.T) (code int, out, apt string) {
 // apt-get installs exactly what is missing. Nothing missing: silent, nothing installed.
 func TestPrereqs(t *testing.T) {
 	t.Parallel()
-	all := []string{"initdb", "redis-server", "node", "npm", "jq"}
+	// The science formats' and the OGC tests' readers (netcdf-bin, gdal-bin and their
+	// Python modules) are present on every machine but the fresh ones.
+	readers := []string{"ncdump", "ogrinfo"}
+	const modules = " netCDF4 xarray owslib.ogcapi.features"
+	with := func(tools ...string) []string { return append(tools, readers...) }
+	all := with("initdb", "redis-server", "node", "npm", "jq")
 	cases := []struct {
 		name     string
 		m        prereqsMachine
@@ -100,29 +105,29 @@ func TestPrereqs(t *testing.T) {
 	}{
 		{name: "fresh machine, not root",
 			m:        prereqsMachine{uid: "1000"},
-			wantCode: 1, wantCmd: "sudo apt-get install -y postgresql redis-server nodejs npm chromium jq python3-pandas python3-matplotlib\n"},
+			wantCode: 1, wantCmd: "sudo apt-get install -y postgresql redis-server nodejs npm chromium jq python3-pandas python3-matplotlib netcdf-bin python3-netcdf4 python3-xarray gdal-bin python3-owslib\n"},
 		{name: "only redis missing, not root",
-			m:        prereqsMachine{uid: "1000", has: []string{"initdb", "node", "npm", "jq"}, browser: true, python: "pandas matplotlib"},
+			m:        prereqsMachine{uid: "1000", has: with("initdb", "node", "npm", "jq"), browser: true, python: "pandas matplotlib" + modules},
 			wantCode: 1, wantCmd: "sudo apt-get install -y redis-server\n"},
 		{name: "browser and matplotlib missing, not root",
-			m:        prereqsMachine{uid: "1000", has: all, python: "pandas"},
+			m:        prereqsMachine{uid: "1000", has: all, python: "pandas" + modules},
 			wantCode: 1, wantCmd: "sudo apt-get install -y chromium python3-matplotlib\n"},
 		{name: "fresh machine, root",
 			m:       prereqsMachine{uid: "0"},
-			wantApt: "update -qq\ninstall -y -qq postgresql redis-server nodejs npm chromium jq python3-pandas python3-matplotlib\n"},
+			wantApt: "update -qq\ninstall -y -qq postgresql redis-server nodejs npm chromium jq python3-pandas python3-matplotlib netcdf-bin python3-netcdf4 python3-xarray gdal-bin python3-owslib\n"},
 		{name: "node missing, root",
-			m:       prereqsMachine{uid: "0", has: []string{"initdb", "redis-server", "npm", "jq"}, browser: true, python: "pandas matplotlib"},
+			m:       prereqsMachine{uid: "0", has: with("initdb", "redis-server", "npm", "jq"), browser: true, python: "pandas matplotlib" + modules},
 			wantApt: "update -qq\ninstall -y -qq nodejs\n"},
 		{name: "servers elsewhere, not root",
-			m: prereqsMachine{uid: "1000", has: []string{"node", "npm", "jq"}, browser: true, python: "pandas matplotlib",
+			m: prereqsMachine{uid: "1000", has: with("node", "npm", "jq"), browser: true, python: "pandas matplotlib" + modules,
 				env: []string{"TEST_DATABASE_URL=postgres://db.example/x", "TEST_REDIS_URL=redis://cache.example:6379/0"}}},
 		{name: "PostgreSQL from Debian's directory, not root",
-			m:        prereqsMachine{uid: "1000", has: []string{"node", "npm", "jq"}, browser: true, python: "pandas matplotlib", pgLib: true},
+			m:        prereqsMachine{uid: "1000", has: with("node", "npm", "jq"), browser: true, python: "pandas matplotlib" + modules, pgLib: true},
 			wantCode: 1, wantCmd: "sudo apt-get install -y redis-server\n"},
 		{name: "nothing missing, not root",
-			m: prereqsMachine{uid: "1000", has: all, browser: true, python: "pandas matplotlib"}},
+			m: prereqsMachine{uid: "1000", has: all, browser: true, python: "pandas matplotlib" + modules}},
 		{name: "nothing missing, root",
-			m: prereqsMachine{uid: "0", has: all, browser: true, python: "pandas matplotlib"}},
+			m: prereqsMachine{uid: "0", has: all, browser: true, python: "pandas matplotlib" + modules}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

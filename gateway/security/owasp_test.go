@@ -215,7 +215,7 @@ func documentedRoutes(t *testing.T, s *stack) [][2]string {
 }
 
 // API2: every documented /api/v1 route refuses a request without a key, with a revoked
-// key, and with a key anywhere but the x-api-key header.
+// key (in x-api-key or as a Bearer token), and with a key in the query.
 func api2(t *testing.T, s *stack) {
 	routes := documentedRoutes(t, s)
 	attacker := from("127.0.0.66")
@@ -240,7 +240,12 @@ func api2(t *testing.T, s *stack) {
 		for _, q := range []string{"x-api-key=", "api_key=", "apikey=", "key="} {
 			do(m, s.a.url()+p+sep+q+s.alice, body).wantError(t, m+" "+p+" with the key in the query ("+q+")", 401, "missing_api_key")
 		}
-		do(m, s.a.url()+p, body, "Authorization", "Bearer "+s.alice).wantError(t, m+" "+p+" with the key as a bearer token", 401, "missing_api_key")
+		// A key is a Bearer credential too (docs/api-decisions.md, Wave 4 "OAuth 2.1"): a
+		// revoked one is refused there as in x-api-key, and a valid one is not refused.
+		doWith(attacker, m, s.a.url()+p, body, "Authorization", "Bearer "+s.revoked).wantError(t, m+" "+p+" with a revoked key as a bearer token", 401, "invalid_api_key")
+		if r := do(m, s.a.url()+p, body, "Authorization", "Bearer "+s.alice); r.status == http.StatusUnauthorized {
+			t.Errorf("%s %s with the key as a bearer token: %d %s, want it admitted", m, p, r.status, r.body)
+		}
 	}
 	if n < 15 {
 		t.Errorf("only %d documented /api/v1 routes found", n)
