@@ -192,14 +192,12 @@ EOF
 }
 
 down() {
-  [ -f "$KUBECONFIG" ] && alive kube-apiserver && kubectl delete namespace sensorgate-k8s-test --wait=true --timeout=90s >/dev/null 2>&1 || true
   for name in kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
     if alive "$name"; then kill "$(cat "$RUN/$name.pid")" 2>/dev/null || true; fi
   done
   sleep 2
   if alive containerd; then
     # Every pod sandbox and container the kubelet left, then containerd itself.
-    if command -v crictl >/dev/null 2>&1; then :; fi
     for ns in k8s.io; do
       for c in $(ctr -a "$CTR_SOCK" -n $ns tasks ls -q 2>/dev/null); do ctr -a "$CTR_SOCK" -n $ns tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true; done
       sleep 1

@@ -15,7 +15,9 @@ BIN=$CACHE/bin/$K8S_VERSION
 CTR_SOCK=/run/sensorgate-k8s/containerd/containerd.sock
 export DOCKER_BUILDKIT=0 # the classic builder: BuildKit would fetch its frontend image
 TAG=k8s-test
-PROJECT="sensorgate/gateway:$TAG sensorgate/ocean:$TAG sensorgate/weather:$TAG sensorgate/airquality:$TAG"
+# airquality also as k8s-test-v2 (the same image under a second name): the rolling update
+# check moves the Deployment to it.
+PROJECT="sensorgate/gateway:$TAG sensorgate/ocean:$TAG sensorgate/weather:$TAG sensorgate/airquality:$TAG sensorgate/airquality:$TAG-v2"
 BASE="sensorgate/postgres:15 sensorgate/redis:7"
 ADDONS="sensorgate/pause:$K8S_VERSION sensorgate/coredns:$K8S_VERSION sensorgate/metrics-server:$K8S_VERSION"
 log() { echo "k8s-images: $*"; }
@@ -36,6 +38,7 @@ build() {
   bash scripts/docker/engine.sh
   bash scripts/docker/base-images.sh
   nice -n 19 make -s images-prebuilt IMAGE_TAG=$TAG GO="env GOMAXPROCS=${GOMAXPROCS:-1} go" >/dev/null
+  docker tag "sensorgate/airquality:$TAG" "sensorgate/airquality:$TAG-v2"
   scratch "sensorgate/pause:$K8S_VERSION" pause 65535:65535 /pause
   scratch "sensorgate/coredns:$K8S_VERSION" coredns 0:0 /coredns
   scratch "sensorgate/metrics-server:$K8S_VERSION" metrics-server 1000:1000 /metrics-server
