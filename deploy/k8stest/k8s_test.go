@@ -291,21 +291,17 @@ func (c *cluster) applyAndWait(t *testing.T, overlay string) {
 	for _, d := range []string{"redis", "ocean", "weather", "airquality", "gateway"} {
 		c.must(15*time.Minute, "rollout", "status", "deploy/"+d, "--timeout=900s")
 	}
-	out = c.must(time.Minute, "get", "pods", "-o", `jsonpath={range .items[?(@.status.phase=="Running")]}{.metadata.name} ready={.status.conditions[?(@.type=="Ready")].status} readiness={.spec.containers[0].readinessProbe.httpGet.path}{.spec.containers[0].readinessProbe.exec.command[0]} liveness={.spec.containers[0].livenessProbe.httpGet.path}{.spec.containers[0].livenessProbe.tcpSocket.port}{.spec.containers[0].livenessProbe.exec.command[0]}{"\n"}{end}`)
+	out = c.must(time.Minute, "get", "pods", "-o", `jsonpath={range .items[?(@.status.phase=="Running")]}{.metadata.name} {.metadata.labels.app\.kubernetes\.io/name} ready={.status.conditions[?(@.type=="Ready")].status} readiness={.spec.containers[0].readinessProbe.httpGet.path}{.spec.containers[0].readinessProbe.exec.command[0]} liveness={.spec.containers[0].livenessProbe.httpGet.path}{.spec.containers[0].livenessProbe.tcpSocket.port}{.spec.containers[0].livenessProbe.exec.command[0]}{"\n"}{end}`)
 	t.Logf("pods:\n%s", out)
 	seen := map[string]bool{}
 	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(l)
-		if len(f) < 4 {
+		if len(f) < 5 {
 			continue
 		}
-		app := f[0][:strings.LastIndex(f[0][:strings.LastIndex(f[0], "-")+1], "-")+1]
-		if strings.HasPrefix(f[0], "postgres-") {
-			app = "postgres-"
-		}
-		seen[strings.TrimSuffix(app, "-")] = true
-		if f[1] != "ready=True" || f[2] == "readiness=" || f[3] == "liveness=" {
-			t.Errorf("pod %s: %s %s %s, want Ready with a readiness and a liveness probe", f[0], f[1], f[2], f[3])
+		seen[f[1]] = true
+		if f[2] != "ready=True" || f[3] == "readiness=" || f[4] == "liveness=" {
+			t.Errorf("pod %s: %s %s %s, want Ready with a readiness and a liveness probe", f[0], f[2], f[3], f[4])
 		}
 	}
 	for _, app := range []string{"gateway", "ocean", "weather", "airquality", "redis", "postgres"} {
@@ -387,42 +383,44 @@ func (c *cluster) holders() map[string][]string {
 	return m
 }
 
-// oneIngester: each provider's readings counter is non-zero on exactly one replica, and
-// every replica's health says which lease it holds.
-func (c *cluster) oneIngester(t *testing.T) {
-	c.t = t
-	for provider, pods := range c.holders() {
-		if len(pods) != 1 {
-			t.Errorf("%s ingested by %v, want exactly one replica", provider, pods)
-		} else {
-			t.Logf("%s ingested by %s only", provider, pods[0])
-		}
-	}
-	held := map[string]int{}
+// leases maps each ocean provider to the replicas whose /v1/health says they hold its
+// lease.
+func (c *cluster) leases() map[string][]string {
+	c.t.Helper()
+	m := map[string][]string{}
 	for _, p := range c.pods("ocean") {
 		out, err := c.fetch(p, "http://127.0.0.1:8081/v1/health")
 		if err != nil {
-			t.Fatal(err)
+			c.t.Fatal(err)
 		}
 		var h struct {
 			Providers []struct {
-				Provider string `json:"slug"`
-				Lease    string `json:"lease"`
+				Slug  string `json:"slug"`
+				Lease string `json:"lease"`
 			} `json:"providers"`
 		}
 		if err := json.Unmarshal([]byte(out), &h); err != nil {
-			t.Fatalf("%s /v1/health: %v %.300s", p, err, out)
+			c.t.Fatalf("%s /v1/health: %v %.300s", p, err, out)
 		}
 		for _, pr := range h.Providers {
 			if pr.Lease == "held" {
-				held[pr.Provider]++
+				m[pr.Slug] = append(m[pr.Slug], p)
 			}
 		}
-		t.Logf("%s /v1/health leases: %+v", p, h.Providers)
 	}
+	return m
+}
+
+// oneIngester: each provider's readings counter is non-zero on exactly one replica, and
+// that replica's health says it holds the provider's lease (the others: standby).
+func (c *cluster) oneIngester(t *testing.T) {
+	c.t = t
+	ingest, leases := c.holders(), c.leases()
 	for _, provider := range []string{"noaa-ndbc", "noaa-coops"} {
-		if held[provider] != 1 {
-			t.Errorf("lease of %s held by %d replicas, want 1", provider, held[provider])
+		if len(ingest[provider]) != 1 || len(leases[provider]) != 1 || ingest[provider][0] != leases[provider][0] {
+			t.Errorf("%s: ingested by %v, lease held by %v; want the same one replica", provider, ingest[provider], leases[provider])
+		} else {
+			t.Logf("%s ingested by %s only, which holds its lease", provider, ingest[provider][0])
 		}
 	}
 }
@@ -577,7 +575,7 @@ func (c *cluster) killMidStream(t *testing.T, sensorID string) {
 	s1 := c.open(path, "")
 	s1.waitFor(t, "first stream", 2, 5*time.Minute)
 
-	victims := c.holders()["noaa-ndbc"]
+	victims := c.leases()["noaa-ndbc"]
 	if len(victims) != 1 {
 		t.Fatalf("NDBC ingested by %v, want one replica", victims)
 	}
@@ -594,10 +592,10 @@ func (c *cluster) killMidStream(t *testing.T, sensorID string) {
 		t.Errorf("%d readings calls failed while an ocean replica died: %v", n, got)
 	}
 
-	// A survivor takes the NDBC lease and ingests.
+	// A survivor (or the replacement pod) takes the NDBC lease.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		h := c.holders()["noaa-ndbc"]
+		h := c.leases()["noaa-ndbc"]
 		if len(h) == 1 && h[0] != victims[0] {
 			t.Logf("NDBC now ingested by %s", h[0])
 			break
