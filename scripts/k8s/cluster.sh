@@ -87,6 +87,11 @@ state = "$RUN/containerd"
   address = "$CTR_SOCK"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "sensorgate/pause:$K8S_VERSION"
+  # The kubelet asks for oom_score_adj down to -998 (the sandboxes, Guaranteed pods); this
+  # machine's root lacks CAP_SYS_RESOURCE, so runc's write fails ("failed to update
+  # /proc/self/oom_score_adj: Permission denied") and no pod starts. Clamped to
+  # containerd's own value instead.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
