@@ -200,7 +200,14 @@ down() {
   for name in kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
     if alive "$name"; then kill "$(cat "$RUN/$name.pid")" 2>/dev/null || true; fi
   done
-  sleep 2
+  for _ in $(seq 1 20); do
+    busy=""
+    for name in kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
+      if alive "$name"; then busy=1; fi
+    done
+    [ -n "$busy" ] || break
+    sleep 1
+  done
   if alive containerd; then
     # Every pod sandbox and container the kubelet left, then containerd itself.
     for ns in k8s.io; do
@@ -213,17 +220,17 @@ down() {
     sleep 1
   fi
   # Mounts the kubelet and containerd leave (volumes, netns, overlay rootfs), deepest first.
-  grep -oE " ($DATA|$RUN)/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  { grep -oE " ($DATA|$RUN)/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   ip link delete sgk8s0 2>/dev/null || true
   # kube-proxy's and the CNI plugins' iptables chains.
   for table in nat filter mangle; do
-    iptables-save -t $table 2>/dev/null | grep -oE '^:(KUBE|CNI)-[^ ]+' | tr -d : | while read -r chain; do
-      iptables -t $table -S 2>/dev/null | grep -E -- "-j $chain( |$)" | sed 's/^-A/-D/' | while read -r rule; do
+    { iptables-save -t $table 2>/dev/null | grep -oE '^:(KUBE|CNI)-[^ ]+' || true; } | tr -d : | while read -r chain; do
+      { iptables -t $table -S 2>/dev/null | grep -E -- "-j $chain( |$)" || true; } | sed 's/^-A/-D/' | while read -r rule; do
         eval "iptables -t $table $rule" 2>/dev/null || true
       done
     done
-    iptables-save -t $table 2>/dev/null | grep -oE '^:(KUBE|CNI)-[^ ]+' | tr -d : | while read -r chain; do iptables -t $table -F "$chain" 2>/dev/null || true; done
-    iptables-save -t $table 2>/dev/null | grep -oE '^:(KUBE|CNI)-[^ ]+' | tr -d : | while read -r chain; do iptables -t $table -X "$chain" 2>/dev/null || true; done
+    { iptables-save -t $table 2>/dev/null | grep -oE '^:(KUBE|CNI)-[^ ]+' || true; } | tr -d : | while read -r chain; do iptables -t $table -F "$chain" 2>/dev/null || true; done
+    { iptables-save -t $table 2>/dev/null | grep -oE '^:(KUBE|CNI)-[^ ]+' || true; } | tr -d : | while read -r chain; do iptables -t $table -X "$chain" 2>/dev/null || true; done
   done
   # State that must not outlive the cluster (the images stay in containerd's content store
   # under $DATA/containerd, so the next run imports nothing it already has).
