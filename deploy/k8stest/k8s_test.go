@@ -219,22 +219,26 @@ func failures(got map[int]int) int {
 	return n
 }
 
-// sensorOf returns the id of the first sensor of a service in the gateway's catalog.
+// sensorOf returns the id of the first sensor of a service in the gateway's catalog,
+// waiting for the catalog sync (every SYNC_INTERVAL, 30 s) to have brought one.
 func (c *cluster) sensorOf(svc string) string {
 	c.t.Helper()
-	code, body, err := c.get("/sensors?limit=1&service=" + svc)
-	if err != nil || code != http.StatusOK {
-		c.t.Fatalf("sensors of %s: %d %v %.300s", svc, code, err, body)
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		code, body, err := c.get("/sensors?limit=1&service=" + svc)
+		var page struct {
+			Sensors []struct {
+				ID string `json:"id"`
+			} `json:"sensors"`
+		}
+		if err == nil && code == http.StatusOK && json.Unmarshal(body, &page) == nil && len(page.Sensors) > 0 {
+			return page.Sensors[0].ID
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("no sensor of %s in the gateway's catalog after 3 min: %d %v %.300s", svc, code, err, body)
+		}
+		time.Sleep(5 * time.Second)
 	}
-	var page struct {
-		Sensors []struct {
-			ID string `json:"id"`
-		} `json:"sensors"`
-	}
-	if err := json.Unmarshal(body, &page); err != nil || len(page.Sensors) == 0 {
-		c.t.Fatalf("sensors of %s: %v %.300s", svc, err, body)
-	}
-	return page.Sensors[0].ID
 }
 
 func TestCluster(t *testing.T) {
