@@ -219,13 +219,13 @@ func failures(got map[int]int) int {
 	return n
 }
 
-// sensorOf returns the id of the first sensor of a service in the gateway's catalog,
-// waiting for the catalog sync (every SYNC_INTERVAL, 30 s) to have brought one.
-func (c *cluster) sensorOf(svc string) string {
+// sensorOf returns the id of the first sensor a sensor-list filter selects in the
+// gateway's catalog, waiting for the catalog sync (every SYNC_INTERVAL, 30 s) to have brought one.
+func (c *cluster) sensorOf(filter string) string {
 	c.t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		code, body, err := c.get("/sensors?limit=1&service=" + svc)
+		code, body, err := c.get("/sensors?limit=1&" + filter)
 		var page struct {
 			Sensors []struct {
 				ID string `json:"id"`
@@ -235,7 +235,7 @@ func (c *cluster) sensorOf(svc string) string {
 			return page.Sensors[0].ID
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("no sensor of %s in the gateway's catalog after 3 min: %d %v %.300s", svc, code, err, body)
+			c.t.Fatalf("no sensor %s in the gateway's catalog after 3 min: %d %v %.300s", filter, code, err, body)
 		}
 		time.Sleep(5 * time.Second)
 	}
@@ -338,7 +338,7 @@ func (c *cluster) serviceNames(t *testing.T) {
 // Service; it returns the id of the ocean sensor used.
 func (c *cluster) readingsAndMCP(t *testing.T) string {
 	c.t = t
-	id := c.sensorOf("ocean")
+	id := c.sensorOf("service=ocean&sensor_type=buoy") // an NDBC buoy, as the README's tour
 	code, body, err := c.get("/sensors/" + id + "/readings?days=1&limit=50")
 	if err != nil || code != http.StatusOK || !strings.Contains(string(body), `"timestamp"`) {
 		t.Fatalf("readings of %s: %d %v %.300s", id, code, err, body)
@@ -784,7 +784,7 @@ func (c *cluster) autoscale(t *testing.T) {
 func (c *cluster) rollingUpdate(t *testing.T) {
 	c.t = t
 	c.newKey("k8s-test-rollout")
-	id := c.sensorOf("airquality")
+	id := c.sensorOf("service=airquality")
 	done := make(chan map[int]int)
 	go func() { done <- c.load(id, 90*time.Second, 3) }()
 	time.Sleep(5 * time.Second)
