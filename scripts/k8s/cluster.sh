@@ -208,6 +208,10 @@ down() {
     [ -n "$busy" ] || break
     sleep 1
   done
+  # What did not stop within 20 s (kube-apiserver can take longer to drain) is killed.
+  for name in kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    if alive "$name"; then kill -9 "$(cat "$RUN/$name.pid")" 2>/dev/null || true; fi
+  done
   if alive containerd; then
     # Every pod sandbox and container the kubelet left, then containerd itself.
     for ns in k8s.io; do
