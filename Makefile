@@ -195,6 +195,14 @@ COMPOSE_FILES ?= docker-compose.yml docker-compose.local.yml
 compose-test: compose-images
 	COMPOSE="$$(scripts/docker/compose-cli.sh)" COMPOSE_FILES="$(COMPOSE_FILES)" $(GO) test -count=1 -timeout 30m -tags compose -v ./deploy/composetest/
 
+# A real single-node Kubernetes here (Debian's containerd, runc, CNI plugins and etcd;
+# Kubernetes, CoreDNS and metrics-server built from their Go modules), the k8s-test overlay
+# applied and checked, then torn down (docs/deploy.md, "Kubernetes test"). Slow, needs
+# root; outside CI and `make test`. K8S_KEEP=1 leaves the cluster up.
+.PHONY: k8s-test
+k8s-test:
+	scripts/k8s-test.sh
+
 # Pins the prod overlay's images (kustomize image transformer) to IMAGE_TAG, or to digests
 # given as IMAGE_DIGESTS=gateway=sha256:...,ocean=sha256:...: make k8s-pin-images IMAGE_TAG=0.2.0
 k8s-pin-images:
