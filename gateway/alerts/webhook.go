@@ -91,15 +91,15 @@ func (g Guard) Allowed(a netip.Addr) bool {
 	return true
 }
 
-// control is the dialer's Control func: it runs on the resolved address of each
-// connection attempt.
-func (g Guard) control(_, address string, _ syscall.RawConn) error {
+// Control is the dialer's Control func: it runs on the resolved address of each
+// connection attempt (the webhooks', and the OAuth client metadata fetches').
+func (g Guard) Control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("alerts: webhook address %q: %w", address, err)
+		return fmt.Errorf("outbound address %q: %w", address, err)
 	}
 	if !g.Allowed(ap.Addr()) {
-		return fmt.Errorf("alerts: webhook target %s is a loopback, private, link-local or metadata address", ap.Addr())
+		return fmt.Errorf("outbound target %s is a loopback, private, link-local or metadata address", ap.Addr())
 	}
 	return nil
 }
@@ -177,7 +177,7 @@ func NewSender(o SenderOptions) *Sender {
 		o.Backoff = firstBackoff
 	}
 	// Targets are user-supplied: the client dials only through the guard.
-	return &Sender{o: o, client: outbound.Client(o.Timeout, o.Guard.control)}
+	return &Sender{o: o, client: outbound.Client(o.Timeout, o.Guard.Control)}
 }
 
 // Run delivers until ctx ends. Up to Workers attempts run at once; a receiver that hangs

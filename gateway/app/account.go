@@ -107,7 +107,7 @@ func newAccounts(cfg config.Config, raw *store.Store, st catalog.Store, rdb *red
 	// OAuth 2.1 (package oauth): tokens are checked by the same authenticator as keys.
 	srv, err := oauth.New(context.Background(), oauth.Config{
 		Issuer: cfg.Account.Origin, Environment: cfg.Env, Store: raw, Sessions: h, Forget: authn.Forget, Logger: log,
-		Fetch: oauth.MetadataClient(alerts.Guard{Allow: cfg.Alerts.WebhookAllow}.Allowed),
+		Fetch: oauth.MetadataClient(alerts.Guard{Allow: cfg.Alerts.WebhookAllow}),
 	})
 	if err != nil {
 		return a, fmt.Errorf("oauth: %w", err)

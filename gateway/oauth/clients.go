@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ory/fosite"
 
+	"github.com/sensorgate/sensorgate/gateway/alerts"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/outbound"
@@ -37,26 +36,10 @@ const (
 
 // MetadataClient is the client that fetches client id metadata documents: an outside party
 // reached through package outbound (no proxy, no redirects), every dialled address checked
-// by allowed (the alert webhooks' SSRF rules: no loopback, private, link-local or metadata
-// address unless allowed). nil allowed refuses those ranges.
-func MetadataClient(allowed func(netip.Addr) bool) *http.Client {
-	if allowed == nil {
-		allowed = func(a netip.Addr) bool {
-			a = a.Unmap()
-			return !(a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-				a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast())
-		}
-	}
-	return outbound.Client(metadataFetchTime, func(_, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return fmt.Errorf("oauth: client metadata address %q: %w", address, err)
-		}
-		if !allowed(ap.Addr()) {
-			return fmt.Errorf("oauth: client metadata at %s refused: a loopback, private, link-local or metadata address", ap.Addr())
-		}
-		return nil
-	})
+// by the alert webhooks' SSRF guard (no loopback, private, link-local or metadata address
+// unless g allows it).
+func MetadataClient(g alerts.Guard) *http.Client {
+	return outbound.Client(metadataFetchTime, g.Control)
 }
 
 type redirectKey struct{}

@@ -27,6 +27,7 @@ import (
 	"github.com/ory/fosite/compose"
 	foauth2 "github.com/ory/fosite/handler/oauth2"
 
+	"github.com/sensorgate/sensorgate/gateway/alerts"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/store"
@@ -123,7 +124,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Forget = func() {}
 	}
 	if cfg.Fetch == nil {
-		cfg.Fetch = MetadataClient(nil)
+		cfg.Fetch = MetadataClient(alerts.Guard{})
 	}
 	fresh := make([]byte, 32)
 	_, _ = rand.Read(fresh)
