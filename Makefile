@@ -33,7 +33,7 @@ run: build
 
 # The concurrency tests of shared paths run again under -race; the keep-alive test of the
 # gateway then runs a gateway process built with -race too.
-RACE_TESTS := ./pkg/ttlcache/ ./pkg/contract/ ./pkg/h1pool/ ./pkg/migrate/ ./gateway/readings/ ./gateway/api/ ./gateway/app/ ./gateway/auth/ ./gateway/bench/ ./gateway/stream/ ./gateway/store/ ./services/runtime/live/ ./pkg/obs/ ./gateway/usage/ ./gateway/alerts/ ./services/runtime/qc/
+RACE_TESTS := ./pkg/ttlcache/ ./gateway/catalog/ ./pkg/contract/ ./pkg/h1pool/ ./pkg/migrate/ ./gateway/readings/ ./gateway/api/ ./gateway/app/ ./gateway/auth/ ./gateway/bench/ ./gateway/stream/ ./gateway/store/ ./services/runtime/live/ ./pkg/obs/ ./gateway/usage/ ./gateway/alerts/ ./services/runtime/qc/
 
 # web: rebuilds the explorer bundle (gateway/web/dist, committed and embedded in the gateway)
 # from its TypeScript sources; needs Node.js and npm (the gateway itself does not).
