@@ -71,7 +71,7 @@ test-web:
 
 vet:
 	$(GO) vet $(MODULES)
-	@for m in scripts/loadtest/fixedrate scripts/loadtest/goproxy examples/go examples/mcp/stdio-bridge; do (cd $$m && GOWORK=off $(GO) vet .) || exit 1; done
+	@for m in scripts/loadtest/fixedrate scripts/loadtest/goproxy scripts/loadtest/oauthtoken examples/go examples/mcp/stdio-bridge; do (cd $$m && GOWORK=off $(GO) vet .) || exit 1; done
 
 fmt:
 	gofmt -l -w pkg gateway services deploy scripts examples

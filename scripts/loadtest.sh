@@ -17,6 +17,9 @@
 #   gateway  wrk -> gateway (x-api-key auth, Redis rate limiter, proxy) -> backend,
 #            uncached (every request a distinct query, a real upstream call) and hot (the
 #            same request again and again, answered within the cache's freshness bound)
+#   gateway-bearer-uncached, gateway-bearer-hot  the same two with an OAuth access token
+#            (Authorization: Bearer) instead of the key, got through the whole flow
+#            (scripts/loadtest/oauthtoken: sign-in link, registration, PKCE, consent, code)
 #   gateway-500, gateway-500-gzip  wrk -> gateway -> backend for a 500-row JSON readings
 #            page (issue 14, about 400 KB), the same page again and again, without and
 #            with Accept-Encoding: gzip. The page is over the readings cache's 256 KiB
@@ -93,6 +96,7 @@ fi
 go build -o "$tmp/bin/ocean" ./services/cmd/ocean
 (cd scripts/loadtest/fixedrate && GOWORK=off go build -o "$tmp/bin/fixedrate" .)
 (cd scripts/loadtest/goproxy && GOWORK=off go build -o "$tmp/bin/goproxy" .)
+(cd scripts/loadtest/oauthtoken && GOWORK=off go build -o "$tmp/bin/oauthtoken" .)
 # Caddy from its Go module, a current release beside Debian's 2.6: built once per version
 # and kept under ~/.cache/sensorgate (a first build takes minutes).
 CADDY_VERSION=${CADDY_VERSION:-v2.11.9}
@@ -220,17 +224,22 @@ fi
 fi # not in profile mode
 
 # 3. Redis and the gateway (production key on a plan far above the load, so every answer is
-#    a 200 that went through the limiter).
+#    a 200 that went through the limiter; the OAuth app's key, on the default plan, too).
+#    The dashboard's public origin is https (production wants it) on localhost (passkeys want
+#    a host name), though nothing terminates TLS here: the token tool sends to the gateway's
+#    own address and keeps cookies itself.
 P_REDIS=$(free_port)
 redis-server --port "$P_REDIS" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" >"$tmp/redis.log" 2>&1 &
 pids+=($!); REDIS_PID=$!
 for _ in $(seq 50); do redis-cli -p "$P_REDIS" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
 P_GW=$(free_port)
 export GATEWAY_ADDR=127.0.0.1:$P_GW SENSORGATE_ENV=production SQLITE_PATH=$tmp/catalog.db \
-  REDIS_URL=redis://127.0.0.1:$P_REDIS/0 RATE_LIMIT_PLANS=bench=1000000000/h INTERNAL_TOKEN=loadtest-internal-token \
-  SERVICE_URLS=ocean=http://127.0.0.1:$P_BACK LOG_LEVEL=warn OTEL_SDK_DISABLED=true
+  REDIS_URL=redis://127.0.0.1:$P_REDIS/0 RATE_LIMIT_PLANS=bench=1000000000/h,default=1000000000/h INTERNAL_TOKEN=loadtest-internal-token \
+  SERVICE_URLS=ocean=http://127.0.0.1:$P_BACK LOG_LEVEL=warn OTEL_SDK_DISABLED=true ACCOUNT_ORIGIN=https://localhost:$P_GW
 GW_BIN=${GATEWAY_BIN:-$tmp/bin/gateway} # GATEWAY_BIN measures another build of the gateway
 KEY=$("$GW_BIN" keys create --owner loadtest --env production --plan bench | head -1)
+"$GW_BIN" accounts create-admin --name "Load test" --email loadtest@example.org >/dev/null
+LINK=$("$GW_BIN" accounts signin-link --email loadtest@example.org | head -1)
 P_PPROF=$(free_port)
 if [ -n "$PROFILE" ]; then
   PPROF_ADDR=127.0.0.1:$P_PPROF "$GW_BIN" >"$tmp/gateway.log" 2>&1 &
@@ -241,6 +250,8 @@ pids+=($!); GW_PID=$!
 GW=http://127.0.0.1:$P_GW
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT"
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2"
+BEARER=$("$tmp/bin/oauthtoken" -addr "$GW" -link "$LINK")
+wait_http -H "Authorization: Bearer $BEARER" "$GW/api/v1/sensors/$EXT/readings?limit=2"
 TTL=$(curl -fsS -D - -o /dev/null -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT/readings?limit=2" | tr -d '\r' | awk -F'max-age=' '/^Cache-Control/ {print $2}')
 wait_http -H "x-api-key: $KEY" "$GW/api/v1/sensors/$EXT500/readings?limit=500"
 GZBYTES500=$(curl -fsS -H "x-api-key: $KEY" -H "Accept-Encoding: gzip" "$GW/api/v1/sensors/$EXT500/readings?limit=500" | wc -c)
@@ -257,7 +268,7 @@ PATHS=(direct nginx go-proxy go-sync go-static)
 [ -n "${GOFAST_PID:-}" ] && PATHS+=(go-fasthttp)
 PATHS+=(caddy)
 [ -n "${CADDYGO_PID:-}" ] && PATHS+=(caddy-go)
-PATHS+=(gateway-uncached gateway-hot gateway-500 gateway-500-gzip)
+PATHS+=(gateway-uncached gateway-hot gateway-bearer-uncached gateway-bearer-hot gateway-500 gateway-500-gzip)
 # A/B: GATEWAY_BIN_B (another build) and/or GATEWAY_ENV_B (extra environment, e.g. "GOGC=100")
 # start a second gateway on its own catalog copy, measured in the same rounds as b-uncached
 # and b-hot, so that two variants meet the same load on the machine. H2C=1 makes B the same
@@ -293,6 +304,7 @@ run_wrk() { # name url [lua] [header...]
   [ -n "$lua" ] && args+=(-s "$lua")
   for hdr in "${@:4}"; do [ -n "$hdr" ] && args+=(-H "$hdr"); done
   local workers; workers=$(nginx_workers)
+  UNIQUE_BASE=$(((RANDOM << 15 | RANDOM) % 400000000)); export UNIQUE_BASE # unique.lua: this run's since= values are its own
   # shellcheck disable=SC2086 # one pid per word
   local n0 g0 r0; n0=$(ticks $workers) g0=$(ticks "$GWP") r0=$(ticks "$REDIS_PID")
   wrk "${args[@]}" "$url" >"$tmp/wrk-$name.txt" 2>&1 || true
@@ -319,6 +331,7 @@ run_rate() { # name url [header]
 median() { tr ' ' '\n' | { grep -v '^$' || true; } | sort -g | awk '{v[NR]=$1} END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
 LUA=scripts/loadtest/unique.lua
 H="x-api-key: $KEY"
+HB="Authorization: Bearer $BEARER"
 GZ="Accept-Encoding: gzip"
 GWP=$GW_PID # the gateway whose CPU run_wrk counts
 if [ -n "$PROFILE" ]; then
@@ -358,6 +371,8 @@ for round in $(seq "$ROUNDS"); do
   [ -n "${CADDYGO_PID:-}" ] && GWP=$CADDYGO_PID run_wrk caddy-go "http://127.0.0.1:$P_CADDYGO/v1/sensors/$EXT/readings?limit=2" "$LUA"
   GWP=$GW_PID run_wrk gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$H"
   GWP=$GW_PID run_wrk gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "" "$H"
+  GWP=$GW_PID run_wrk gateway-bearer-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2" "$LUA" "$HB"
+  GWP=$GW_PID run_wrk gateway-bearer-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "" "$HB"
   GWP=$GW_PID run_wrk gateway-500 "$GW/api/v1/sensors/$EXT500/readings?limit=500" "" "$H"
   GWP=$GW_PID run_wrk gateway-500-gzip "$GW/api/v1/sensors/$EXT500/readings?limit=500" "" "$H" "$GZ"
   if [ -n "${GWB:-}" ]; then
@@ -374,6 +389,8 @@ for round in $(seq "$ROUNDS"); do
   [ -n "${CADDYGO_PID:-}" ] && run_rate caddy-go "http://127.0.0.1:$P_CADDYGO/v1/sensors/$EXT/readings?limit=2&n={n}"
   run_rate gateway-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2&since=2001-01-01T00:00:00Z&page={n}" "$H"
   run_rate gateway-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "$H"
+  run_rate gateway-bearer-uncached "$GW/api/v1/sensors/$EXT/readings?limit=2&since=2002-01-01T00:00:00Z&page={n}" "$HB"
+  run_rate gateway-bearer-hot "$GW/api/v1/sensors/$EXT/readings?limit=2" "$HB"
   if [ -n "${GWB:-}" ]; then
     run_rate b-uncached "$GWB/api/v1/sensors/$EXT/readings?limit=2&since=2001-01-01T00:00:00Z&page={n}" "$H"
     run_rate b-hot "$GWB/api/v1/sensors/$EXT/readings?limit=2" "$H"
@@ -427,5 +444,6 @@ diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.3f", a - b }'; }
   echo
   echo "ratios: gateway-uncached $(ratio "${RPS[gateway-uncached]}" "${RPS[nginx]}")x nginx, $(ratio "${RPS[gateway-uncached]}" "${RPS[caddy]}")x caddy${CADDYGO_PID:+, $(ratio "${RPS[gateway-uncached]}" "${RPS[caddy-go]}")x caddy-go}; gateway CPU per uncached request $(ratio "${CPU_GW[gateway-uncached]}" "${CPU_GW[go-proxy]}")x go-proxy's, $(ratio "${CPU_GW[gateway-uncached]}" "${CPU_GW[go-sync]}")x go-sync's, $(ratio "${CPU_GW[gateway-uncached]}" "$(awk -v a="${CPU_NGINX[nginx]}" -v b="${CPU_NGINX[direct]}" 'BEGIN { print a - b }')")x nginx's hop"
   echo "ratios: gateway-hot $(ratio "${RPS[gateway-hot]}" "${RPS[nginx]}")x nginx, $(ratio "${RPS[gateway-hot]}" "${RPS[go-static]}")x go-static; CPU per hot request $(ratio "${CPU_GW[gateway-hot]}" "${CPU_GW[go-static]}")x go-static's; go-sync CPU $(ratio "${CPU_GW[go-sync]}" "${CPU_GW[go-proxy]}")x go-proxy's; p99 at $RATE/s vs nginx: uncached $(diff_ms "${P99[gateway-uncached]}" "${P99[nginx]}") ms, hot $(diff_ms "${P99[gateway-hot]}" "${P99[nginx]}") ms"
+  echo "ratios: Bearer against x-api-key: CPU per request uncached $(ratio "${CPU_GW[gateway-bearer-uncached]}" "${CPU_GW[gateway-uncached]}")x, hot $(ratio "${CPU_GW[gateway-bearer-hot]}" "${CPU_GW[gateway-hot]}")x; req/s uncached $(ratio "${RPS[gateway-bearer-uncached]}" "${RPS[gateway-uncached]}")x, hot $(ratio "${RPS[gateway-bearer-hot]}" "${RPS[gateway-hot]}")x"
   echo "targets: gateway-uncached CPU per request <= 1.0x go-proxy's, req/s >= 0.5x nginx and >= 1.5x caddy (both caddy rows); gateway-hot >= 1.5x nginx; gateway p99 at $RATE/s <= nginx p99 + 0.5 ms (uncached and hot)"
 } | tee ${OUT:+"$OUT"}

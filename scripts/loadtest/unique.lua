@@ -1,13 +1,14 @@
 -- wrk script: every request gets a distinct since= value, so the gateway can answer none
 -- of them from its cache (each is a real upstream call) while a static backend, which
 -- ignores the query, sends the same body. Threads take disjoint ranges (offset is set per
--- thread by setup and read as a global in the thread).
+-- thread by setup and read as a global in the thread), from a base the load script draws
+-- for each run (UNIQUE_BASE), so that no run repeats another's and finds it cached.
 counter = 0
 local threads = 0
 
 function setup(thread)
   threads = threads + 1
-  thread:set("offset", threads * 100000000)
+  thread:set("offset", (tonumber(os.getenv("UNIQUE_BASE")) or 0) + threads * 100000000)
 end
 
 function request()

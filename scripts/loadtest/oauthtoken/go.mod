@@ -1,0 +1,3 @@
+module github.com/sensorgate/sensorgate/scripts/loadtest/oauthtoken
+
+go 1.26.8
