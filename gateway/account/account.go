@@ -330,7 +330,7 @@ func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
 
 // audit records an event; a failure is logged, not returned: the action itself happened.
 func (h *Handler) audit(r *http.Request, actor, action, target string) {
-	err := h.st.AddAudit(context.WithoutCancel(r.Context()), store.AuditEvent{At: h.cfg.Now(), Actor: actor, Action: action, Target: target, Address: clientAddr(r)})
+	err := h.st.AddAudit(context.WithoutCancel(r.Context()), store.AuditEvent{At: h.cfg.Now(), Actor: actor, Action: action, Target: target, Address: ClientAddr(r)})
 	if err != nil {
 		h.cfg.Logger.ErrorContext(r.Context(), "account: audit event lost", "action", action, "target", target, "err", err)
 	}
@@ -344,8 +344,8 @@ func WithClientAddr(ctx context.Context, addr string) context.Context {
 	return context.WithValue(ctx, clientAddrKey{}, addr)
 }
 
-// clientAddr is the caller's IP: the router's (WithClientAddr), else the peer's.
-func clientAddr(r *http.Request) string {
+// ClientAddr is the caller's IP: the router's (WithClientAddr), else the peer's.
+func ClientAddr(r *http.Request) string {
 	if a, ok := r.Context().Value(clientAddrKey{}).(string); ok && a != "" {
 		return a
 	}

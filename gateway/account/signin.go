@@ -308,7 +308,7 @@ func writeMovePage(w http.ResponseWriter, target, text string) {
 // blocked answers 429 when the caller's address (or, with acct, that account) has used up
 // its failed sign-ins.
 func (h *Handler) blocked(w http.ResponseWriter, r *http.Request, acct string) bool {
-	key := clientAddr(r)
+	key := ClientAddr(r)
 	if acct != "" {
 		key = "account:" + acct
 	}
@@ -325,11 +325,11 @@ func (h *Handler) blocked(w http.ResponseWriter, r *http.Request, acct string) b
 // failSignIn counts a failed sign-in against the address (and the account when known),
 // logs why, and answers the one sign_in_failed, no sooner than SignInFloor after start.
 func (h *Handler) failSignIn(w http.ResponseWriter, r *http.Request, start time.Time, acct string, why error) {
-	h.cfg.Throttle.Miss(r.Context(), clientAddr(r))
+	h.cfg.Throttle.Miss(r.Context(), ClientAddr(r))
 	if acct != "" {
 		h.cfg.Throttle.Miss(r.Context(), "account:"+acct)
 	}
-	h.cfg.Logger.InfoContext(r.Context(), "account: sign-in failed", "address", clientAddr(r), "reason", why)
+	h.cfg.Logger.InfoContext(r.Context(), "account: sign-in failed", "address", ClientAddr(r), "reason", why)
 	if wait := h.cfg.SignInFloor - h.cfg.Now().Sub(start); wait > 0 {
 		t := time.NewTimer(wait)
 		select {

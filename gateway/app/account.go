@@ -87,6 +87,7 @@ func newAccounts(cfg config.Config, raw *store.Store, st catalog.Store, rdb *red
 	if cfg.Account.Origin == "" {
 		log.Info("account dashboard off: set ACCOUNT_ORIGIN to serve /account")
 		a.handler = account.Off()
+		a.oauth = oauth.OffRoutes()
 		return a, nil
 	}
 	page, err := web.New()
@@ -105,10 +106,18 @@ func newAccounts(cfg config.Config, raw *store.Store, st catalog.Store, rdb *red
 	}
 	a.handler, a.close = h, h.Close
 	// OAuth 2.1 (package oauth): tokens are checked by the same authenticator as keys.
-	srv, err := oauth.New(context.Background(), oauth.Config{
+	oc := oauth.Config{
 		Issuer: cfg.Account.Origin, Environment: cfg.Env, Store: raw, Sessions: h, Forget: authn.Forget, Logger: log,
 		Fetch: oauth.MetadataClient(alerts.Guard{Allow: cfg.Alerts.WebhookAllow}),
-	})
+	}
+	if rdb != nil {
+		// Every replica of this authorization server (its issuer, the public origin) counts an
+		// address's registrations and refused tokens together.
+		per := cfg.Account.Origin + ":"
+		oc.RegisterThrottle = auth.NewRedisThrottle(rdb, redisKeyPrefix+"oauth-register:"+per, oauth.RegisterLimit, oauth.RegisterWindow, log)
+		oc.TokenThrottle = auth.NewRedisThrottle(rdb, redisKeyPrefix+"oauth-token:"+per, oauth.TokenMissLimit, oauth.TokenMissWindow, log)
+	}
+	srv, err := oauth.New(context.Background(), oc)
 	if err != nil {
 		return a, fmt.Errorf("oauth: %w", err)
 	}

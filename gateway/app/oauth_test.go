@@ -11,6 +11,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
+	"github.com/sensorgate/sensorgate/gateway/oauth"
+	"github.com/sensorgate/sensorgate/gateway/openapi"
 	"github.com/sensorgate/sensorgate/pkg/testenv"
 )
 
@@ -49,8 +52,14 @@ func newOAuthEnv(t *testing.T) *oauthEnv {
 	o := &oauthEnv{t: t, g: startGateway(t, e), origin: origin, dbURL: db, env: e}
 	jar, _ := cookiejar.New(nil)
 	noFollow := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	o.browser = &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: noFollow}
-	o.plain = &http.Client{Timeout: 20 * time.Second, CheckRedirect: noFollow}
+	// Every exchange is checked against the OpenAPI document (the per-endpoint resource
+	// metadata, a path under the documented one, is checked by the tests themselves).
+	v, err := openapi.NewValidator(append(openapi.DefaultIgnored(), oauth.PathPRMetadata+"/")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.browser = &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: noFollow, Transport: v.Transport(t, nil)}
+	o.plain = &http.Client{Timeout: 20 * time.Second, CheckRedirect: noFollow, Transport: v.Transport(t, nil)}
 	o.signIn(e)
 	return o
 }
@@ -649,4 +658,46 @@ func TestOAuth(t *testing.T) {
 			t.Fatalf("tools/list: %v %v", tools, err)
 		}
 	})
+}
+
+// TestOAuthThrottles: registration and the token endpoint take no sign-in, so each counts
+// per address in Redis (docs/security.md, "OAuth"): past oauth.RegisterLimit registrations
+// an hour, and past oauth.TokenMissLimit refused token requests, the address gets 429
+// rate_limited with Retry-After, in OAuth's error shape, and even a good code waits.
+func TestOAuthThrottles(t *testing.T) {
+	t.Parallel()
+	o := newOAuthEnv(t) // its own issuer, so its own counters in the shared Redis
+	const cb = "http://127.0.0.1:9/callback"
+	var client string
+	for range oauth.RegisterLimit {
+		client = o.register(cb)
+	}
+	body, _ := json.Marshal(map[string]any{"client_name": "one too many", "redirect_uris": []string{cb}})
+	resp, err := o.plain.Post(o.origin+"/oauth/register", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), `"error":"rate_limited"`) {
+		t.Fatalf("registration %d from one address: %d %q %s, want 429 rate_limited with Retry-After", oauth.RegisterLimit+1, resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+
+	f := o.newFlow(client, cb)
+	code := o.consent(f, "approve").Get("code")
+	for i := range oauth.TokenMissLimit {
+		if st, tk := o.token(url.Values{"grant_type": {"authorization_code"}, "code": {"guess-" + strconv.Itoa(i)}, "redirect_uri": {cb},
+			"client_id": {client}, "code_verifier": {f.verifier}}); st != http.StatusBadRequest || tk.Error != "invalid_grant" {
+			t.Fatalf("guessed code %d: %d %q, want 400 invalid_grant", i, st, tk.Error)
+		}
+	}
+	st, h, body2 := o.do(o.plain, "POST", "/oauth/token", url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {cb},
+		"client_id": {client}, "code_verifier": {f.verifier}, "resource": {f.resource}}, nil)
+	if st != http.StatusTooManyRequests || h.Get("Retry-After") == "" || !strings.Contains(body2, `"error":"rate_limited"`) {
+		t.Fatalf("the good code after %d refused token requests: %d %q %s, want 429 rate_limited with Retry-After", oauth.TokenMissLimit, st, h.Get("Retry-After"), body2)
+	}
+	// Discovery and the API are not held: the throttles are the two endpoints' own.
+	if st, _, _ := o.do(o.plain, "GET", "/.well-known/oauth-authorization-server", nil, nil); st != http.StatusOK {
+		t.Fatalf("metadata while throttled: %d", st)
+	}
 }

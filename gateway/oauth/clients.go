@@ -9,11 +9,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ory/fosite"
 
+	"github.com/sensorgate/sensorgate/gateway/account"
 	"github.com/sensorgate/sensorgate/gateway/alerts"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
@@ -220,6 +222,10 @@ func clip(s string) string {
 // register is RFC 7591 registration of a public client: 201 with the client's id and
 // metadata, or 400 with the RFC's error naming the field.
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	addr := account.ClientAddr(r)
+	if throttled(w, r, s.cfg.RegisterThrottle, addr, "client registrations") {
+		return
+	}
 	var m registration
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRegisterBody))
 	if err := dec.Decode(&m); err != nil {
@@ -237,6 +243,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, registrationError{"temporarily_unavailable", "the client could not be stored; try again"})
 		return
 	}
+	s.cfg.RegisterThrottle.Miss(r.Context(), addr)
 	s.cfg.Sessions.Audit(r, c.ID, "oauth.register", c.Name)
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"client_id": c.ID, "client_id_issued_at": c.CreatedAt.Unix(), "client_name": c.Name,
@@ -244,6 +251,19 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"},
 		"scope": strings.Join(auth.ScopeNames(), " "),
 	})
+}
+
+// throttled answers 429 rate_limited with Retry-After, in OAuth's error shape, when addr
+// has used up what t allows it of what.
+func throttled(w http.ResponseWriter, r *http.Request, t auth.Throttle, addr, what string) bool {
+	d, blocked := t.Blocked(r.Context(), addr)
+	if !blocked {
+		return false
+	}
+	te := &auth.ThrottledError{RetryAfter: d}
+	w.Header().Set("Retry-After", strconv.Itoa(te.Seconds()))
+	writeJSON(w, http.StatusTooManyRequests, registrationError{"rate_limited", fmt.Sprintf("too many %s from this address; retry in %d s", what, te.Seconds())})
+	return true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

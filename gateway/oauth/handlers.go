@@ -15,9 +15,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/ory/fosite"
 
+	"github.com/sensorgate/sensorgate/gateway/account"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
 	"github.com/sensorgate/sensorgate/gateway/store"
+	"github.com/sensorgate/sensorgate/pkg/apierr"
 )
 
 // Route is one route of the server, for the gateway's routes file.
@@ -38,7 +40,21 @@ func (s *Server) Routes() []Route {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
 		writeJSONCached(w, s.ServerMetadata())
 	})
-	authorize := s.cfg.Sessions.Protect(http.HandlerFunc(s.authorize))
+	return surface(prm, asm, s.cfg.Sessions.Protect(http.HandlerFunc(s.authorize)),
+		http.HandlerFunc(s.register), http.HandlerFunc(s.token), http.HandlerFunc(s.revoke))
+}
+
+// OffRoutes is the same surface on a gateway without the dashboard (ACCOUNT_ORIGIN unset),
+// each path a 404 saying why: a client learns that this gateway has no authorization
+// server, not that the path does not exist.
+func OffRoutes() []Route {
+	off := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		apierr.Write(w, apierr.New(apierr.NotFound, "OAuth is off on this gateway: its operator sets ACCOUNT_ORIGIN to turn on the account dashboard and its authorization server"))
+	})
+	return surface(off, off, off, off, off, off)
+}
+
+func surface(prm, asm, authorize, register, token, revoke http.Handler) []Route {
 	rs := []Route{
 		{http.MethodGet, PathPRMetadata, prm},
 		{http.MethodGet, PathPRMetadata + "/*path", prm},
@@ -48,8 +64,7 @@ func (s *Server) Routes() []Route {
 	}
 	// Registration, token and revocation take no cookie and no session: a client running
 	// in a browser page (another origin) may call them (CORS, preflight answered here).
-	for _, r := range []Route{{http.MethodPost, PathRegister, http.HandlerFunc(s.register)},
-		{http.MethodPost, PathToken, http.HandlerFunc(s.token)}, {http.MethodPost, PathRevoke, http.HandlerFunc(s.revoke)}} {
+	for _, r := range []Route{{http.MethodPost, PathRegister, register}, {http.MethodPost, PathToken, token}, {http.MethodPost, PathRevoke, revoke}} {
 		rs = append(rs, Route{r.Method, r.Path, cors(r.Handler)}, Route{http.MethodOptions, r.Path, cors(nil)})
 	}
 	return rs
@@ -120,7 +135,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// Not signed in: sign in through the dashboard, then back to this request.
 		s.cfg.Sessions.Put(ctx, NextKey, PathAuthorize+"?"+q.Encode())
-		http.Redirect(w, r, s.cfg.Sessions.SignInPage(), http.StatusSeeOther)
+		w.Header().Set("Location", s.cfg.Sessions.SignInPage()) // no body, as fosite's own redirects
+		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
 	if r.Method == http.MethodGet {
@@ -264,9 +280,14 @@ func (s *Server) appKey(ctx context.Context, acct store.Account, clientID string
 // A resource sent here must be the one granted.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	addr := account.ClientAddr(r)
+	if throttled(w, r, s.cfg.TokenThrottle, addr, "refused token requests") {
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	ar, err := s.provider.NewAccessRequest(ctx, r, &fosite.DefaultSession{})
 	if err != nil {
+		s.tokenRefused(ctx, addr, err)
 		s.logRefusal(ctx, "token", err)
 		s.provider.WriteAccessError(ctx, w, ar, err)
 		return
@@ -283,16 +304,26 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			granted = granted || strings.TrimRight(a, "/") == strings.TrimRight(res, "/")
 		}
 		if !granted {
+			s.cfg.TokenThrottle.Miss(ctx, addr)
 			s.provider.WriteAccessError(ctx, w, ar, fosite.ErrInvalidRequest.WithHintf("The resource %q is not the one this grant was issued for.", res).WithWrap(errInvalidTarget))
 			return
 		}
 	}
 	resp, err := s.provider.NewAccessResponse(ctx, ar)
 	if err != nil {
+		s.tokenRefused(ctx, addr, err)
 		s.provider.WriteAccessError(ctx, w, ar, err)
 		return
 	}
 	s.provider.WriteAccessResponse(ctx, w, ar, resp)
+}
+
+// tokenRefused counts a refused token request against the address; the server's own
+// failures (5xx) are not the caller's and do not count.
+func (s *Server) tokenRefused(ctx context.Context, addr string, err error) {
+	if fosite.ErrorToRFC6749Error(err).CodeField < http.StatusInternalServerError {
+		s.cfg.TokenThrottle.Miss(ctx, addr)
+	}
 }
 
 // revoke is RFC 7009 revocation: the token's whole grant is revoked, and this replica's

@@ -43,6 +43,19 @@ const (
 	PathPRMetadata = auth.WellKnownResource
 )
 
+// The throttles of the public endpoints (docs/security.md, "OAuth"). Registration needs no
+// sign-in, so an address may register RegisterLimit clients an hour: a person's clients
+// register a few times a day, a script filling the catalog with clients is stopped. The
+// token endpoint takes codes, verifiers and refresh tokens: an address with TokenMissLimit
+// refused requests in TokenMissWindow waits out the window, so guessing costs hours while a
+// client that retries a bad grant a few times is never held.
+const (
+	RegisterLimit   = 60
+	RegisterWindow  = time.Hour
+	TokenMissLimit  = 30
+	TokenMissWindow = 15 * time.Minute
+)
+
 // Lifetimes.
 const (
 	// MaxAccessTokenTTL is the longest an access token lives (the contract: at most 1 h).
@@ -87,7 +100,12 @@ type Config struct {
 	AccessTokenTTL time.Duration
 	// Fetch gets client id metadata documents: an outside party, through the SSRF guard
 	// (MetadataClient).
-	Fetch  *http.Client
+	Fetch *http.Client
+	// RegisterThrottle counts every client registration per address (RegisterLimit in
+	// RegisterWindow), TokenThrottle every refused token request per address
+	// (TokenMissLimit in TokenMissWindow). Nil counts in this process; the gateway counts
+	// both in its Redis, so that every replica sees them.
+	RegisterThrottle, TokenThrottle auth.Throttle
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -122,6 +140,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.Forget == nil {
 		cfg.Forget = func() {}
+	}
+	if cfg.RegisterThrottle == nil {
+		cfg.RegisterThrottle = auth.NewMemoryThrottle(RegisterLimit, RegisterWindow, cfg.Now)
+	}
+	if cfg.TokenThrottle == nil {
+		cfg.TokenThrottle = auth.NewMemoryThrottle(TokenMissLimit, TokenMissWindow, cfg.Now)
 	}
 	if cfg.Fetch == nil {
 		cfg.Fetch = MetadataClient(alerts.Guard{})

@@ -214,8 +214,8 @@ func answeredInProtocol(route *routers.Route, err error) bool {
 	return re.RequestBody != nil && re.Parameter == nil
 }
 
-// checkSecurity accepts any non-empty key: the gateway judges keys, the document only
-// says where they go.
+// checkSecurity accepts any non-empty key or Bearer token: the gateway judges them, the
+// document only says where they go.
 func checkSecurity(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	s := in.SecurityScheme
 	if s != nil && s.Type == "apiKey" && s.In == "cookie" {
@@ -228,6 +228,13 @@ func checkSecurity(_ context.Context, in *openapi3filter.AuthenticationInput) er
 			}
 		}
 		return fmt.Errorf("cookie %s is missing", s.Name)
+	}
+	if s != nil && s.Type == "oauth2" {
+		// An access token of the gateway's own authorization server (docs/mcp.md).
+		if !strings.HasPrefix(in.RequestValidationInput.Request.Header.Get("Authorization"), "Bearer ") {
+			return errors.New("header Authorization: Bearer is missing")
+		}
+		return nil
 	}
 	if s == nil || s.Type != "apiKey" || s.In != "header" {
 		return fmt.Errorf("unsupported security scheme")
@@ -421,8 +428,13 @@ func (c *checkingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 // The answer formats of docs/api-decisions.md "Wave 2" that kin-openapi does not decode by
-// itself: GeoJSON is JSON, and NDJSON is checked as the array of its lines.
+// itself: GeoJSON is JSON, and NDJSON is checked as the array of its lines; the OAuth
+// server's pages (consent, errors) are HTML, checked as a string.
 func init() {
+	openapi3filter.RegisterBodyDecoder("text/html", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		b, err := io.ReadAll(body)
+		return string(b), err
+	})
 	openapi3filter.RegisterBodyDecoder("application/geo+json", openapi3filter.JSONBodyDecoder)
 	openapi3filter.RegisterBodyDecoder("application/x-ndjson", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
 		var out []any
