@@ -309,6 +309,7 @@ test("TypeScript SDK OAuth client: discovery, registration, passkey sign-in, con
   await search();
   assert.equal(await mcpStatus(granted.access_token), 200);
   const rest = await fetch(`${origin}/api/v1/services`, { headers: { Authorization: `Bearer ${granted.access_token}` } });
+  await rest.body?.cancel();
   assert.equal(rest.status, 401, "the token is bound to the MCP endpoint it was asked for, not the whole API");
 
   // 6. Refresh: the saved access token is refused (401), so the SDK uses its refresh token
