@@ -524,8 +524,22 @@ func TestOAuth(t *testing.T) {
 			t.Fatalf("revoke app: %d %s", st, body)
 		}
 		o.eventually("/api/v1/services", tk.AccessToken, 401)
-		if st, _ := o.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tk.RefreshToken}, "client_id": {app}}); st != 400 {
-			t.Fatalf("refresh after the app was revoked: %d", st)
+		if st, rt := o.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tk.RefreshToken}, "client_id": {app}}); st != 400 || rt.Error != "invalid_grant" {
+			t.Fatalf("refresh after the app was revoked: %d %q, want 400 invalid_grant", st, rt.Error)
+		}
+		// A token revoked with its grant is no longer valid, not reused: no reuse alarm in
+		// the audit log for this client.
+		_, _, body := o.do(o.browser, "GET", "/account/api/admin/audit?limit=500", nil, nil)
+		var audit struct {
+			Events []struct{ Actor, Action string } `json:"events"`
+		}
+		if err := json.Unmarshal([]byte(body), &audit); err != nil || len(audit.Events) == 0 {
+			t.Fatalf("audit log: %v %s", err, body)
+		}
+		for _, e := range audit.Events {
+			if e.Actor == app && e.Action == "oauth.refresh_reuse" {
+				t.Fatalf("the revoked app's refresh was audited as a reuse: %+v", e)
+			}
 		}
 	})
 

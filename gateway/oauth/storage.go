@@ -93,20 +93,21 @@ func (s *storage) put(ctx context.Context, kind, sig string, r fosite.Requester,
 		ClientID: r.GetClient().GetID(), AppKeyID: appKeyOf(sess), Data: string(data), ExpiresAt: exp, CreatedAt: time.Now()})
 }
 
-// get rebuilds a stored request; its second result says whether it is still active.
-func (s *storage) get(ctx context.Context, kind, sig string, into fosite.Session) (fosite.Requester, bool, error) {
+// get rebuilds a stored request and returns it with its stored row (active or not, its
+// family, when it was made).
+func (s *storage) get(ctx context.Context, kind, sig string, into fosite.Session) (fosite.Requester, store.OAuthToken, error) {
 	t, err := s.st.OAuthTokenBySignature(ctx, kind, signatureHash(sig))
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, false, fosite.ErrNotFound
+		return nil, t, fosite.ErrNotFound
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, t, err
 	}
 	req, err := s.decode(ctx, t.Data, into)
 	if err != nil {
-		return nil, false, err
+		return nil, t, err
 	}
-	return req, t.Active, nil
+	return req, t, nil
 }
 
 func (s *storage) decode(ctx context.Context, data string, into fosite.Session) (*fosite.Request, error) {
@@ -153,11 +154,11 @@ func (s *storage) CreateAuthorizeCodeSession(ctx context.Context, sig string, r 
 }
 
 func (s *storage) GetAuthorizeCodeSession(ctx context.Context, sig string, sess fosite.Session) (fosite.Requester, error) {
-	req, active, err := s.get(ctx, kindCode, sig, sess)
+	req, t, err := s.get(ctx, kindCode, sig, sess)
 	if err != nil {
 		return nil, err
 	}
-	if !active {
+	if !t.Active {
 		s.reused(ctx, kindCode, req)
 		return req, fosite.ErrInvalidatedAuthorizeCode
 	}
@@ -190,11 +191,11 @@ func (s *storage) CreateAccessTokenSession(ctx context.Context, sig string, r fo
 }
 
 func (s *storage) GetAccessTokenSession(ctx context.Context, sig string, sess fosite.Session) (fosite.Requester, error) {
-	req, active, err := s.get(ctx, kindAccess, sig, sess)
+	req, t, err := s.get(ctx, kindAccess, sig, sess)
 	if err != nil {
 		return nil, err
 	}
-	if !active {
+	if !t.Active {
 		return req, fosite.ErrInactiveToken
 	}
 	return req, nil
@@ -204,22 +205,33 @@ func (s *storage) DeleteAccessTokenSession(ctx context.Context, sig string) erro
 	return s.st.DeactivateOAuthToken(ctx, kindAccess, signatureHash(sig))
 }
 
-// Refresh tokens: rotated ones stay inactive, so a reuse is seen (and revokes the family).
+// Refresh tokens: rotated ones stay inactive, so a reuse is seen (and revokes the family);
+// revoked ones are refused as unknown.
 
 func (s *storage) CreateRefreshTokenSession(ctx context.Context, sig string, _ string, r fosite.Requester) error {
 	return s.put(ctx, kindRefresh, sig, r, fosite.RefreshToken, DefaultRefreshTokenTTL)
 }
 
 func (s *storage) GetRefreshTokenSession(ctx context.Context, sig string, sess fosite.Session) (fosite.Requester, error) {
-	req, active, err := s.get(ctx, kindRefresh, sig, sess)
+	req, t, err := s.get(ctx, kindRefresh, sig, sess)
 	if err != nil {
 		return nil, err
 	}
-	if !active {
-		s.reused(ctx, kindRefresh, req)
-		return req, fosite.ErrInactiveToken
+	if t.Active {
+		return req, nil
 	}
-	return req, nil
+	// Inactive: rotated (its family has a newer refresh token), a reuse that revokes the
+	// family and is audited; or revoked with its whole grant (RFC 7009, the person's
+	// "Connected apps"), which is no reuse, only a token no longer valid.
+	rotated, err := s.st.OAuthTokenSucceeded(ctx, kindRefresh, t.RequestID, t.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
+	if !rotated {
+		return nil, fmt.Errorf("oauth: refresh token of a revoked grant: %w", fosite.ErrNotFound)
+	}
+	s.reused(ctx, kindRefresh, req)
+	return req, fosite.ErrInactiveToken
 }
 
 func (s *storage) DeleteRefreshTokenSession(ctx context.Context, sig string) error {

@@ -155,6 +155,17 @@ func (s *Store) DeactivateOAuthToken(ctx context.Context, kind string, sig []byt
 	return nil
 }
 
+// OAuthTokenSucceeded reports whether one grant's family holds a token of kind made
+// after at: a refresh token rotated, not revoked with its grant.
+func (s *Store) OAuthTokenSucceeded(ctx context.Context, kind, requestID string, at time.Time) (bool, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Raw("SELECT COUNT(*) FROM oauth_tokens WHERE request_id = ? AND kind = ? AND created_at > ?", requestID, kind, at.UTC()).Row().Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("store: oauth %s of %s: %w", kind, requestID, err)
+	}
+	return n > 0, nil
+}
+
 // DeactivateOAuthRequest deactivates every token of kind of one grant's family.
 func (s *Store) DeactivateOAuthRequest(ctx context.Context, kind, requestID string) (int64, error) {
 	res := s.db.WithContext(ctx).Exec("UPDATE oauth_tokens SET active = ? WHERE request_id = ? AND kind = ? AND active = ?", false, requestID, kind, true)
