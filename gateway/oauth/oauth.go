@@ -106,6 +106,7 @@ type Config struct {
 	// (TokenMissLimit in TokenMissWindow). Nil counts in this process; the gateway counts
 	// both in its Redis, so that every replica sees them.
 	RegisterThrottle, TokenThrottle auth.Throttle
+
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
