@@ -152,4 +152,3 @@ func run(addr, link, scope string) (string, error) {
 	}
 	return tk.AccessToken, nil
 }
-
