@@ -7,18 +7,16 @@
 // and the revoked key is refused by the second replica within KEY_CACHE_TTL.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
-import { createWriteStream, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
-import { freePort, waitFor } from "./stack.mjs";
+import { Procs, enrolAdmin, freePort, launchChromium, waitFor } from "./stack.mjs";
 
 const repo = fileURLToPath(new URL("../../..", import.meta.url));
-const chromiumPath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const tmp = mkdtempSync(join(tmpdir(), "sensorgate-account-"));
-const procs = [];
+let procs;
 let browser;
 let gw; // the gateway binary
 let env; // the shared environment of both replicas and the CLI
@@ -26,19 +24,14 @@ let a = ""; // replica A, as the browser sees it (localhost: passkeys need a hos
 let b = ""; // replica B
 let failed = false;
 
-
 function start(name, extra) {
-  const log = createWriteStream(join(tmp, name + ".log"));
-  const p = spawn(gw, ["serve"], { env: { ...process.env, ...env, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
-  p.stdout.pipe(log);
-  p.stderr.pipe(log);
-  procs.push({ name, p });
+  procs.start(name, gw, ["serve"], { ...env, ...extra });
 }
-
 
 const status = async (url, key) => (await fetch(url, { headers: { "x-api-key": key } })).status;
 
 before(async () => {
+  procs = new Procs(tmp);
   gw = join(tmp, "gateway");
   execFileSync("go", ["build", "-o", gw, "./gateway/cmd/gateway"], { cwd: repo, stdio: "inherit" });
   const [pa, pb] = await Promise.all([freePort(), freePort()]);
@@ -52,50 +45,20 @@ before(async () => {
   await waitFor("replica a", async () => (await fetch(`http://127.0.0.1:${pa}/healthz`)).ok);
   start("gateway-b", { GATEWAY_ADDR: `127.0.0.1:${pb}` });
   await waitFor("replica b", async () => (await fetch(`${b}/healthz`)).ok);
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-dev-shm-usage"],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {
   await browser?.close();
-  for (const { p } of procs.reverse()) p.kill("SIGINT");
-  await Promise.all(procs.map(({ p }) => new Promise((r) => (p.exitCode !== null ? r() : p.once("exit", r)))));
-  if (failed) {
-    for (const { name } of procs) console.log(`--- ${name} log (tail) ---\n` + readFileSync(join(tmp, name + ".log"), "utf8").slice(-2000));
-  }
+  await procs?.stopAll(failed);
   if (!failed) rmSync(tmp, { recursive: true, force: true });
   else console.log("kept " + tmp);
 });
 
 test("enrol, sign in, create, count, rotate, revoke", async (t) => {
   failed = true; // until the last line
-  const out = execFileSync(gw, ["accounts", "create-admin", "--name", "Ada", "--email", "ada@example.org"], {
-    env: { ...process.env, ...env, GATEWAY_ADDR: "127.0.0.1:1" },
-  }).toString();
-  const link = out.split("\n")[0];
-  assert.match(link, new RegExp(`^${a}/account#enrol=`));
-
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  // The page asks /account/api/me first; its 401 before sign-in is the browser's only
-  // console error by design.
-  page.on("console", (m) => m.type() === "error" && !/status of 401/.test(m.text()) && errors.push(m.text()));
-  const cdp = await context.newCDPSession(page);
-  await cdp.send("WebAuthn.enable");
-  await cdp.send("WebAuthn.addVirtualAuthenticator", {
-    options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true,
-      isUserVerified: true, automaticPresenceSimulation: true },
-  });
-
   // Enrol from the admin's link.
-  await page.goto(link);
-  await page.click("#enrol-button");
-  await page.waitForSelector("#dashboard:not([hidden])");
+  const { context, page, errors } = await enrolAdmin(browser, gw, env, a);
   assert.match(await page.textContent("#who"), /Ada \(admin\)/);
   assert.equal(new URL(page.url()).hash, "", "the enrolment token leaves the address bar");
   await page.waitForSelector("#audit td:text-is('passkey.add')");

@@ -11,21 +11,20 @@
 // tested separately, with the browser answering those endpoints with a router 404.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
-import { freePort, waitFor } from "./stack.mjs";
+import { Procs, freePort, launchChromium, waitFor } from "./stack.mjs";
 
 const repo = fileURLToPath(new URL("../../..", import.meta.url));
 const chromiumPath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const artifacts = process.env.ARTIFACTS_DIR || join(repo, "build", "artifacts", "explorer");
 const key = "sg_dev_explorer_browser_test_0123456789";
 const tmp = mkdtempSync(join(tmpdir(), "sensorgate-explorer-"));
-const procs = [];
+const procs = new Procs(tmp);
 let base = "";
 let ndbc;
 let browser;
@@ -37,12 +36,7 @@ let failed = false;
 
 
 function start(name, bin, env) {
-  const log = createWriteStream(join(tmp, name + ".log"));
-  const p = spawn(bin, name === "gateway" ? ["serve"] : [], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  p.stdout.pipe(log);
-  p.stderr.pipe(log);
-  procs.push({ name, p });
-  return p;
+  return procs.start(name, bin, name === "gateway" ? ["serve"] : [], env);
 }
 
 
@@ -137,22 +131,13 @@ before(async () => {
     return all.some((s) => s.connected_service === "airquality") && all.some((s) => s.external_id === station);
   });
   await waitFor(`a reading of ${station}`, async () => (await api(`/api/v1/sensors/${station}/readings/latest`)).ok);
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
-  });
+  browser = await launchChromium(["--disable-quic", "--disable-component-update", "--disable-sync"]);
 });
 
 after(async () => {
   await browser?.close();
-  for (const { p } of procs.reverse()) p.kill("SIGINT");
-  await Promise.all(procs.map(({ p }) => new Promise((r) => (p.exitCode !== null ? r() : p.once("exit", r)))));
+  await procs.stopAll(failed, 1500);
   ndbc?.close();
-  if (failed) {
-    for (const { name } of procs) console.log(`--- ${name} log (tail) ---\n` + readFileSync(join(tmp, name + ".log"), "utf8").slice(-1500));
-  }
   rmSync(tmp, { recursive: true, force: true });
 });
 

@@ -11,23 +11,21 @@
 // disconnects the app on the dashboard it is refused and asks for the person again.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createServer } from "node:http";
 import { randomBytes } from "node:crypto";
-import { createWriteStream, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { freePort, waitFor } from "./stack.mjs";
+import { Procs, enrolAdmin, freePort, launchChromium, waitFor } from "./stack.mjs";
 
 const repo = fileURLToPath(new URL("../../..", import.meta.url));
-const chromiumPath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const tmp = mkdtempSync(join(tmpdir(), "sensorgate-oauth-"));
-const procs = [];
+let procs;
 let browser;
 let gw; // the gateway binary
 let env; // the gateway's environment, and the CLI's
@@ -46,20 +44,13 @@ const scopeWords = {
 const scopes = Object.keys(scopeWords);
 const clientName = "sensorgate browser test (TypeScript SDK)";
 
-function start(name, extra) {
-  const log = createWriteStream(join(tmp, name + ".log"));
-  const p = spawn(gw, ["serve"], { env: { ...process.env, ...env, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
-  p.stdout.pipe(log);
-  p.stderr.pipe(log);
-  procs.push({ name, p });
-}
-
 /** callbackQuery waits for the browser's next visit to the loopback callback. */
 function callbackQuery() {
   return new Promise((resolve) => (nextCallback = resolve));
 }
 
 before(async () => {
+  procs = new Procs(tmp);
   gw = join(tmp, "gateway");
   execFileSync("go", ["build", "-o", gw, "./gateway/cmd/gateway"], { cwd: repo, stdio: "inherit" });
   const [port, cbPort] = await Promise.all([freePort(), freePort()]);
@@ -68,7 +59,7 @@ before(async () => {
     SQLITE_PATH: join(tmp, "gateway.db"), SENSORGATE_ENV: "development", SYNC_INTERVAL: "0",
     SERVICE_URLS: "ocean=http://127.0.0.1:1", KEY_CACHE_TTL: "1s", LOG_FORMAT: "json", ACCOUNT_ORIGIN: origin,
   };
-  start("gateway", { GATEWAY_ADDR: `127.0.0.1:${port}` });
+  procs.start("gateway", gw, ["serve"], { ...env, GATEWAY_ADDR: `127.0.0.1:${port}` });
   await waitFor("gateway", async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok);
 
   // The SDK's redirect URI: a native client's loopback listener (RFC 8252).
@@ -85,21 +76,13 @@ before(async () => {
   });
   await new Promise((r) => callbackServer.listen(cbPort, "127.0.0.1", r));
 
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-dev-shm-usage"],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {
   await browser?.close();
   await new Promise((r) => (callbackServer ? callbackServer.close(r) : r()));
-  for (const { p } of procs.reverse()) p.kill("SIGINT");
-  await Promise.all(procs.map(({ p }) => new Promise((r) => (p.exitCode !== null ? r() : p.once("exit", r)))));
-  if (failed) {
-    for (const { name } of procs) console.log(`--- ${name} log (tail) ---\n` + readFileSync(join(tmp, name + ".log"), "utf8").slice(-4000));
-  }
+  await procs?.stopAll(failed, 4000);
   if (!failed) rmSync(tmp, { recursive: true, force: true });
   else console.log("kept " + tmp);
 });
@@ -191,27 +174,7 @@ test("TypeScript SDK OAuth client: discovery, registration, passkey sign-in, con
   const resource = mcpURL.href;
 
   // The person's passkey, enrolled from the admin's link; then signed out.
-  const out = execFileSync(gw, ["accounts", "create-admin", "--name", "Ada", "--email", "ada@example.org"], {
-    env: { ...process.env, ...env, GATEWAY_ADDR: "127.0.0.1:1" },
-  }).toString();
-  const link = out.split("\n")[0];
-  assert.match(link, new RegExp(`^${origin}/account#enrol=`));
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  // The dashboard asks /account/api/me first; its 401 before sign-in is the browser's only
-  // console error by design.
-  page.on("console", (m) => m.type() === "error" && !/status of 401/.test(m.text()) && errors.push(m.text()));
-  const cdp = await context.newCDPSession(page);
-  await cdp.send("WebAuthn.enable");
-  await cdp.send("WebAuthn.addVirtualAuthenticator", {
-    options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true,
-      isUserVerified: true, automaticPresenceSimulation: true },
-  });
-  await page.goto(link);
-  await page.click("#enrol-button");
-  await page.waitForSelector("#dashboard:not([hidden])");
+  const { context, page, errors } = await enrolAdmin(browser, gw, env, origin);
   assert.ok(await page.isVisible("#no-apps"), "no connected apps yet");
   await page.click("#signout");
   await page.waitForSelector("#signin:not([hidden])");
