@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -214,17 +216,59 @@ func runConformance(t *testing.T, endpoint string, full bool, baseline string) {
 			}
 		}
 		for _, run := range runs {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			cmd := exec.CommandContext(ctx, node, run...)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0")
-			out, err := cmd.CombinedOutput()
-			cancel()
-			if text := string(out); err != nil || !strings.Contains(text, "Baseline check passed") && !strings.Contains(text, " 0 failed") {
+			text, err := conformanceRun(t, node, dir, run)
+			if err != nil && warningsOnly(text) {
+				// A SHOULD-level warning (a check the suite rates WARNING, such as
+				// tools-list-deterministic-order, which fails when one of its repeated
+				// requests fails on the way) is run a second time before it fails the
+				// test: a protocol fault repeats, a dropped request of a loaded machine
+				// does not. The first run's details stay in the log.
+				t.Logf("conformance %v against %s: warnings only, running it again:\n%s", run[3:], endpoint, text)
+				text, err = conformanceRun(t, node, dir, run)
+			}
+			if err != nil {
 				t.Errorf("conformance %v against %s: %v\n%s", run[3:], endpoint, err, text)
 			}
 		}
 	}
+}
+
+// conformanceRun runs the conformance command run in dir and returns what it printed,
+// followed by the message of every check that did not succeed (from the results it saves),
+// and an error when the run did not pass against its baseline.
+func conformanceRun(t *testing.T, node, dir string, run []string) (string, error) {
+	t.Helper()
+	results := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append(slices.Clone(run), "--output-dir", results)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0")
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if err == nil && !strings.Contains(text, "Baseline check passed") && !strings.Contains(text, " 0 failed") {
+		err = errors.New("the runner passed without saying so")
+	}
+	if err == nil {
+		return text, nil
+	}
+	files, _ := filepath.Glob(filepath.Join(results, "*", "checks.json"))
+	for _, f := range files {
+		var checks []struct{ ID, Status, ErrorMessage string }
+		if b, rerr := os.ReadFile(f); rerr == nil && json.Unmarshal(b, &checks) == nil {
+			for _, c := range checks {
+				if c.Status != "SUCCESS" && c.Status != "INFO" {
+					text += fmt.Sprintf("\n%s %s: %s", c.Status, c.ID, c.ErrorMessage)
+				}
+			}
+		}
+	}
+	return text, err
+}
+
+// warningsOnly reports whether a failed run's checks failed only at WARNING level.
+func warningsOnly(text string) bool {
+	return strings.Contains(text, "\nWARNING ") && !strings.Contains(text, "\nFAILURE ")
 }
 
 // TestConformanceService runs the conformance suite against a backing service's own
