@@ -3,7 +3,6 @@ package export
 import (
 	"bufio"
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -215,31 +214,8 @@ func (o Options) eachRun(ctx context.Context, st *stream, runs []run, first *htt
 // budget per started block of rows as copy does; a refusal sets stopErr and ends with
 // errStopped.
 func (s *stream) records(body io.Reader, row func([]string) error) error {
-	lb := &lastByte{r: body}
-	cr := csv.NewReader(bufio.NewReaderSize(lb, 64<<10))
-	cr.ReuseRecord = true
-	cr.FieldsPerRecord = -1
 	pending := 0
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			if lb.n > 0 && lb.last != '\n' {
-				return fmt.Errorf("the service's answer ended mid-row after %d rows", s.rows)
-			}
-			return nil
-		}
-		if err != nil {
-			if s.c.Request.Context().Err() != nil {
-				return errStopped
-			}
-			return fmt.Errorf("reading the service's answer after %d rows: %w", s.rows, err)
-		}
-		if len(rec) > 0 && strings.HasPrefix(rec[0], "# ") {
-			// The service's own final line: it failed mid-answer.
-			code, msg, _ := strings.Cut(strings.TrimPrefix(rec[0], "# "), ": ")
-			s.o.Logger.WarnContext(s.c.Request.Context(), "export: a service failed mid-answer", "code", code, "msg", msg)
-			return apierr.New(apierr.UpstreamUnavailable, "export incomplete after %d rows: a backing service failed; retry", s.rows)
-		}
+	err := contract.CSVRecords(body, func(rec []string) error {
 		if s.rows > 0 && s.rows%contract.ExportRowsPerRequest == 0 {
 			if cerr := s.o.Charge(s.c); cerr != nil {
 				s.stopErr = cerr
@@ -259,22 +235,17 @@ func (s *stream) records(body io.Reader, row func([]string) error) error {
 			s.flush()
 			pending = 0
 		}
+		return nil
+	})
+	var failed *contract.ExportFailure
+	switch {
+	case err == nil || errors.Is(err, errStopped):
+		return err
+	case errors.As(err, &failed):
+		s.o.Logger.WarnContext(s.c.Request.Context(), "export: a service failed mid-answer", "code", failed.Code, "msg", failed.Message)
+		return apierr.New(apierr.UpstreamUnavailable, "export incomplete after %d rows: a backing service failed; retry", s.rows)
+	case s.c.Request.Context().Err() != nil:
+		return errStopped
 	}
-}
-
-// lastByte remembers the last byte read through it, to tell an answer that ended after
-// a whole row from one cut inside a row.
-type lastByte struct {
-	r    io.Reader
-	n    int64
-	last byte
-}
-
-func (l *lastByte) Read(p []byte) (int, error) {
-	n, err := l.r.Read(p)
-	if n > 0 {
-		l.n += int64(n)
-		l.last = p[n-1]
-	}
-	return n, err
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -79,7 +80,13 @@ func (h *Handlers) dataQuery(c *gin.Context, s Service, extra ...string) (dataQu
 	if err != nil {
 		return dataQuery{}, err
 	}
-	return dataQuery{params: params, w: Window{Since: since, Until: until, Parameters: params, QC: qc}}, nil
+	w := Window{Since: since, Until: until, QC: qc}
+	if v.Get("parameter-name") != "" {
+		// Only a narrowing is sent on: every parameter is the services' default, and a
+		// filter that keeps them all would make the service decode each reading for it.
+		w.Parameters = params
+	}
+	return dataQuery{params: params, w: w}, nil
 }
 
 // location serves GET /collections/{service}/locations/{id}: one sensor (UUID or
@@ -119,7 +126,7 @@ func (h *Handlers) location(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	series := toSeries(sn, got[sn.ID])
+	series := toSeries(sn, got[sn.ID], q.params)
 	if len(series.Samples) == 0 {
 		fail(c, apierr.New(apierr.NoReadings, "sensor %q has no readings of %v between %s and %s", sn.ID, q.params,
 			contract.FormatTime(q.w.Since), contract.FormatTime(q.w.Until)))
@@ -167,7 +174,7 @@ func (h *Handlers) query(kind string) gin.HandlerFunc {
 		}
 		series := make([]covjson.Series, 0, len(withFeed))
 		for _, sn := range withFeed {
-			series = append(series, toSeries(sn, got[sn.ID]))
+			series = append(series, toSeries(sn, got[sn.ID], q.params))
 		}
 		writeCov(c, covjson.NewCollection(series, q.params, describeAll(q.params)))
 	}
@@ -243,12 +250,15 @@ func tooMany(n int) error {
 	return apierr.Invalid("coords", "selects %d sensors (at least); a query reads at most %d: narrow coords or within", n, MaxSensors)
 }
 
-// toSeries is a sensor's readings as CoverageJSON samples: every canonical measurement.
-func toSeries(sn catalog.Sensor, rs []contract.Reading) covjson.Series {
+// toSeries is a sensor's readings as CoverageJSON samples: its measurements of params
+// (the service reads every parameter when the query names none).
+func toSeries(sn catalog.Sensor, rs []contract.Reading, params []string) covjson.Series {
 	s := covjson.Series{ID: sn.ID.String(), Lon: *sn.Longitude, Lat: *sn.Latitude}
 	for _, r := range rs {
 		for _, m := range r.Measurements {
-			s.Samples = append(s.Samples, covjson.Sample{Time: r.Timestamp.Time, Parameter: m.Parameter, Value: m.Value})
+			if slices.Contains(params, m.Parameter) {
+				s.Samples = append(s.Samples, covjson.Sample{Time: r.Timestamp.Time, Parameter: m.Parameter, Value: m.Value})
+			}
 		}
 	}
 	return s

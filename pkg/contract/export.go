@@ -1,7 +1,9 @@
 package contract
 
 import (
+	"bufio"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -167,4 +169,66 @@ func (c cancelOnClose) Close() error {
 	err := c.ReadCloser.Close()
 	c.cancel()
 	return err
+}
+
+// ExportFailure is the last record of a CSV export whose service failed mid-answer: the
+// service writes "# <code>: <message>" in the first field and ends the answer
+// (services/runtime/httpapi export).
+type ExportFailure struct{ Code, Message string }
+
+func (e *ExportFailure) Error() string {
+	return "the service failed mid-answer: " + e.Code + ": " + e.Message
+}
+
+// CSVRecords reads a service's CSV export (header=false) record by record and hands each
+// to row; the record's slice is reused by the next call. It ends with row's error, an
+// *ExportFailure when the service ended its answer with one, or an error when the answer
+// was cut inside a record.
+func CSVRecords(body io.Reader, row func(rec []string) error) error {
+	lb := &lastByte{r: body}
+	cr := csv.NewReader(bufio.NewReaderSize(lb, 64<<10))
+	cr.ReuseRecord = true
+	cr.FieldsPerRecord = -1
+	for n := 0; ; n++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			if lb.n > 0 && lb.last != '\n' {
+				return fmt.Errorf("the service's answer ended mid-row after %d rows", n)
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the service's answer after %d rows: %w", n, err)
+		}
+		if lb.eof && cr.InputOffset() == lb.n && lb.last != '\n' {
+			// The answer's last bytes, without the newline that ends a record.
+			return fmt.Errorf("the service's answer ended mid-row after %d rows", n)
+		}
+		if len(rec) > 0 && strings.HasPrefix(rec[0], "# ") {
+			code, msg, _ := strings.Cut(strings.TrimPrefix(rec[0], "# "), ": ")
+			return &ExportFailure{Code: code, Message: msg}
+		}
+		if err := row(rec); err != nil {
+			return err
+		}
+	}
+}
+
+// lastByte remembers how much was read through it, its last byte and whether it
+// ended, to tell an answer that ended after a whole record from one cut inside a record.
+type lastByte struct {
+	r    io.Reader
+	n    int64
+	last byte
+	eof  bool
+}
+
+func (l *lastByte) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.n += int64(n)
+		l.last = p[n-1]
+	}
+	l.eof = l.eof || err != nil
+	return n, err
 }
