@@ -20,8 +20,8 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/readings"
 	"github.com/sensorgate/sensorgate/gateway/sensorquery"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
-	"github.com/sensorgate/sensorgate/pkg/canon"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/covjson"
 	"github.com/sensorgate/sensorgate/pkg/formats"
 	"github.com/sensorgate/sensorgate/pkg/ttlcache"
 )
@@ -153,11 +153,11 @@ const maxReadingsPages = 20
 // cache, its coalescing, its validation), pages of contract.MaxReadingsLimit oldest
 // first; several sensors, or one whose window holds more than maxReadingsPages pages,
 // through one export call to their service.
-func (r ogcReadings) Series(ctx context.Context, sensors []catalog.Sensor, w ogc.Window) (map[uuid.UUID][]contract.Reading, error) {
+func (r ogcReadings) Series(ctx context.Context, sensors []catalog.Sensor, w ogc.Window) (map[uuid.UUID][]covjson.Sample, error) {
 	if len(sensors) == 1 {
-		rs, err := r.pages(ctx, sensors[0], w)
+		samples, err := r.pages(ctx, sensors[0], w)
 		if !errors.Is(err, errTooManyPages) {
-			return map[uuid.UUID][]contract.Reading{sensors[0].ID: rs}, err
+			return map[uuid.UUID][]covjson.Sample{sensors[0].ID: samples}, err
 		}
 	}
 	return r.export(ctx, sensors, w)
@@ -165,7 +165,7 @@ func (r ogcReadings) Series(ctx context.Context, sensors []catalog.Sensor, w ogc
 
 var errTooManyPages = errors.New("more pages than maxReadingsPages")
 
-func (r ogcReadings) pages(ctx context.Context, sn catalog.Sensor, w ogc.Window) ([]contract.Reading, error) {
+func (r ogcReadings) pages(ctx context.Context, sn catalog.Sensor, w ogc.Window) ([]covjson.Sample, error) {
 	v := url.Values{"since": {contract.FormatTime(w.Since)}, "until": {contract.FormatTime(w.Until)},
 		"limit": {strconv.Itoa(contract.MaxReadingsLimit)}, "sort": {"asc"}}
 	if len(w.Parameters) > 0 {
@@ -174,7 +174,7 @@ func (r ogcReadings) pages(ctx context.Context, sn catalog.Sensor, w ogc.Window)
 	if !w.QC.All() {
 		v.Set("qc", w.QC.String())
 	}
-	var out []contract.Reading
+	var out []covjson.Sample
 	for page := 1; ; page++ {
 		if page > maxReadingsPages {
 			return nil, errTooManyPages
@@ -188,7 +188,11 @@ func (r ogcReadings) pages(ctx context.Context, sn catalog.Sensor, w ogc.Window)
 		if err := json.Unmarshal(resp.Body, &body); err != nil {
 			return nil, apierr.New(apierr.UpstreamBadResponse, "service %q: readings of %s: %v", sn.ServiceID, sn.ID, err)
 		}
-		out = append(out, body.Readings...)
+		for _, rd := range body.Readings {
+			for _, m := range rd.Measurements {
+				out = append(out, covjson.Sample{Time: rd.Timestamp.Time, Parameter: m.Parameter, Value: m.Value})
+			}
+		}
 		if page >= body.Pagination.TotalPages || len(body.Readings) == 0 {
 			return out, nil
 		}
@@ -200,12 +204,12 @@ func (r ogcReadings) pages(ctx context.Context, sn catalog.Sensor, w ogc.Window)
 // rows. CSV rather than NDJSON because a 1,000-sensor day is hundreds of thousands of
 // readings and a CSV record costs a fraction of a JSON line to read (docs/ogc.md
 // "Speed").
-func (r ogcReadings) export(ctx context.Context, sensors []catalog.Sensor, w ogc.Window) (map[uuid.UUID][]contract.Reading, error) {
+func (r ogcReadings) export(ctx context.Context, sensors []catalog.Sensor, w ogc.Window) (map[uuid.UUID][]covjson.Sample, error) {
 	byService := map[string][]catalog.Sensor{}
 	for _, s := range sensors {
 		byService[s.ServiceID] = append(byService[s.ServiceID], s)
 	}
-	out := make(map[uuid.UUID][]contract.Reading, len(sensors))
+	out := make(map[uuid.UUID][]covjson.Sample, len(sensors))
 	q := contract.ExportQuery{Since: w.Since, Until: w.Until, Parameters: w.Parameters, QC: w.QC}
 	for service, ss := range byService {
 		c, ok := r.clients[service]
@@ -226,48 +230,50 @@ func (r ogcReadings) export(ctx context.Context, sensors []catalog.Sensor, w ogc
 }
 
 // exportRows reads one service's CSV export (formats.ReadingHeader's columns) into out,
-// a reading per run of rows with the same sensor and timestamp.
-func exportRows(ctx context.Context, c *contract.Client, v url.Values, byExternal map[string]uuid.UUID, out map[uuid.UUID][]contract.Reading) error {
+// a sample per row. A field of a record is a slice of the record's line, which it would
+// keep alive: parameter names are interned (a service has a few dozen), and a timestamp
+// is parsed once for the rows of its reading.
+func exportRows(ctx context.Context, c *contract.Client, v url.Values, byExternal map[string]uuid.UUID, out map[uuid.UUID][]covjson.Sample) error {
 	resp, err := c.Export(ctx, v)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	params := map[string]string{}
 	var (
-		cur     *contract.Reading // the reading being filled, the last of its sensor's
-		curExt  string
-		curTime string
-		ts      time.Time
+		curExt, curTime string
+		id              uuid.UUID
+		known           bool
+		ts              time.Time
 	)
 	err = contract.CSVRecords(resp.Body, func(rec []string) error {
 		if len(rec) < 5 {
 			return fmt.Errorf("a row of %d fields", len(rec))
 		}
-		ext, stamp := rec[1], rec[2]
-		if cur == nil || ext != curExt || stamp != curTime {
-			id, ok := byExternal[ext]
-			if !ok {
-				cur = nil
-				return nil
-			}
-			if stamp != curTime {
-				var err error
-				if ts, err = time.Parse(time.RFC3339, stamp); err != nil {
-					return fmt.Errorf("timestamp %q: %w", stamp, err)
-				}
-			}
-			rs := append(out[id], contract.Reading{Timestamp: contract.Time{Time: ts.UTC()}})
-			out[id] = rs
-			cur, curExt, curTime = &rs[len(rs)-1], ext, stamp
+		if rec[1] != curExt {
+			curExt = strings.Clone(rec[1])
+			id, known = byExternal[curExt]
 		}
-		if rec[4] == "" {
-			return nil // a value the source did not give: null in the coverage
+		if !known || rec[4] == "" { // not asked for; a value the source did not give
+			return nil
+		}
+		if rec[2] != curTime {
+			var err error
+			if ts, err = time.Parse(time.RFC3339, rec[2]); err != nil {
+				return fmt.Errorf("timestamp %q: %w", rec[2], err)
+			}
+			ts, curTime = ts.UTC(), strings.Clone(rec[2])
 		}
 		value, err := strconv.ParseFloat(rec[4], 64)
 		if err != nil {
 			return fmt.Errorf("value %q: %w", rec[4], err)
 		}
-		cur.Measurements = append(cur.Measurements, canon.Measurement{Parameter: rec[3], Value: value})
+		p, ok := params[rec[3]]
+		if !ok {
+			p = strings.Clone(rec[3])
+			params[p] = p
+		}
+		out[id] = append(out[id], covjson.Sample{Time: ts, Parameter: p, Value: value})
 		return nil
 	})
 	var failed *contract.ExportFailure

@@ -165,7 +165,7 @@ func (h *Handlers) query(kind string) gin.HandlerFunc {
 				withFeed = append(withFeed, sn)
 			}
 		}
-		var got map[uuid.UUID][]contract.Reading
+		var got map[uuid.UUID][]covjson.Sample
 		if len(withFeed) > 0 {
 			if got, err = h.series(c, withFeed, q.w); err != nil {
 				fail(c, err)
@@ -250,18 +250,16 @@ func tooMany(n int) error {
 	return apierr.Invalid("coords", "selects %d sensors (at least); a query reads at most %d: narrow coords or within", n, MaxSensors)
 }
 
-// toSeries is a sensor's readings as CoverageJSON samples: its measurements of params
+// toSeries is a sensor's samples of params as its CoverageJSON series, filtered in place
 // (the service reads every parameter when the query names none).
-func toSeries(sn catalog.Sensor, rs []contract.Reading, params []string) covjson.Series {
-	s := covjson.Series{ID: sn.ID.String(), Lon: *sn.Longitude, Lat: *sn.Latitude}
-	for _, r := range rs {
-		for _, m := range r.Measurements {
-			if slices.Contains(params, m.Parameter) {
-				s.Samples = append(s.Samples, covjson.Sample{Time: r.Timestamp.Time, Parameter: m.Parameter, Value: m.Value})
-			}
+func toSeries(sn catalog.Sensor, samples []covjson.Sample, params []string) covjson.Series {
+	keep := samples[:0]
+	for _, x := range samples {
+		if slices.Contains(params, x.Parameter) {
+			keep = append(keep, x)
 		}
 	}
-	return s
+	return covjson.Series{ID: sn.ID.String(), Lon: *sn.Longitude, Lat: *sn.Latitude, Samples: keep}
 }
 
 func writeCov(c *gin.Context, v any) {

@@ -23,6 +23,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/ginerr"
 	"github.com/sensorgate/sensorgate/pkg/apierr"
 	"github.com/sensorgate/sensorgate/pkg/contract"
+	"github.com/sensorgate/sensorgate/pkg/covjson"
 )
 
 // Catalog is the part of the catalog the OGC faces read.
@@ -52,10 +53,12 @@ type Service struct {
 
 // Readings fetches canonical readings.
 type Readings interface {
-	// Series returns the readings of each sensor (all of one service) within w, by
-	// sensor id, each sensor's in time order. Errors are *apierr.Error (a bad qc, an
-	// upstream failure) or the context's.
-	Series(ctx context.Context, sensors []catalog.Sensor, w Window) (map[uuid.UUID][]contract.Reading, error)
+	// Series returns the measurements of each sensor (all of one service) within w as
+	// samples, by sensor id, each sensor's in time order: every parameter, or
+	// w.Parameters when set. Samples rather than readings because an area query holds a
+	// thousand sensors' day at once (docs/ogc.md "Speed"). Errors are *apierr.Error (a
+	// bad qc, an upstream failure) or the context's.
+	Series(ctx context.Context, sensors []catalog.Sensor, w Window) (map[uuid.UUID][]covjson.Sample, error)
 }
 
 // Window is the time range, parameters and quality filter of a readings fetch.
@@ -144,7 +147,7 @@ func (h *Handlers) ctx(c *gin.Context) (context.Context, context.CancelFunc) {
 func fail(c *gin.Context, err error) { ginerr.Fail(c, err) }
 
 // series fetches the readings of sensors within ReadingsTimeout.
-func (h *Handlers) series(c *gin.Context, sensors []catalog.Sensor, w Window) (map[uuid.UUID][]contract.Reading, error) {
+func (h *Handlers) series(c *gin.Context, sensors []catalog.Sensor, w Window) (map[uuid.UUID][]covjson.Sample, error) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.o.ReadingsTimeout)
 	defer cancel()
 	got, err := h.o.Readings.Series(ctx, sensors, w)

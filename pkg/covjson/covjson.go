@@ -132,9 +132,11 @@ func PointSeries(s Series, params []string, inline bool) Coverage {
 		tv[i] = time.UnixMilli(ms).UTC().Format(TimeLayout)
 	}
 	ranges := make(map[string]NdArray, len(params))
+	values := make(map[string][]float64, len(params)) // each range's values, pointed into
 	for _, p := range params {
 		ranges[p] = NdArray{Type: "NdArray", DataType: "float", AxisNames: []string{"t"}, Shape: []int{len(times)},
 			Values: make([]*float64, len(times))}
+		values[p] = make([]float64, len(times))
 	}
 	for _, x := range s.Samples {
 		r, ok := ranges[x.Parameter]
@@ -142,8 +144,9 @@ func PointSeries(s Series, params []string, inline bool) Coverage {
 			continue
 		}
 		i, _ := slices.BinarySearch(times, x.Time.UnixMilli())
-		v := x.Value
-		r.Values[i] = &v
+		v := values[x.Parameter]
+		v[i] = x.Value
+		r.Values[i] = &v[i]
 	}
 	d := Domain{Type: "Domain", DomainType: "PointSeries", Axes: map[string]Axis{
 		"x": {Values: []any{s.Lon}},
