@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/compose"
 	foauth2 "github.com/ory/fosite/handler/oauth2"
@@ -243,19 +244,22 @@ func (s *Server) VerifyToken(ctx context.Context, token string) (auth.Token, err
 }
 
 // ResourceMetadata is the protected resource metadata of a path of this gateway (RFC
-// 9728): the resource is the gateway's origin and that path.
-func (s *Server) ResourceMetadata(path string) map[string]any {
-	return map[string]any{
-		"resource":                 s.cfg.Issuer + strings.TrimRight(path, "/"),
-		"authorization_servers":    []string{s.cfg.Issuer},
-		"scopes_supported":         auth.ScopeNames(),
-		"bearer_methods_supported": []string{"header"},
-		"resource_name":            "sensorgate",
-		"resource_documentation":   s.cfg.Issuer + "/docs",
+// 9728), in the go-sdk's type: the resource is the gateway's origin and that path.
+func (s *Server) ResourceMetadata(path string) *oauthex.ProtectedResourceMetadata {
+	return &oauthex.ProtectedResourceMetadata{
+		Resource:               s.cfg.Issuer + strings.TrimRight(path, "/"),
+		AuthorizationServers:   []string{s.cfg.Issuer},
+		ScopesSupported:        auth.ScopeNames(),
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           "sensorgate",
+		ResourceDocumentation:  s.cfg.Issuer + "/docs",
 	}
 }
 
-// ServerMetadata is the authorization server metadata (RFC 8414).
+// ServerMetadata is the authorization server metadata (RFC 8414). Not the go-sdk's
+// oauthex.AuthServerMeta, which its client reads: that type always writes jwks_uri, and
+// this server has no signing keys to name there (RFC 8414 makes the member optional,
+// and an empty string is not a URL).
 func (s *Server) ServerMetadata() map[string]any {
 	i := s.cfg.Issuer
 	return map[string]any{
