@@ -108,7 +108,7 @@ func newAccounts(cfg config.Config, raw *store.Store, st catalog.Store, rdb *red
 	// OAuth 2.1 (package oauth): tokens are checked by the same authenticator as keys.
 	oc := oauth.Config{
 		Issuer: cfg.Account.Origin, Environment: cfg.Env, Store: raw, Sessions: h, Forget: authn.Forget, Logger: log,
-		Fetch: oauth.MetadataClient(alerts.Guard{Allow: cfg.Alerts.WebhookAllow}),
+		Guard: alerts.Guard{Allow: cfg.Alerts.WebhookAllow},
 	}
 	if rdb != nil {
 		// Every replica of this authorization server (its issuer, the public origin) counts an

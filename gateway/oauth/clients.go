@@ -16,10 +16,8 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/sensorgate/sensorgate/gateway/account"
-	"github.com/sensorgate/sensorgate/gateway/alerts"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
-	"github.com/sensorgate/sensorgate/gateway/outbound"
 	"github.com/sensorgate/sensorgate/gateway/store"
 )
 
@@ -35,14 +33,6 @@ const (
 	// is fetched again.
 	metadataRefresh = time.Hour
 )
-
-// MetadataClient is the client that fetches client id metadata documents: an outside party
-// reached through package outbound (no proxy, no redirects), every dialled address checked
-// by the alert webhooks' SSRF guard (no loopback, private, link-local or metadata address
-// unless g allows it).
-func MetadataClient(g alerts.Guard) *http.Client {
-	return outbound.Client(metadataFetchTime, g.Control)
-}
 
 type redirectKey struct{}
 
@@ -119,7 +109,7 @@ func (s *Server) fetchMetadata(ctx context.Context, id string) (store.OAuthClien
 		return store.OAuthClient{}, err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := s.cfg.Fetch.Do(req)
+	resp, err := s.fetch.Do(req)
 	if err != nil {
 		return store.OAuthClient{}, fmt.Errorf("fetch: %w", err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/sensorgate/sensorgate/gateway/alerts"
 	"github.com/sensorgate/sensorgate/gateway/auth"
 	"github.com/sensorgate/sensorgate/gateway/catalog"
+	"github.com/sensorgate/sensorgate/gateway/outbound"
 	"github.com/sensorgate/sensorgate/gateway/store"
 )
 
@@ -99,9 +100,10 @@ type Config struct {
 	Forget func()
 	// AccessTokenTTL is at most MaxAccessTokenTTL (the default).
 	AccessTokenTTL time.Duration
-	// Fetch gets client id metadata documents: an outside party, through the SSRF guard
-	// (MetadataClient).
-	Fetch *http.Client
+	// Guard vets every address a client id metadata document is fetched from: the alert
+	// webhooks' SSRF guard (no loopback, private, link-local or metadata address unless
+	// it allows it); the zero value refuses them all.
+	Guard alerts.Guard
 	// RegisterThrottle counts every client registration per address (RegisterLimit in
 	// RegisterWindow), TokenThrottle every refused token request per address
 	// (TokenMissLimit in TokenMissWindow). Nil counts in this process; the gateway counts
@@ -116,6 +118,7 @@ type Config struct {
 // Server is the authorization server.
 type Server struct {
 	cfg      Config
+	fetch    *http.Client // client id metadata documents: an outside party (package outbound)
 	provider fosite.OAuth2Provider
 	strategy *foauth2.HMACSHAStrategy
 	storage  *storage
@@ -149,9 +152,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.TokenThrottle == nil {
 		cfg.TokenThrottle = auth.NewMemoryThrottle(TokenMissLimit, TokenMissWindow, cfg.Now)
 	}
-	if cfg.Fetch == nil {
-		cfg.Fetch = MetadataClient(alerts.Guard{})
-	}
 	fresh := make([]byte, 32)
 	_, _ = rand.Read(fresh)
 	secret, err := cfg.Store.OAuthSecret(ctx, fresh)
@@ -172,7 +172,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		AccessTokenIssuer:              cfg.Issuer,
 		RedirectSecureChecker:          secureRedirect,
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, fetch: outbound.Client(metadataFetchTime, cfg.Guard.Control)}
 	s.storage = &storage{st: cfg.Store, clients: s.client, reused: s.reused}
 	s.strategy = compose.NewOAuth2HMACStrategy(fc)
 	s.provider = compose.Compose(fc, s.storage, s.strategy,
