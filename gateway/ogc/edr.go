@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -81,7 +82,7 @@ func (h *Handlers) dataQuery(c *gin.Context, s Service, extra ...string) (dataQu
 		return dataQuery{}, err
 	}
 	w := Window{Since: since, Until: until, QC: qc}
-	if v.Get("parameter-name") != "" {
+	if strings.TrimSpace(v.Get("parameter-name")) != "" {
 		// Only a narrowing is sent on: every parameter is the services' default, and a
 		// filter that keeps them all would make the service decode each reading for it.
 		w.Parameters = params

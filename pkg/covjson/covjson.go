@@ -131,22 +131,26 @@ func PointSeries(s Series, params []string, inline bool) Coverage {
 	for i, ms := range times {
 		tv[i] = time.UnixMilli(ms).UTC().Format(TimeLayout)
 	}
-	ranges := make(map[string]NdArray, len(params))
-	values := make(map[string][]float64, len(params)) // each range's values, pointed into
-	for _, p := range params {
-		ranges[p] = NdArray{Type: "NdArray", DataType: "float", AxisNames: []string{"t"}, Shape: []int{len(times)},
-			Values: make([]*float64, len(times))}
-		values[p] = make([]float64, len(times))
+	// Parameter k's values are [k*n, (k+1)*n) of one array, pointed into (nil is null).
+	n := len(times)
+	row := make(map[string]int, len(params))
+	for k, p := range params {
+		row[p] = k
 	}
+	values, ptrs := make([]float64, len(params)*n), make([]*float64, len(params)*n)
 	for _, x := range s.Samples {
-		r, ok := ranges[x.Parameter]
+		k, ok := row[x.Parameter]
 		if !ok {
 			continue
 		}
 		i, _ := slices.BinarySearch(times, x.Time.UnixMilli())
-		v := values[x.Parameter]
-		v[i] = x.Value
-		r.Values[i] = &v[i]
+		values[k*n+i] = x.Value
+		ptrs[k*n+i] = &values[k*n+i]
+	}
+	ranges := make(map[string]NdArray, len(params))
+	for k, p := range params {
+		ranges[p] = NdArray{Type: "NdArray", DataType: "float", AxisNames: []string{"t"}, Shape: []int{n},
+			Values: ptrs[k*n : (k+1)*n : (k+1)*n]}
 	}
 	d := Domain{Type: "Domain", DomainType: "PointSeries", Axes: map[string]Axis{
 		"x": {Values: []any{s.Lon}},
