@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,9 +30,12 @@ func TestOGCExportRows(t *testing.T) {
 		"u2,41003,2026-11-20T00:20:00Z,wind_speed_ms,4.25,m/s,8.3,kn,1\n" +
 		"u1,41002,2026-11-20T00:10:00Z,air_temperature_c,21.25,°C,70.3,°F,1\n"
 	var tail string
+	var mu sync.Mutex
 	var asked []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		asked = r.URL.Query()["station"]
+		mu.Unlock()
 		if f := r.URL.Query().Get("format"); f != "csv" {
 			http.Error(w, "format "+f, http.StatusBadRequest)
 			return
@@ -68,6 +72,20 @@ func TestOGCExportRows(t *testing.T) {
 	if z := got[a.ID][2]; z.Value != 21.25 || !z.Time.Equal(w.Since.Add(10*time.Minute)) {
 		t.Errorf("41002's last sample: %+v", z)
 	}
+
+	// Many area queries at once over the one client (its pooled connections): each reads
+	// its own answer into its own samples (run under -race by make test's race step).
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			one := []catalog.Sensor{a, b}[i%2]
+			got, err := r.export(context.Background(), []catalog.Sensor{one}, w)
+			if want := map[uuid.UUID]int{a.ID: 3, b.ID: 1}[one.ID]; err != nil || len(got) != 1 || len(got[one.ID]) != want {
+				t.Errorf("concurrent export of %s: %d sensors, %d samples (want %d), %v", one.ExternalID, len(got), len(got[one.ID]), want, err)
+			}
+		})
+	}
+	wg.Wait()
 
 	for _, c := range []struct {
 		tail, code string
